@@ -1,0 +1,59 @@
+"""Jinja extension that gives the templates what is derived, never recorded.
+
+The answers file records only what the user chose (name, kind, inputs, expr, ...). Everything
+derived from those answers, such as the C++ and PyTorch forms of the expression, is computed here
+at render time, so regenerating from an answers file (``kernelgen new --answers``, ``kernelgen
+update``) always derives it with the current parser.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+from jinja2 import Environment
+from jinja2.ext import Extension
+
+from . import __version__
+from .expr import parse
+
+#: Bump when the generated code changes; recorded in every generated op.
+TEMPLATE_VERSION = "1"
+
+DTYPE_INFO: dict[str, dict[str, str]] = {
+    "float32": {"at": "at::kFloat", "torch": "torch.float32", "c": "float"},
+    "float64": {"at": "at::kDouble", "torch": "torch.float64", "c": "double"},
+    "float16": {"at": "at::kHalf", "torch": "torch.float16", "c": "at::Half"},
+    "bfloat16": {"at": "at::kBFloat16", "torch": "torch.bfloat16", "c": "at::BFloat16"},
+}
+
+# Keys of copier's answers that depend on the machine that rendered (absolute template path),
+# and so must not be recorded in a generated op that is checked into version control.
+_UNRECORDED = ("_src_path", "_commit")
+
+
+def expression(source: str, inputs: list[str]) -> dict[str, Any]:
+    parsed = parse(source, tuple(inputs))
+    return {
+        "cpp": parsed.cpp("acc_t"),
+        "torch": parsed.torch(),
+        "positive_domain": parsed.positive_domain,
+        "functions": list(parsed.functions),
+        "fused_torch": parsed.fused_torch(),
+    }
+
+
+def answers_yaml(answers: dict[str, Any]) -> str:
+    data = {"_kernelgen_version": __version__, "_template_version": TEMPLATE_VERSION}
+    data.update({k: v for k, v in answers.items() if k not in _UNRECORDED and not k.startswith("_")})
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000)
+
+
+class KernelgenExtension(Extension):
+    def __init__(self, environment: Environment) -> None:
+        super().__init__(environment)
+        environment.globals["kg_expression"] = expression
+        environment.globals["kg_dtype"] = DTYPE_INFO
+        environment.globals["kg_version"] = __version__
+        environment.globals["kg_template_version"] = TEMPLATE_VERSION
+        environment.filters["kg_answers_yaml"] = answers_yaml

@@ -1,0 +1,148 @@
+"""The `kernelgen` command line: a thin layer over the library.
+
+Every user error becomes one line on stderr and a non-zero exit code: 2 for a bad option value
+(click.BadParameter / UsageError), 1 for anything else kernelgen refuses. No traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+
+from . import __version__
+from .errors import AnswersError, KernelgenError, SpecError
+from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, normalize_op_name
+
+_PARAM_FLAGS = {
+    "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
+    "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace",
+}
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="kernelgen")
+def main() -> None:
+    """Scaffold PyTorch custom CUDA operators that build, pass their tests and run fast."""
+
+
+def _interactive(defaults: bool) -> bool:
+    return not defaults and sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _ask(value: Any, prompt: str, default: str, interactive: bool) -> Any:
+    if value is not None or not interactive:
+        return value
+    return click.prompt(prompt, default=default)
+
+
+def _load_answers(path: Path) -> dict[str, Any]:
+    import yaml
+
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as err:
+        raise AnswersError(f"cannot read answers file {path}: {err.strerror}") from None
+    except yaml.YAMLError as err:
+        raise AnswersError(f"answers file {path} is not valid YAML: {str(err).splitlines()[0]}") from None
+    if not isinstance(data, dict) or "name" not in data or "kind" not in data:
+        raise AnswersError(f"{path} is not a kernelgen answers file (no 'name' and 'kind')")
+    return data
+
+
+@main.command()
+@click.argument("op_name", required=False)
+@click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`).")
+@click.option("--inputs", default=None, help="elementwise: comma-separated input names, e.g. a,b,c.")
+@click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c".')
+@click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}].")
+@click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}].")
+@click.option("--namespace", default=None, help="torch.ops namespace [default: the op name].")
+@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Directory to create the op directory in.")
+@click.option("--force", is_flag=True, help="Write into an existing non-empty directory (other files are kept).")
+@click.option("--defaults", is_flag=True, help="Never prompt: use the default for every missing option.")
+@click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate from a recorded .copier-answers.yml.")
+def new(
+    op_name: Optional[str], kind: Optional[str], inputs: Optional[str], expr: Optional[str],
+    dtypes: Optional[str], arch_list: Optional[str], namespace: Optional[str], output: Path,
+    force: bool, defaults: bool, answers_file: Optional[Path],
+) -> None:
+    """Generate a complete op package in OUTPUT/OP_NAME.
+
+    \b
+    Example:
+      kernelgen new fused-gelu --inputs x --expr "x * sigmoid(1.702 * x)"
+      cd fused-gelu && pip install --no-build-isolation -e . && pytest
+    """
+    started = time.perf_counter()
+    try:
+        if answers_file is not None:
+            recorded = _load_answers(answers_file)
+            op_name = op_name or recorded["name"]
+            kind = kind or recorded["kind"]
+            inputs = inputs if inputs is not None else _join(recorded.get("inputs"))
+            expr = expr if expr is not None else recorded.get("expr")
+            dtypes = dtypes or _join(recorded.get("dtypes"))
+            arch_list = arch_list or recorded.get("arch_list")
+            namespace = namespace or recorded.get("namespace")
+        interactive = _interactive(defaults)
+        if op_name is None:
+            if not interactive:
+                raise click.UsageError("missing OP_NAME (and no terminal to ask for it)")
+            op_name = click.prompt("Op name")
+        identifier = normalize_op_name(op_name)
+        if identifier != op_name:
+            click.echo(f"note: op name {op_name!r} becomes {identifier!r} for the Python package and C++ identifiers", err=True)
+        kind = _ask(kind, "Kind (" + "/".join(KINDS) + ")", "elementwise", interactive) or "elementwise"
+        if kind == "elementwise":
+            inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
+            default_expr = " + ".join(n.strip() for n in (inputs or "x").split(","))
+            expr = _ask(expr, "Expression", default_expr, interactive)
+        dtypes = _ask(dtypes, "Dtypes", ",".join(DTYPES), interactive)
+        arch_list = _ask(arch_list, "CUDA arch list", DEFAULT_ARCH_LIST, interactive)
+        spec = OpSpec.create(
+            op_name, kind=kind, inputs=inputs, expr=expr,
+            dtypes=dtypes or ",".join(DTYPES), arch_list=arch_list or DEFAULT_ARCH_LIST,
+            namespace=namespace,
+        )
+        from .render import generate
+
+        dest = generate(spec, output, force=force)
+    except SpecError as err:
+        flag = _PARAM_FLAGS.get(err.param or "", None)
+        raise click.UsageError(f"{flag}: {err.message}" if flag and flag != "OP_NAME" else err.message) from None
+    except KernelgenError as err:
+        raise click.ClickException(err.message) from None
+    elapsed = time.perf_counter() - started
+    where = _display(dest)
+    click.echo(f"created {where} ({spec.kind} op {spec.namespace}::{spec.op_name}) in {elapsed:.2f} s")
+    click.echo(f"next: cd {where} && pip install --no-build-isolation -e . && pytest -q")
+
+
+def _join(value: Any) -> Optional[str]:
+    if value is None:
+        return None
+    return ",".join(value) if isinstance(value, (list, tuple)) else str(value)
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+@main.command(name="list")
+def list_kinds() -> None:
+    """Show the kinds of op kernelgen generates."""
+    for kind, description in KINDS.items():
+        click.echo(f"{kind:<12} {description}")
+    click.echo("\nevery op gets: csrc/<op>.cpp (schema, checks, CPU), csrc/cuda/<op>_cuda.cu (kernel),")
+    click.echo("ops.py (register_fake, register_autograd), setup.py, tests/, benchmarks/, README.md")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,442 @@
+"""Safe elementwise expressions: parse once, emit C++ device code and a PyTorch reference.
+
+An expression such as ``x * sigmoid(1.702 * x)`` is parsed with :mod:`ast` and checked
+against a whitelist. Only these are accepted:
+
+* the binary operators ``+ - * /``, unary ``-`` and ``+``, and ``**`` with a numeric exponent;
+* finite int or float literals;
+* the declared input names;
+* the functions in :data:`FUNCTIONS`.
+
+Anything else (attributes, subscripts, strings, comparisons, lambdas, keyword arguments, unknown
+names, ...) raises :class:`~kernelgen.errors.ExprError` naming the offending token and its
+column. Because the emitters only ever print whitelisted nodes, numbers formatted by ``repr`` of
+a finite float, and names that passed the identifier checks of :mod:`kernelgen.spec`, no text from
+the user reaches the generated C++ or Python verbatim: injection is impossible by construction.
+
+Sub-expressions made only of literals are folded to a number at parse time.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from dataclasses import dataclass
+from typing import Callable, Union
+
+from .errors import ExprError
+
+MAX_EXPR_LENGTH = 2000
+MAX_DEPTH = 64
+
+
+@dataclass(frozen=True)
+class Function:
+    """A whitelisted math function."""
+
+    arity: int
+    doc: str
+    torch: str  # PyTorch spelling, used by the reference
+    fold: Callable[..., float]  # evaluation on Python floats, for constant folding
+    positive_domain: bool = False  # only defined (or differentiable) for positive inputs
+
+
+def _sigmoid(x: float) -> float:
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+FUNCTIONS: dict[str, Function] = {
+    "exp": Function(1, "e to the power x", "torch.exp", math.exp),
+    "log": Function(1, "natural logarithm", "torch.log", math.log, positive_domain=True),
+    "sqrt": Function(1, "square root", "torch.sqrt", math.sqrt, positive_domain=True),
+    "rsqrt": Function(
+        1, "1 / sqrt(x)", "torch.rsqrt", lambda x: 1.0 / math.sqrt(x), positive_domain=True
+    ),
+    "tanh": Function(1, "hyperbolic tangent", "torch.tanh", math.tanh),
+    "sigmoid": Function(1, "1 / (1 + exp(-x))", "torch.sigmoid", _sigmoid),
+    "abs": Function(1, "absolute value", "torch.abs", abs),
+    "sin": Function(1, "sine", "torch.sin", math.sin),
+    "cos": Function(1, "cosine", "torch.cos", math.cos),
+    "erf": Function(1, "error function", "torch.erf", math.erf),
+    "min": Function(2, "smaller of two values (NaN propagates)", "torch.minimum", min),
+    "max": Function(2, "larger of two values (NaN propagates)", "torch.maximum", max),
+    "pow": Function(2, "x to the power y", "torch.pow", math.pow, positive_domain=True),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# The intermediate form: a tiny tree of whitelisted nodes.
+
+
+@dataclass(frozen=True)
+class Num:
+    value: float | int
+
+
+@dataclass(frozen=True)
+class Var:
+    name: str
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: "Node"
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # one of + - * /
+    left: "Node"
+    right: "Node"
+
+
+@dataclass(frozen=True)
+class Power:
+    base: "Node"
+    exponent: float | int
+
+
+@dataclass(frozen=True)
+class Call:
+    func: str
+    args: tuple["Node", ...]
+
+
+Node = Union[Num, Var, Neg, BinOp, Power, Call]
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
+_NODE_WORDS = {
+    ast.Attribute: "attribute access",
+    ast.Subscript: "subscript",
+    ast.Compare: "comparison",
+    ast.BoolOp: "boolean operator",
+    ast.IfExp: "conditional expression",
+    ast.Lambda: "lambda",
+    ast.Starred: "star argument",
+    ast.Tuple: "tuple",
+    ast.List: "list",
+    ast.Dict: "dict",
+    ast.Set: "set",
+    ast.JoinedStr: "f-string",
+    ast.NamedExpr: "assignment expression",
+    ast.ListComp: "comprehension",
+    ast.GeneratorExp: "generator expression",
+    ast.Await: "await",
+}
+
+
+@dataclass(frozen=True)
+class ParsedExpr:
+    """A validated expression over ``inputs``; emit code with :meth:`cpp` and :meth:`torch`."""
+
+    source: str
+    inputs: tuple[str, ...]
+    tree: Node
+
+    def cpp(self, acc_type: str = "acc_t") -> str:
+        """The C++ expression, evaluated in the op-math type ``acc_type``."""
+        return _emit(self.tree, _CppStyle(acc_type))
+
+    def torch(self) -> str:
+        """The PyTorch expression over tensors named like the inputs."""
+        return _emit(self.tree, _TorchStyle())
+
+    @property
+    def positive_domain(self) -> bool:
+        """True if the expression is only smooth for positive inputs (log, sqrt, x / y, ...)."""
+        return _needs_positive(self.tree)
+
+    def fused_torch(self) -> str | None:
+        """A single fused PyTorch call equal to the expression, when one is known (a baseline).
+
+        Today this recognizes ``x * y + z`` (and ``z + x * y``) as ``torch.addcmul(z, x, y)``.
+        """
+        t = self.tree
+        if isinstance(t, BinOp) and t.op == "+":
+            for prod, add in ((t.left, t.right), (t.right, t.left)):
+                if (
+                    isinstance(prod, BinOp) and prod.op == "*" and isinstance(add, Var)
+                    and isinstance(prod.left, Var) and isinstance(prod.right, Var)
+                ):
+                    return f"torch.addcmul({add.name}, {prod.left.name}, {prod.right.name})"
+        return None
+
+    @property
+    def functions(self) -> tuple[str, ...]:
+        """The whitelisted functions the expression uses, sorted."""
+        return tuple(sorted(_functions(self.tree)))
+
+
+def parse(source: str, inputs: tuple[str, ...] | list[str]) -> ParsedExpr:
+    """Parse and validate ``source`` over the declared ``inputs``.
+
+    Raises :class:`ExprError` with a one-line message naming the bad token.
+    """
+    inputs = tuple(inputs)
+    text = source.strip()
+    if not text:
+        raise ExprError("--expr is empty; give a scalar expression such as 'a * b + c'")
+    if len(text) > MAX_EXPR_LENGTH:
+        raise ExprError(f"--expr is {len(text)} characters long; the limit is {MAX_EXPR_LENGTH}")
+    if "\n" in text or "\r" in text:
+        raise ExprError("--expr must be a single line")
+    try:
+        module = ast.parse(text, mode="eval")
+    except SyntaxError as err:
+        col = f" at column {err.offset}" if err.offset else ""
+        raise ExprError(f"--expr is not a valid expression{col}: {err.msg}") from None
+    tree = _Converter(text, inputs).convert(module.body, depth=0)
+    if isinstance(tree, Num):
+        raise ExprError(f"--expr {text!r} uses no input; it must use at least one of: " + ", ".join(inputs))
+    used = _variables(tree)
+    unused = [name for name in inputs if name not in used]
+    if unused:
+        raise ExprError(
+            f"input {unused[0]!r} is declared in --inputs but not used in --expr {text!r}"
+        )
+    return ParsedExpr(text, inputs, tree)
+
+
+class _Converter:
+    def __init__(self, text: str, inputs: tuple[str, ...]) -> None:
+        self.text = text
+        self.inputs = inputs
+
+    def _where(self, node: ast.AST) -> str:
+        segment = ast.get_source_segment(self.text, node) or type(node).__name__
+        col = getattr(node, "col_offset", None)
+        at = f" at column {col + 1}" if col is not None else ""
+        return f"{segment!r}{at}"
+
+    def _fail(self, node: ast.AST, what: str) -> ExprError:
+        return ExprError(f"unsupported {what} {self._where(node)} in --expr")
+
+    def convert(self, node: ast.AST, depth: int) -> Node:
+        if depth > MAX_DEPTH:
+            raise ExprError(f"--expr is nested more than {MAX_DEPTH} levels deep")
+        if isinstance(node, ast.Constant):
+            value = node.value
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise self._fail(node, "literal")
+            if not math.isfinite(value):
+                raise self._fail(node, "non-finite literal")
+            if isinstance(value, int) and abs(value) > 2**53:
+                raise self._fail(node, "integer literal (too large to be exact in float64)")
+            return Num(value)
+        if isinstance(node, ast.Name):
+            if node.id in self.inputs:
+                return Var(node.id)
+            if node.id in FUNCTIONS:
+                raise ExprError(
+                    f"function {node.id!r} at column {node.col_offset + 1} must be called, "
+                    f"as in {node.id}(x)"
+                )
+            raise ExprError(
+                f"unknown name {node.id!r} at column {node.col_offset + 1} in --expr; "
+                f"the inputs are: {', '.join(self.inputs)}"
+            )
+        if isinstance(node, ast.UnaryOp):
+            if isinstance(node.op, ast.UAdd):
+                return self.convert(node.operand, depth + 1)
+            if isinstance(node.op, ast.USub):
+                operand = self.convert(node.operand, depth + 1)
+                if isinstance(operand, Num):
+                    return Num(-operand.value)
+                return Neg(operand)
+            raise self._fail(node, "unary operator")
+        if isinstance(node, ast.BinOp):
+            if isinstance(node.op, ast.Pow):
+                return self._power(node, depth)
+            op = _BINOPS.get(type(node.op))
+            if op is None:
+                raise self._fail(node, f"operator {_op_symbol(node.op)!r} in")
+            left = self.convert(node.left, depth + 1)
+            right = self.convert(node.right, depth + 1)
+            if isinstance(left, Num) and isinstance(right, Num):
+                return self._fold(node, _fold_binop, op, left.value, right.value)
+            return BinOp(op, left, right)
+        if isinstance(node, ast.Call):
+            return self._call(node, depth)
+        word = _NODE_WORDS.get(type(node), type(node).__name__)
+        raise self._fail(node, word)
+
+    def _power(self, node: ast.BinOp, depth: int) -> Node:
+        base = self.convert(node.left, depth + 1)
+        exponent = self.convert(node.right, depth + 1)
+        if not isinstance(exponent, Num):
+            raise ExprError(
+                f"'**' needs a numeric exponent, got {self._where(node.right)}; "
+                "use pow(x, y) for a tensor exponent"
+            )
+        if isinstance(base, Num):
+            return self._fold(node, math.pow, base.value, exponent.value)
+        return Power(base, exponent.value)
+
+    def _call(self, node: ast.Call, depth: int) -> Node:
+        if not isinstance(node.func, ast.Name):
+            raise self._fail(node.func, "call target")
+        name = node.func.id
+        func = FUNCTIONS.get(name)
+        if func is None:
+            raise ExprError(
+                f"unknown function {name!r} at column {node.func.col_offset + 1} in --expr; "
+                f"allowed: {', '.join(sorted(FUNCTIONS))}"
+            )
+        if node.keywords:
+            raise self._fail(node.keywords[0], "keyword argument")
+        if len(node.args) != func.arity:
+            raise ExprError(
+                f"{name}() takes {func.arity} argument{'s' if func.arity > 1 else ''}, "
+                f"got {len(node.args)} in {self._where(node)}"
+            )
+        args = tuple(self.convert(arg, depth + 1) for arg in node.args)
+        if all(isinstance(arg, Num) for arg in args):
+            return self._fold(node, func.fold, *(arg.value for arg in args))  # type: ignore[union-attr]
+        return Call(name, args)
+
+    def _fold(self, node: ast.AST, fn: Callable[..., float], *values: float) -> Num:
+        try:
+            result = fn(*values)
+        except (ValueError, ZeroDivisionError, OverflowError):
+            result = math.nan
+        if isinstance(result, complex) or not math.isfinite(result):
+            raise ExprError(f"constant sub-expression {self._where(node)} is not a finite number")
+        return Num(result)
+
+
+def _fold_binop(op: str, a: float, b: float) -> float:
+    if op == "+":
+        return a + b
+    if op == "-":
+        return a - b
+    if op == "*":
+        return a * b
+    return a / b
+
+
+def _op_symbol(op: ast.operator) -> str:
+    return {
+        ast.FloorDiv: "//", ast.Mod: "%", ast.MatMult: "@", ast.LShift: "<<", ast.RShift: ">>",
+        ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^",
+    }.get(type(op), type(op).__name__)
+
+
+def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Neg):
+        return (node.operand,)
+    if isinstance(node, BinOp):
+        return (node.left, node.right)
+    if isinstance(node, Power):
+        return (node.base,)
+    if isinstance(node, Call):
+        return node.args
+    return ()
+
+
+def _variables(node: Node) -> set[str]:
+    found = {node.name} if isinstance(node, Var) else set()
+    for child in _children(node):
+        found |= _variables(child)
+    return found
+
+
+def _functions(node: Node) -> set[str]:
+    found = {node.func} if isinstance(node, Call) else set()
+    for child in _children(node):
+        found |= _functions(child)
+    return found
+
+
+def _needs_positive(node: Node) -> bool:
+    if isinstance(node, Call) and FUNCTIONS[node.func].positive_domain:
+        return True
+    if isinstance(node, BinOp) and node.op == "/" and _variables(node.right):
+        return True
+    if isinstance(node, Power) and (node.exponent < 0 or float(node.exponent) != int(node.exponent)):
+        return True
+    return any(_needs_positive(child) for child in _children(node))
+
+
+# ---------------------------------------------------------------------------------------------
+# Emitters. Precedence: 1 for + -, 2 for * /, 3 for unary minus, 4 for ** and atoms.
+
+
+class _CppStyle:
+    def __init__(self, acc: str) -> None:
+        self.acc = acc
+
+    def num(self, value: float | int) -> str:
+        text = repr(value) if isinstance(value, float) else str(value)
+        return f"{self.acc}({text})"
+
+    def call(self, func: str, args: list[str]) -> str:
+        return f"opmath::{func}({', '.join(args)})"
+
+    def power(self, base: str, exponent: float | int) -> str:
+        if exponent == 2:
+            return f"opmath::square({base})"
+        if exponent == 0.5:
+            return f"opmath::sqrt({base})"
+        return f"opmath::pow({base}, {self.num(exponent)})"
+
+
+class _TorchStyle:
+    def num(self, value: float | int) -> str:
+        return repr(value) if isinstance(value, float) else str(value)
+
+    def call(self, func: str, args: list[str]) -> str:
+        return f"{FUNCTIONS[func].torch}({', '.join(args)})"
+
+
+def _emit(node: Node, style: _CppStyle | _TorchStyle) -> str:
+    text, _ = _emit_prec(node, style)
+    return text
+
+
+def _emit_prec(node: Node, style: _CppStyle | _TorchStyle) -> tuple[str, int]:
+    if isinstance(node, Num):
+        text = style.num(node.value)
+        return (text, 3 if text.startswith("-") else 4)
+    if isinstance(node, Var):
+        return node.name, 4
+    if isinstance(node, Neg):
+        inner, prec = _emit_prec(node.operand, style)
+        return "-" + (inner if prec >= 3 else f"({inner})"), 3
+    if isinstance(node, BinOp):
+        mine = 1 if node.op in "+-" else 2
+        left, lp = _emit_prec(node.left, style)
+        right, rp = _emit_prec(node.right, style)
+        if lp < mine:
+            left = f"({left})"
+        # the right operand of - and / (and of anything at equal precedence) keeps its parens
+        if rp < mine or (rp == mine and node.op in "-/") or (rp == mine and isinstance(node.right, BinOp)):
+            right = f"({right})"
+        return f"{left} {node.op} {right}", mine
+    if isinstance(node, Power):
+        base, bp = _emit_prec(node.base, style)
+        if isinstance(style, _CppStyle):
+            return style.power(base, node.exponent), 4
+        if bp < 4:
+            base = f"({base})"
+        exponent = style.num(node.exponent)
+        if exponent.startswith("-"):
+            exponent = f"({exponent})"
+        return f"{base} ** {exponent}", 4
+    if isinstance(node, Call):
+        args = [_emit_prec(arg, style)[0] for arg in node.args]
+        if isinstance(style, _TorchStyle):
+            return _torch_call(node, args), 4
+        return style.call(node.func, args), 4
+    raise AssertionError(f"unknown node {node!r}")  # pragma: no cover
+
+
+def _torch_call(node: Call, args: list[str]) -> str:
+    """torch.minimum/maximum/pow need a tensor operand; a folded literal needs another spelling."""
+    if node.func in ("min", "max"):
+        literal = [isinstance(arg, Num) for arg in node.args]
+        if any(literal):
+            tensor = args[literal.index(False)]
+            bound = args[literal.index(True)]
+            keyword = "max" if node.func == "min" else "min"
+            return f"torch.clamp({tensor}, {keyword}={bound})"
+    return f"{FUNCTIONS[node.func].torch}({', '.join(args)})"
