@@ -254,6 +254,8 @@ class _Converter:
             right = self.convert(node.right, depth + 1)
             if isinstance(left, Num) and isinstance(right, Num):
                 return self._fold(node, _fold_binop, op, left.value, right.value)
+            if op == "/" and isinstance(right, Num) and right.value == 0:
+                raise ExprError(f"division by zero in {self._where(node)} in --expr")
             return BinOp(op, left, right)
         if isinstance(node, ast.Call):
             return self._call(node, depth)

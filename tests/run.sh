@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# kernelgen's whole test suite, from a fresh machine: creates .venv, installs kernelgen with its
+# test dependencies (a CUDA build of torch pinned by .ci/constraints.txt), builds the examples
+# with nvcc (CUDA and C++), then runs every test: kernelgen's own, the golden examples, the
+# examples' own test suites (CUDA tests skip without a GPU), the wheel test, and an end-to-end
+# generate-build-test of a fresh op.
+#
+# It fails loudly, rather than skipping the CUDA build, when nvcc is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPO=$(pwd)
+PY=${PYTHON:-python3}
+
+export CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+if ! [ -x "$CUDA_HOME/bin/nvcc" ]; then
+  if command -v nvcc >/dev/null; then
+    echo "note: $CUDA_HOME/bin/nvcc not found; the generated setup.py will locate the toolkit from $(command -v nvcc)"
+    unset CUDA_HOME
+  else
+    echo "error: nvcc not found (no \$CUDA_HOME/bin/nvcc, none on PATH): kernelgen's tests compile CUDA and will not skip that" >&2
+    exit 1
+  fi
+fi
+export KERNELGEN_REQUIRE_CUDA=1   # a generated setup.py must fail, not fall back to CPU-only
+export MAX_JOBS=${MAX_JOBS:-2}
+
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+. .venv/bin/activate
+python -m pip install -q --upgrade pip
+python -m pip install -q -c .ci/constraints.txt -e '.[test]'
+python - <<'PYEOF'
+import torch, sys
+print(f"torch {torch.__version__}, CUDA {torch.version.cuda}")
+if torch.version.cuda is None:
+    sys.exit("error: torch is a CPU-only build; it cannot link CUDA code")
+PYEOF
+
+# Build every example with nvcc, then prove the CUDA kernel is in the binary: the dispatcher must
+# have a CUDA kernel for the op (a silent CPU-only fallback would not register one).
+for example in examples/*/; do
+  name=$(basename "$example")
+  echo "== building examples/$name (CUDA + C++)"
+  start=$(date +%s)
+  python -m pip install -q --no-build-isolation -e "$example"
+  echo "   built in $(( $(date +%s) - start )) s"
+  python - "$name" <<'PYEOF'
+import importlib, sys, torch
+name = sys.argv[1]
+module = importlib.import_module(name)
+assert module.WITH_CUDA, f"{name} was built without CUDA"
+for op in torch._C._dispatch_get_all_op_names():
+    if op.startswith(f"{name}::"):
+        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CUDA"), f"{op} has no CUDA kernel"
+        print(f"   {op}: CPU and CUDA kernels registered")
+PYEOF
+done
+
+python -m pytest -q -ra tests examples/*/tests "$@"

@@ -1,0 +1,219 @@
+"""The command line, as a user meets it: exit codes, one-line errors, nothing half-written."""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from kernelgen.cli import main
+
+from conftest import tree
+
+
+def invoke(*args, input=None):
+    return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
+
+
+def test_new_writes_the_documented_tree(tmp_path):
+    result = invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    files = set(tree(tmp_path / "muladd"))
+    assert {
+        "setup.py", "pyproject.toml", "README.md", ".copier-answers.yml", ".gitignore",
+        "muladd/__init__.py", "muladd/ops.py", "muladd/_build.py", "muladd/_loader.py",
+        "muladd/csrc/muladd.cpp", "muladd/csrc/muladd.h", "muladd/csrc/opmath.h",
+        "muladd/csrc/cuda/muladd_cuda.cu", "tests/test_muladd.py",
+        "benchmarks/bench_muladd.py", "benchmarks/harness.py",
+    } == files
+
+
+def test_generated_code_follows_the_rules(tmp_path):
+    invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
+    root = tmp_path / "muladd"
+    cu = (root / "muladd/csrc/cuda/muladd_cuda.cu").read_text()
+    cpp = (root / "muladd/csrc/muladd.cpp").read_text()
+    for needle in ["CUDAGuard", "getCurrentCUDAStream()", "C10_CUDA_KERNEL_LAUNCH_CHECK();", "int64_t n",
+                   "AT_DISPATCH_V2", ".contiguous()", "if (n == 0)", "at::kBFloat16", "at::kHalf"]:
+        assert needle in cu, needle
+    assert "<<<" in cu and ", 0, stream>>>" in cu  # launched on the current stream
+    for text in (cu, cpp):
+        assert "#include <torch/extension.h>" not in text and "#include <ATen/cuda/CUDAContext.h>" not in text
+    assert "TORCH_LIBRARY(muladd, m)" in cpp and "TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
+    ops = (root / "muladd/ops.py").read_text()
+    assert "register_fake" in ops and "register_autograd" in ops and "AUTOGRAD STUB" in ops
+    build = (root / "muladd/_build.py").read_text()
+    assert 'ARCH_LIST = "8.0;9.0+PTX"' in build and "arch" not in " ".join(
+        line for line in build.splitlines() if line.startswith(("CXX_", "NVCC_")))
+    compile(ops, "ops.py", "exec")
+    compile((root / "tests/test_muladd.py").read_text(), "test_muladd.py", "exec")
+    compile((root / "benchmarks/bench_muladd.py").read_text(), "bench.py", "exec")
+
+
+def test_hyphenated_name_is_announced(tmp_path):
+    result = invoke("new", "fused-gelu", "--inputs", "x", "--expr", "x*sigmoid(1.702*x)", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0
+    assert "'fused-gelu' becomes 'fused_gelu'" in result.output
+    assert (tmp_path / "fused-gelu" / "fused_gelu" / "ops.py").is_file()
+
+
+@pytest.mark.parametrize("name", ["", "1abc", "class", "float", "lambda", "new", "a/b", "../evil", "..", "a.b", "x y"])
+def test_bad_names_exit_2_with_one_line_and_write_nothing(run_kernelgen, tmp_path, name):
+    result = run_kernelgen("new", name, "--inputs", "a", "--expr", "a", "--defaults", "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    error_lines = [line for line in result.stderr.splitlines() if line.startswith("Error")]
+    assert len(error_lines) == 1, result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("expr, fragment", [
+    ("__import__('os').system('touch /tmp/pwned')", "unsupported call target"),
+    ('a); system("x"); (a', "not a valid expression"),
+    ("a*b+d", "unknown name 'd'"),
+    ("a[0]", "subscript"),
+])
+def test_bad_expressions_exit_2_and_write_nothing(run_kernelgen, tmp_path, expr, fragment):
+    result = run_kernelgen("new", "op", "--inputs", "a,b", "--expr", expr, "--defaults", "-o", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert fragment in result.stderr and "Traceback" not in result.stderr
+    assert "--expr" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_options_cannot_inject_code(run_kernelgen, tmp_path):
+    for args in (["--namespace", 'x"); system("id'], ["--dtypes", "float32; rm"], ["--arch-list", '9.0"; import os']):
+        result = run_kernelgen("new", "op", "--inputs", "a", "--expr", "a", "--defaults", *args, "-o", str(tmp_path))
+        assert result.returncode == 2, args
+        assert "Traceback" not in result.stderr
+
+
+def test_refuses_non_empty_destination_without_force(tmp_path):
+    dest = tmp_path / "muladd"
+    dest.mkdir()
+    (dest / "notes.txt").write_text("mine")
+    result = CliRunner().invoke(main, ["new", "muladd", "--inputs", "a", "--expr", "a", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 1
+    assert "exists and is not empty; use --force" in result.output
+    assert [p.name for p in dest.iterdir()] == ["notes.txt"]
+
+
+def test_force_keeps_user_files_and_overwrites_generated_ones(tmp_path):
+    args = ["new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path)]
+    assert invoke(*args).exit_code == 0
+    (tmp_path / "muladd" / "notes.txt").write_text("mine")
+    (tmp_path / "muladd" / "README.md").write_text("edited")
+    assert invoke(*args, "--force").exit_code == 0
+    assert (tmp_path / "muladd" / "notes.txt").read_text() == "mine"
+    assert (tmp_path / "muladd" / "README.md").read_text().startswith("# muladd")
+
+
+def test_existing_file_as_destination(tmp_path):
+    (tmp_path / "muladd").write_text("a file")
+    result = CliRunner().invoke(main, ["new", "muladd", "--inputs", "a", "--expr", "a", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 1 and "is not a directory" in result.output
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores directory permissions")
+def test_unwritable_output_fails_cleanly(tmp_path):
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        result = CliRunner().invoke(main, ["new", "op", "--inputs", "a", "--expr", "a", "--defaults", "-o", str(locked)])
+        assert result.exit_code == 1 and "cannot write" in result.output
+    finally:
+        locked.chmod(stat.S_IRWXU)
+
+
+def test_failure_midway_restores_the_destination(tmp_path, monkeypatch):
+    """A failure while moving files into place undoes every move: user files come back."""
+    import kernelgen.render as render
+
+    args = ["new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path)]
+    assert invoke(*args).exit_code == 0
+    dest = tmp_path / "muladd"
+    (dest / "README.md").write_text("user edit")
+    (dest / "notes.txt").write_text("mine")
+    before = tree(dest)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky_replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 7:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(render.os, "replace", flaky_replace)
+    result = CliRunner().invoke(main, [*args, "--force"])
+    assert result.exit_code == 1
+    assert "nothing was changed" in result.output
+    monkeypatch.setattr(render.os, "replace", real_replace)
+    assert tree(dest) == before
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".muladd")]  # no staging left behind
+
+
+def test_failure_in_a_new_destination_leaves_nothing(tmp_path, monkeypatch):
+    import kernelgen.render as render
+
+    def broken(spec, directory):
+        Path(directory).mkdir(parents=True)
+        (Path(directory) / "half.txt").write_text("x")
+        raise render.RenderError("rendering the template failed: boom")
+
+    monkeypatch.setattr(render, "render_to", broken)
+    result = CliRunner().invoke(main, ["new", "op", "--inputs", "a", "--expr", "a", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 1 and "boom" in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_no_terminal_never_prompts(run_kernelgen, tmp_path):
+    # stdin is not a TTY: missing options take their defaults instead of hanging on a prompt.
+    result = run_kernelgen("new", "scale", "-o", str(tmp_path), input="")
+    assert result.returncode == 0, result.stderr
+    answers = (tmp_path / "scale" / ".copier-answers.yml").read_text()
+    assert "expr: x" in answers and "kind: elementwise" in answers
+    result = run_kernelgen("new", "-o", str(tmp_path), input="")
+    assert result.returncode == 2 and "missing OP_NAME" in result.stderr
+
+
+def test_prompts_when_interactive(tmp_path, monkeypatch):
+    monkeypatch.setattr("kernelgen.cli._interactive", lambda defaults: not defaults)
+    result = CliRunner().invoke(main, ["new", "-o", str(tmp_path)], input="gelu\nelementwise\nx\nx*sigmoid(1.702*x)\nfloat32,bfloat16\n9.0\n")
+    assert result.exit_code == 0, result.output
+    answers = (tmp_path / "gelu" / ".copier-answers.yml").read_text()
+    assert "expr: x*sigmoid(1.702*x)" in answers and "- bfloat16" in answers and "arch_list: '9.0'" in answers
+
+
+def test_answers_file_regenerates_the_same_op(tmp_path):
+    invoke("new", "fused-gelu", "--inputs", "x", "--expr", "x*sigmoid(1.702*x)", "--dtypes", "fp32,bf16", "--defaults", "-o", str(tmp_path / "a"))
+    answers = tmp_path / "a" / "fused-gelu" / ".copier-answers.yml"
+    result = invoke("new", "--answers", str(answers), "-o", str(tmp_path / "b"))
+    assert result.exit_code == 0, result.output
+    assert tree(tmp_path / "a" / "fused-gelu") == tree(tmp_path / "b" / "fused-gelu")
+
+
+def test_bad_answers_file(tmp_path):
+    bad = tmp_path / "answers.yml"
+    bad.write_text("just: [a list")
+    result = CliRunner().invoke(main, ["new", "--answers", str(bad), "-o", str(tmp_path)])
+    assert result.exit_code == 1 and "not valid YAML" in result.output
+    bad.write_text("foo: 1\n")
+    result = CliRunner().invoke(main, ["new", "--answers", str(bad), "-o", str(tmp_path)])
+    assert result.exit_code == 1 and "not a kernelgen answers file" in result.output
+
+
+def test_list_shows_kinds():
+    result = invoke("list")
+    assert result.exit_code == 0
+    assert "elementwise" in result.output and "matmul" in result.output
+
+
+def test_python_dash_m_and_version(run_kernelgen):
+    result = run_kernelgen("--version")
+    assert result.returncode == 0 and "kernelgen, version" in result.stdout

@@ -1,0 +1,96 @@
+"""OpSpec validation: names, dtypes, arch lists, kinds."""
+
+from __future__ import annotations
+
+import pytest
+
+from kernelgen.errors import InvalidNameError, SpecError
+from kernelgen.spec import DEFAULT_ARCH_LIST, OpSpec, normalize_op_name, parse_arch_list, parse_dtypes
+
+
+def test_hyphens_become_underscores():
+    spec = OpSpec.create("fused-gelu", inputs="x", expr="x * sigmoid(1.702 * x)")
+    assert spec.name == "fused-gelu" and spec.op_name == "fused_gelu" and spec.namespace == "fused_gelu"
+
+
+@pytest.mark.parametrize(
+    "name, fragment",
+    [
+        ("", "is empty"),
+        ("   ", "is empty"),
+        ("1op", "starts with a digit"),
+        ("class", "keyword"), ("float", "keyword"), ("lambda", "keyword"), ("new", "keyword"),
+        ("namespace", "keyword"), ("match", "keyword"), ("template", "keyword"),
+        ("a/b", "looks like a path"), ("../x", "looks like a path"), ("..", "looks like a path"),
+        ("a\\b", "looks like a path"), ("~x", "looks like a path"),
+        ("a.b", "not an identifier"), ("my op", "not an identifier"), ("op$", "not an identifier"),
+        ("über", "not an identifier"), ("a;rm -rf", "not an identifier"),
+        ("MulAdd", "must be lowercase"),
+        ("_private", "reserved for the compiler"), ("a__b", "reserved for the compiler"),
+        ("torch", "reserved"), ("os", "reserved"), ("exp", "reserved"), ("reference", "reserved"),
+        ("x" * 65, "longer than 64"),
+    ],
+)
+def test_bad_op_names(name, fragment):
+    with pytest.raises(InvalidNameError) as info:
+        normalize_op_name(name)
+    assert fragment in str(info.value)
+    assert info.value.param == "op_name"
+
+
+def test_input_names_are_checked_like_op_names():
+    for bad, fragment in [("a,class", "keyword"), ("a,a", "declared twice"), ("a,", "is empty"),
+                          ("a,1b", "digit"), ("a,b-c", "not an identifier"), ("acc_t", "reserved")]:
+        with pytest.raises(SpecError, match=fragment):
+            OpSpec.create("op", inputs=bad, expr="a")
+
+
+def test_input_named_like_the_op_is_refused():
+    with pytest.raises(SpecError, match="same name as the op"):
+        OpSpec.create("scale", inputs="scale", expr="scale * 2")
+
+
+def test_dtypes_aliases_and_order():
+    assert parse_dtypes("bf16, fp32") == ("float32", "bfloat16")
+    assert parse_dtypes(["half", "double"]) == ("float64", "float16")
+    with pytest.raises(SpecError, match="unsupported dtype 'int8'"):
+        parse_dtypes("float32,int8")
+    with pytest.raises(SpecError, match="empty"):
+        parse_dtypes(" , ")
+
+
+def test_arch_list():
+    assert parse_arch_list(DEFAULT_ARCH_LIST) == "8.0;9.0+PTX"
+    assert parse_arch_list("8.0 9.0a") == "8.0;9.0a"
+    with pytest.raises(SpecError, match="older than 7.5"):
+        parse_arch_list("7.0;8.0")
+    with pytest.raises(SpecError, match="bad --arch-list entry 'sm_90'"):
+        parse_arch_list("sm_90")
+    with pytest.raises(SpecError, match="bad --arch-list entry"):
+        parse_arch_list("9.0; -Xcompiler")
+
+
+def test_kind_specific_options():
+    with pytest.raises(SpecError, match="only for --kind elementwise"):
+        OpSpec.create("mm", kind="matmul", inputs="a,b")
+    with pytest.raises(SpecError, match="unknown kind"):
+        OpSpec.create("mm", kind="conv")
+    assert OpSpec.create("mm", kind="matmul").inputs == ()
+
+
+def test_default_expression_sums_the_inputs():
+    assert OpSpec.create("op", inputs="p,q").expr == "p + q"
+
+
+def test_namespace_is_validated():
+    with pytest.raises(InvalidNameError, match="namespace 'aten::x'"):
+        OpSpec.create("op", inputs="x", expr="x", namespace="aten::x")
+    assert OpSpec.create("op", inputs="x", expr="x", namespace="myteam").namespace == "myteam"
+
+
+def test_answers_round_trip():
+    spec = OpSpec.create("fused-gelu", inputs="x", expr="x*sigmoid(1.702*x)", dtypes="fp32,bf16")
+    answers = spec.answers()
+    again = OpSpec.create(answers["name"], kind=answers["kind"], inputs=answers["inputs"], expr=answers["expr"],
+                          dtypes=answers["dtypes"], arch_list=answers["arch_list"], namespace=answers["namespace"])
+    assert again == spec
