@@ -19,7 +19,8 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when it is built in place
 import harness  # noqa: E402
 
 import muladd  # noqa: E402

@@ -17,9 +17,24 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include <string>
+
 #include "muladd.h"
 
 namespace muladd {
+namespace {
+
+// "[2, 3]". Formatted by hand: streaming t.sizes() into TORCH_CHECK's message crashed (segfault)
+// in an extension built with g++ 13 against torch 2.11 on our GPU machine.
+std::string shape_of(const at::Tensor& t) {
+  std::string text = "[";
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    text += (d ? ", " : "") + std::to_string(t.size(d));
+  }
+  return text + "]";
+}
+
+}  // namespace
 
 void check_inputs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c) {
   const at::ScalarType dtype = a.scalar_type();
@@ -38,8 +53,8 @@ void check_inputs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c)
                 " but a is on ", a.device(), "; all inputs must be on the same device");
     TORCH_CHECK(t->scalar_type() == dtype, "muladd: ", name, " has dtype ", t->scalar_type(),
                 " but a has dtype ", dtype, "; all inputs must have the same dtype");
-    TORCH_CHECK(t->sizes() == a.sizes(), "muladd: ", name, " has shape ", t->sizes(),
-                " but a has shape ", a.sizes(), "; all inputs must have the same shape (no broadcasting)");
+    TORCH_CHECK(t->sizes() == a.sizes(), "muladd: ", name, " has shape ", shape_of(*t),
+                " but a has shape ", shape_of(a), "; all inputs must have the same shape (no broadcasting)");
   }
 }
 
