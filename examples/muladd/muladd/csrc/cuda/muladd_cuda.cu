@@ -5,9 +5,10 @@
 //   * 16-byte (128-bit) loads and stores: 4 float32 or 8 float16/bfloat16 elements per access.
 //     2-byte accesses cannot fill the memory pipe; on an H100 a one-element-per-thread kernel
 //     loses about a quarter of the bandwidth in bfloat16.
-//   * A grid sized from the SM count (enough resident threads to hide memory latency, no more),
-//     with a grid-stride loop so that any n is covered with int64 indices. An `int` index
-//     overflows past 2^31 elements.
+//   * Several packs loaded per thread before any is used (kUnroll), so that enough loads are in
+//     flight to hide DRAM latency.
+//   * A grid sized from the SM count, with a grid-stride loop so that any n is covered with int64
+//     indices. An `int` index overflows past 2^31 elements.
 //   * A scalar path for the last n % kVec elements, and for inputs whose data pointer is not
 //     16-byte aligned (a view such as x[1:] starts 1 element into its storage).
 // The formula itself is muladd_expr in ../muladd.h, shared with the CPU code.
@@ -30,6 +31,11 @@ namespace {
 
 constexpr int kThreadsPerBlock = 256;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
+// Packs each thread loads before it computes and stores any: more independent loads in flight
+// per thread, which is what hides DRAM latency.
+constexpr int kUnroll = 4;
+// Cap on the grid, in waves of resident blocks (a wave = every SM full once).
+constexpr int kMaxWaves = 1;
 
 // kVec elements moved as one 16-byte access. alignas makes the compiler emit a single
 // ld.global.v4 / st.global.v4 for the whole struct.
@@ -46,19 +52,36 @@ muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, co
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 
-  // Main loop: one pack of kVec elements per thread and iteration.
+  // Main loop: kUnroll packs of kVec elements per thread and iteration. Pack u of a thread is
+  // `stride` packs after pack u - 1, so at each step a warp touches one contiguous 512-byte span
+  // (coalesced). All loads are issued before any arithmetic.
   const int64_t n_packs = n / kVec;
-  for (int64_t p = first; p < n_packs; p += stride) {
-    const pack_t a_in = reinterpret_cast<const pack_t*>(a)[p];
-    const pack_t b_in = reinterpret_cast<const pack_t*>(b)[p];
-    const pack_t c_in = reinterpret_cast<const pack_t*>(c)[p];
-    pack_t result;
+  for (int64_t base = first; base < n_packs; base += stride * kUnroll) {
+    pack_t a_in[kUnroll];
+    pack_t b_in[kUnroll];
+    pack_t c_in[kUnroll];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      result.v[k] = static_cast<scalar_t>(muladd_expr<acc_t>(
-          static_cast<acc_t>(a_in.v[k]), static_cast<acc_t>(b_in.v[k]), static_cast<acc_t>(c_in.v[k])));
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t p = base + u * stride;
+      if (p < n_packs) {
+        a_in[u] = reinterpret_cast<const pack_t*>(a)[p];
+        b_in[u] = reinterpret_cast<const pack_t*>(b)[p];
+        c_in[u] = reinterpret_cast<const pack_t*>(c)[p];
+      }
     }
-    reinterpret_cast<pack_t*>(out)[p] = result;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const int64_t p = base + u * stride;
+      if (p < n_packs) {
+        pack_t result;
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          result.v[k] = static_cast<scalar_t>(muladd_expr<acc_t>(
+              static_cast<acc_t>(a_in[u].v[k]), static_cast<acc_t>(b_in[u].v[k]), static_cast<acc_t>(c_in[u].v[k])));
+        }
+        reinterpret_cast<pack_t*>(out)[p] = result;
+      }
+    }
   }
 
   // Tail: the last n % kVec elements, one per thread (empty when kVec == 1).
@@ -72,21 +95,22 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-// As many blocks as the GPU keeps resident at once (SMs x blocks per SM), fewer when n is small.
-// More blocks than that only queue up; fewer leave SMs idle or too few loads in flight.
+// Blocks to launch: enough for every thread to have kUnroll packs of work, capped at kMaxWaves
+// waves of resident blocks (SMs x blocks per SM); the grid-stride loop covers the rest.
 int64_t grid_size(int64_t work_items, int device) {
   int sms = 0;
   int threads_per_sm = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   const int64_t resident = static_cast<int64_t>(sms) * (threads_per_sm / kThreadsPerBlock);
-  const int64_t needed = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  return std::max<int64_t>(1, std::min(needed, resident));
+  const int64_t per_block = static_cast<int64_t>(kThreadsPerBlock) * kUnroll;
+  const int64_t needed = (work_items + per_block - 1) / per_block;
+  return std::max<int64_t>(1, std::min(needed, resident * kMaxWaves));
 }
 
 template <typename scalar_t, int kVec>
 void launch(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, int device, cudaStream_t stream) {
-  const int64_t blocks = grid_size(n / kVec + n % kVec, device);
+  const int64_t blocks = grid_size(n / kVec, device);
   muladd_kernel<scalar_t, kVec><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(a, b, c, out, n);
   // Kernel launches are asynchronous: a bad launch configuration is only reported by the next CUDA
   // call, far from its cause, unless it is checked right here.
