@@ -5,4 +5,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kernelgen new muladd --kind elementwise --inputs a,b,c --expr "a*b+c" --defaults --output examples --force
-# (matmul: added with the matmul kind) kernelgen new matmul --kind matmul --defaults --output examples --force
+kernelgen new matmul --kind matmul --defaults --output examples --force
