@@ -23,8 +23,9 @@
 namespace matmul {
 namespace {
 
-// "[2, 3]". Formatted by hand: streaming t.sizes() into TORCH_CHECK's message crashed (segfault)
-// in an extension built with g++ 13 against torch 2.11 on our GPU machine.
+// "[2, 3]". Shapes and integers are formatted with std::to_string, never streamed into
+// TORCH_CHECK's message: streaming an integer or t.sizes() there crashed (segfault) in extensions
+// built with g++ 13 against torch 2.11 on our GPU machine.
 std::string shape_of(const at::Tensor& t) {
   std::string text = "[";
   for (int64_t d = 0; d < t.dim(); ++d) {
@@ -50,8 +51,8 @@ Problem check_inputs(const at::Tensor& a, const at::Tensor& b) {
   TORCH_CHECK((a.dim() == 2 || a.dim() == 3) && b.dim() == a.dim(),
               "matmul: expected A and B both 2-D (M x K @ K x N) or both 3-D (batched), got A ",
               shape_of(a), " and B ", shape_of(b));
-  TORCH_CHECK(a.size(-1) == b.size(-2), "matmul: inner dimensions differ: A ", shape_of(a), " has ", a.size(-1),
-              " columns but B ", shape_of(b), " has ", b.size(-2), " rows");
+  TORCH_CHECK(a.size(-1) == b.size(-2), "matmul: inner dimensions differ: A ", shape_of(a), " has ",
+              std::to_string(a.size(-1)), " columns but B ", shape_of(b), " has ", std::to_string(b.size(-2)), " rows");
   const bool batched = a.dim() == 3;
   TORCH_CHECK(!batched || a.size(0) == b.size(0), "matmul: batch sizes differ: A ", shape_of(a), ", B ",
               shape_of(b), " (no broadcasting)");

@@ -22,6 +22,7 @@
 #include <mma.h>
 
 #include <cstdint>
+#include <string>
 #include <type_traits>
 
 #include "../matmul.h"
@@ -147,6 +148,9 @@ constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 256
 // fragment origins multiples of 32 bytes, as WMMA requires.
 constexpr int kPad = 8;
 constexpr int kChunk = 8;  // elements per 16-byte global load
+// Ask the compiler to fit two blocks per SM (at most 128 registers per thread): with one block,
+// 8 warps are too few to hide the latency of the global loads and of the tensor-core pipeline.
+constexpr int kMinBlocksPerSm = 2;
 constexpr int kChunksA = kBM * kBK / kChunk / kThreads;  // 2 per thread
 constexpr int kChunksB = kBK * kBN / kChunk / kThreads;  // 2 per thread
 }  // namespace tc
@@ -187,7 +191,7 @@ __device__ __forceinline__ Chunk load_chunk(const uint16_t* __restrict__ base, i
 }
 
 template <typename scalar_t, bool kVector>
-__global__ void __launch_bounds__(tc::kThreads)
+__global__ void __launch_bounds__(tc::kThreads, tc::kMinBlocksPerSm)
 tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict__ b_in,
                    scalar_t* __restrict__ c, int64_t m, int64_t n, int64_t k) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
@@ -356,8 +360,9 @@ at::Tensor matmul_cuda(const at::Tensor& a, const at::Tensor& b) {
   if (p.k == 0) {
     return c.zero_();  // an empty sum is 0
   }
-  TORCH_CHECK(p.batch <= 65535, "matmul: batch size ", p.batch, " exceeds the CUDA grid limit of 65535");
-  TORCH_CHECK(ceil_div(p.m, 128) <= 65535, "matmul: M = ", p.m, " exceeds the grid limit of 65535 * 128 rows");
+  // (integers are formatted with std::to_string: see shape_of in matmul.cpp)
+  TORCH_CHECK(p.batch <= 65535, "matmul: batch size ", std::to_string(p.batch), " exceeds the CUDA grid limit of 65535");
+  TORCH_CHECK(ceil_div(p.m, 128) <= 65535, "matmul: M = ", std::to_string(p.m), " exceeds the grid limit of 65535 * 128 rows");
   // Row-major data; the *_contig locals keep copies of transposed or sliced views alive.
   const at::Tensor a_contig = a.contiguous();
   const at::Tensor b_contig = b.contiguous();
