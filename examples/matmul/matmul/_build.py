@@ -112,9 +112,10 @@ def configure_environment(jit: bool = False) -> bool:
     os.environ["CUDA_HOME"] = cuda_home
     if "torch.utils.cpp_extension" in sys.modules:  # imported earlier: correct its cached guess
         sys.modules["torch.utils.cpp_extension"].CUDA_HOME = cuda_home  # type: ignore[attr-defined]
-    if not jit:
+    if not jit or not torch.cuda.is_available():
         # A JIT build without TORCH_CUDA_ARCH_LIST targets the visible GPU only, which is what an
-        # edit-and-rerun loop wants; a package build must not depend on the GPU of the build machine.
+        # edit-and-rerun loop wants; a package build (or a machine with no GPU to ask) must not
+        # depend on the GPU of the build machine.
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", ARCH_LIST)
     log(f"building with CUDA from {cuda_home} for TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '(visible GPU)')}")
     return True
