@@ -22,6 +22,7 @@
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "../muladd.h"
@@ -34,6 +35,10 @@ constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 // Packs each thread loads before it computes and stores any: more independent loads in flight
 // per thread, which is what hides DRAM latency.
 constexpr int kUnroll = 4;
+// At least this many blocks resident per SM: __launch_bounds__ then caps registers at
+// 65536 / (4 * 256) = 64 per thread, so that at least half of the SM's thread slots hold warps
+// whose loads are in flight. (Uncapped, a 4-input bfloat16 op used 159 registers: one block per SM.)
+constexpr int kMinBlocksPerSm = 4;
 // Cap on the grid, in waves of resident blocks (a wave = every SM full once). A few waves beat
 // one: blocks that finish early are replaced, so no SM idles while the last ones drain (measured
 // on an H100: 0.95x -> 0.97x of torch.addcmul at 2^28 elements, docs/benchmarks.md).
@@ -47,7 +52,7 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 };
 
 template <typename scalar_t, int kVec>
-__global__ void __launch_bounds__(kThreadsPerBlock)
+__global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm)
 muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, const scalar_t* __restrict__ c, scalar_t* __restrict__ out, int64_t n) {
   using acc_t = at::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
@@ -98,13 +103,19 @@ bool is_aligned(const void* ptr) {
 }
 
 // Blocks to launch: enough for every thread to have kUnroll packs of work, capped at kMaxWaves
-// waves of resident blocks (SMs x blocks per SM); the grid-stride loop covers the rest.
-int64_t grid_size(int64_t work_items, int device) {
+// waves of resident blocks; the grid-stride loop covers the rest. Residency is asked of the CUDA
+// runtime for this very kernel (its registers decide how many blocks fit on an SM), once per
+// instantiation; the SM count is asked per call, since it is per device.
+template <typename Kernel>
+int64_t grid_size(Kernel kernel, int64_t work_items, int device) {
+  static const int blocks_per_sm = [&] {
+    int blocks = 0;
+    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreadsPerBlock, 0));
+    return std::max(blocks, 1);
+  }();
   int sms = 0;
-  int threads_per_sm = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-  const int64_t resident = static_cast<int64_t>(sms) * (threads_per_sm / kThreadsPerBlock);
+  const int64_t resident = static_cast<int64_t>(sms) * blocks_per_sm;
   const int64_t per_block = static_cast<int64_t>(kThreadsPerBlock) * kUnroll;
   const int64_t needed = (work_items + per_block - 1) / per_block;
   return std::max<int64_t>(1, std::min(needed, resident * kMaxWaves));
@@ -112,8 +123,9 @@ int64_t grid_size(int64_t work_items, int device) {
 
 template <typename scalar_t, int kVec>
 void launch(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, int device, cudaStream_t stream) {
-  const int64_t blocks = grid_size(n / kVec, device);
-  muladd_kernel<scalar_t, kVec><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(a, b, c, out, n);
+  const auto kernel = muladd_kernel<scalar_t, kVec>;
+  const int64_t blocks = grid_size(kernel, n / kVec, device);
+  kernel<<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(a, b, c, out, n);
   // Kernel launches are asynchronous: a bad launch configuration is only reported by the next CUDA
   // call, far from its cause, unless it is checked right here.
   C10_CUDA_KERNEL_LAUNCH_CHECK();
