@@ -5,10 +5,9 @@
 //   * 16-byte (128-bit) loads and stores: 4 float32 or 8 float16/bfloat16 elements per access.
 //     2-byte accesses cannot fill the memory pipe; on an H100 a one-element-per-thread kernel
 //     loses about a quarter of the bandwidth in bfloat16.
-//   * Several packs loaded per thread before any is used (kUnroll), so that enough loads are in
-//     flight to hide DRAM latency.
-//   * A grid sized from the SM count, with a grid-stride loop so that any n is covered with int64
-//     indices. An `int` index overflows past 2^31 elements.
+//   * A grid sized from the SM count and the kernel's measured occupancy (a few waves of resident
+//     blocks), with a grid-stride loop so that any n is covered with int64 indices. An `int` index
+//     overflows past 2^31 elements.
 //   * A scalar path for the last n % kVec elements, and for inputs whose data pointer is not
 //     16-byte aligned (a view such as x[1:] starts 1 element into its storage).
 // The formula itself is muladd_expr in ../muladd.h, shared with the CPU code.
@@ -32,16 +31,13 @@ namespace {
 
 constexpr int kThreadsPerBlock = 256;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
-// Packs each thread loads before it computes and stores any: more independent loads in flight
-// per thread, which is what hides DRAM latency.
-constexpr int kUnroll = 4;
 // At least this many blocks resident per SM: __launch_bounds__ then caps registers at
 // 65536 / (4 * 256) = 64 per thread, so that at least half of the SM's thread slots hold warps
 // whose loads are in flight. (Uncapped, a 4-input bfloat16 op used 159 registers: one block per SM.)
 constexpr int kMinBlocksPerSm = 4;
 // Cap on the grid, in waves of resident blocks (a wave = every SM full once). A few waves beat
 // one: blocks that finish early are replaced, so no SM idles while the last ones drain (measured
-// on an H100: 0.95x -> 0.97x of torch.addcmul at 2^28 elements, docs/benchmarks.md).
+// on an H100: 0.95x -> 0.97x of torch.addcmul at 2^28 elements; docs/benchmarks.md).
 constexpr int kMaxWaves = 4;
 
 // kVec elements moved as one 16-byte access. alignas makes the compiler emit a single
@@ -59,36 +55,20 @@ muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, co
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 
-  // Main loop: kUnroll packs of kVec elements per thread and iteration. Pack u of a thread is
-  // `stride` packs after pack u - 1, so at each step a warp touches one contiguous 512-byte span
-  // (coalesced). All loads are issued before any arithmetic.
+  // Main loop: one pack of kVec elements per thread and iteration; consecutive threads take
+  // consecutive packs, so a warp reads one contiguous 512-byte span per input (coalesced).
   const int64_t n_packs = n / kVec;
-  for (int64_t base = first; base < n_packs; base += stride * kUnroll) {
-    pack_t a_in[kUnroll];
-    pack_t b_in[kUnroll];
-    pack_t c_in[kUnroll];
+  for (int64_t p = first; p < n_packs; p += stride) {
+    const pack_t a_in = reinterpret_cast<const pack_t*>(a)[p];
+    const pack_t b_in = reinterpret_cast<const pack_t*>(b)[p];
+    const pack_t c_in = reinterpret_cast<const pack_t*>(c)[p];
+    pack_t result;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t p = base + u * stride;
-      if (p < n_packs) {
-        a_in[u] = reinterpret_cast<const pack_t*>(a)[p];
-        b_in[u] = reinterpret_cast<const pack_t*>(b)[p];
-        c_in[u] = reinterpret_cast<const pack_t*>(c)[p];
-      }
+    for (int k = 0; k < kVec; ++k) {
+      result.v[k] = static_cast<scalar_t>(muladd_expr<acc_t>(
+          static_cast<acc_t>(a_in.v[k]), static_cast<acc_t>(b_in.v[k]), static_cast<acc_t>(c_in.v[k])));
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      const int64_t p = base + u * stride;
-      if (p < n_packs) {
-        pack_t result;
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          result.v[k] = static_cast<scalar_t>(muladd_expr<acc_t>(
-              static_cast<acc_t>(a_in[u].v[k]), static_cast<acc_t>(b_in[u].v[k]), static_cast<acc_t>(c_in[u].v[k])));
-        }
-        reinterpret_cast<pack_t*>(out)[p] = result;
-      }
-    }
+    reinterpret_cast<pack_t*>(out)[p] = result;
   }
 
   // Tail: the last n % kVec elements, one per thread (empty when kVec == 1).
@@ -102,7 +82,7 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-// Blocks to launch: enough for every thread to have kUnroll packs of work, capped at kMaxWaves
+// Blocks to launch: one pack per thread, capped at kMaxWaves
 // waves of resident blocks; the grid-stride loop covers the rest. Residency is asked of the CUDA
 // runtime for this very kernel (its registers decide how many blocks fit on an SM), once per
 // instantiation; the SM count is asked per call, since it is per device.
@@ -116,8 +96,7 @@ int64_t grid_size(Kernel kernel, int64_t work_items, int device) {
   int sms = 0;
   C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const int64_t resident = static_cast<int64_t>(sms) * blocks_per_sm;
-  const int64_t per_block = static_cast<int64_t>(kThreadsPerBlock) * kUnroll;
-  const int64_t needed = (work_items + per_block - 1) / per_block;
+  const int64_t needed = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
   return std::max<int64_t>(1, std::min(needed, resident * kMaxWaves));
 }
 
