@@ -135,6 +135,20 @@ def _display(path: Path) -> str:
         return str(path)
 
 
+@main.command()
+@click.option("--op", "op_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Also check that this op's arch list covers the visible GPU.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def doctor(op_dir: Optional[Path], as_json: bool) -> None:
+    """Check the toolchain (Python, torch, nvcc, CUDA_HOME, ninja, C++, GPU) and say how to fix it."""
+    from .doctor import FAIL, format_checks, run_checks, to_json
+
+    checks = run_checks(op_dir=op_dir)
+    click.echo(to_json(checks) if as_json else format_checks(checks))
+    if any(check.status == FAIL for check in checks):
+        sys.exit(1)
+
+
 @main.command(name="list")
 def list_kinds() -> None:
     """Show the kinds of op kernelgen generates."""
