@@ -14,7 +14,7 @@ from typing import Any, Optional
 import click
 
 from . import __version__
-from .errors import AnswersError, KernelgenError, SpecError
+from .errors import KernelgenError, SpecError
 from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, normalize_op_name
 
 _PARAM_FLAGS = {
@@ -40,17 +40,9 @@ def _ask(value: Any, prompt: str, default: str, interactive: bool) -> Any:
 
 
 def _load_answers(path: Path) -> dict[str, Any]:
-    import yaml
+    from .update import load_answers
 
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as err:
-        raise AnswersError(f"cannot read answers file {path}: {err.strerror}") from None
-    except yaml.YAMLError as err:
-        raise AnswersError(f"answers file {path} is not valid YAML: {str(err).splitlines()[0]}") from None
-    if not isinstance(data, dict) or "name" not in data or "kind" not in data:
-        raise AnswersError(f"{path} is not a kernelgen answers file (no 'name' and 'kind')")
-    return data
+    return load_answers(path)
 
 
 @main.command()
@@ -133,6 +125,35 @@ def _display(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+@main.command()
+@click.argument("op_dir", required=False, type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@click.option("--dry-run", is_flag=True, help="Show what would change (with diffs) and write nothing.")
+def update(op_dir: Path, dry_run: bool) -> None:
+    """Re-render OP_DIR with the current templates, keeping your edits (3-way merge).
+
+    Files edited on both sides get conflict markers; the command then exits 1 and lists them.
+    """
+    from .update import apply, diff, plan
+
+    try:
+        result, theirs, _ = plan(op_dir)
+        for item in result.changes:
+            note = f"  ({item.note})" if item.note else ""
+            click.echo(f"{item.action:<9} {item.path}{note}")
+            if dry_run and item.action != "skipped":
+                click.echo(diff(result, item), nl=False)
+        if not result.changes:
+            click.echo(f"{_display(result.op_dir)} is up to date with the templates")
+        if not dry_run:
+            apply(result, theirs)
+    except KernelgenError as err:
+        raise click.ClickException(err.message) from None
+    if result.conflicts:
+        verb = "would conflict" if dry_run else "have conflict markers to resolve"
+        click.echo(f"error: {len(result.conflicts)} file(s) {verb}: {', '.join(result.conflicts)}", err=True)
+        sys.exit(1)
 
 
 @main.command()

@@ -18,6 +18,17 @@ from .errors import DestinationError, RenderError
 from .spec import OpSpec
 
 ANSWERS_FILE = ".copier-answers.yml"
+#: The pristine output of the template version that generated an op: the common ancestor that
+#: `kernelgen update` merges the user's edits and the current templates against.
+BASE_DIR = Path(".kernelgen") / "base"
+_BASE_README = """\
+# .kernelgen/
+
+`base/` is exactly what kernelgen generated for this op (template version in
+`../.copier-answers.yml`). `kernelgen update` uses it as the common ancestor of a 3-way merge
+between your edits and the current templates, and refreshes it afterwards. Do not edit it; do
+commit it.
+"""
 
 
 def template_dir() -> Path:
@@ -52,6 +63,21 @@ def render_to(spec: OpSpec, directory: Path) -> None:
             raise RenderError(f"rendering the template failed: {detail}") from err
 
 
+def snapshot_base(root: Path) -> None:
+    """Copy the rendered files of ``root`` into ``root/.kernelgen/base`` (the merge ancestor)."""
+    base = root / BASE_DIR
+    if base.exists():
+        shutil.rmtree(base)
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == ".kernelgen" or not path.is_file():
+            continue
+        target = base / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+    (root / ".kernelgen" / "README.md").write_text(_BASE_README)
+
+
 def _check_destination(dest: Path, force: bool) -> None:
     if dest.exists() and not dest.is_dir():
         raise DestinationError(f"{dest} exists and is not a directory")
@@ -75,6 +101,7 @@ def generate(spec: OpSpec, output: str | os.PathLike[str] = ".", *, force: bool 
         raise DestinationError(f"cannot write to {parent}: {err.strerror}") from None
     try:
         render_to(spec, staging / "out")
+        snapshot_base(staging / "out")
         _install(staging / "out", dest, staging / "backup")
     finally:
         shutil.rmtree(staging, ignore_errors=True)

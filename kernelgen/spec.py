@@ -209,6 +209,24 @@ class OpSpec:
             raise SpecError(f"--inputs and --expr are only for --kind elementwise, not {kind}", "kind")
         return cls(name, op_name, kind, ns, dtype_tuple, arch)
 
+    @classmethod
+    def from_answers(cls, data: dict[str, object]) -> "OpSpec":
+        """Rebuild a spec from a recorded answers mapping (.copier-answers.yml)."""
+        def text(key: str) -> str | None:
+            value = data.get(key)
+            return None if value is None else str(value)
+
+        dtypes = data.get("dtypes") or list(DTYPES)
+        return cls.create(
+            str(data["name"]),
+            kind=str(data.get("kind", "elementwise")),
+            inputs=data.get("inputs") if data.get("kind", "elementwise") == "elementwise" else None,  # type: ignore[arg-type]
+            expr=text("expr") if data.get("kind", "elementwise") == "elementwise" else None,
+            dtypes=dtypes,  # type: ignore[arg-type]
+            arch_list=text("arch_list") or DEFAULT_ARCH_LIST,
+            namespace=text("namespace"),
+        )
+
     def answers(self) -> dict[str, object]:
         """The copier answers that reproduce this spec (recorded in .copier-answers.yml)."""
         data: dict[str, object] = {

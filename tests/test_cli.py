@@ -22,7 +22,7 @@ def invoke(*args, input=None):
 def test_new_writes_the_documented_tree(tmp_path):
     result = invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
     assert result.exit_code == 0, result.output
-    files = set(tree(tmp_path / "muladd"))
+    files = {f for f in tree(tmp_path / "muladd") if not f.startswith(".kernelgen/")}
     assert {
         "setup.py", "pyproject.toml", "README.md", ".copier-answers.yml", ".gitignore",
         "muladd/__init__.py", "muladd/ops.py", "muladd/_build.py", "muladd/_loader.py",
@@ -30,6 +30,8 @@ def test_new_writes_the_documented_tree(tmp_path):
         "muladd/csrc/cuda/muladd_cuda.cu", "tests/test_muladd.py",
         "benchmarks/bench_muladd.py", "benchmarks/harness.py",
     } == files
+    pristine = {f[len(".kernelgen/base/"):] for f in tree(tmp_path / "muladd") if f.startswith(".kernelgen/base/")}
+    assert pristine == files  # the merge ancestor for `kernelgen update`
 
 
 def test_generated_code_follows_the_rules(tmp_path):

@@ -1,0 +1,383 @@
+// matmul_cuda.cu: the CUDA implementation of matmul::matmul, C = A @ B.
+//
+// Two kernels, both tiled through shared memory:
+//   * simt_kernel, for every dtype: each block computes a 128 x 128 tile of C, each thread an
+//     8 x 8 sub-tile held in registers (register blocking: 16 shared-memory reads feed 64 FMAs).
+//   * tensor_core_kernel, for float16/bfloat16 on sm_80+: each warp computes a 64 x 32 tile with
+//     WMMA 16x16x16 tensor-core instructions, accumulating in float. The next K-slice of A and B
+//     is loaded from global memory into registers while the current one is multiplied.
+// Both handle any M, N, K: loads outside the matrices read zeros, stores outside are skipped,
+// and every offset that is a product of dimensions is computed in int64.
+// The accumulation order is fixed, so results are bitwise deterministic.
+
+#include <ATen/Dispatch_v2.h>
+#include <ATen/OpMathType.h>
+#include <ATen/core/Tensor.h>
+#include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/library.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <mma.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../matmul.h"
+
+namespace matmul {
+namespace {
+
+__host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// ---- SIMT kernel (all dtypes) -----------------------------------------------------------------
+namespace simt {
+constexpr int kBM = 128;  // rows of C per block
+constexpr int kBN = 128;  // columns of C per block
+constexpr int kBK = 8;    // K-slice staged in shared memory per step
+constexpr int kTM = 8;    // rows of C per thread
+constexpr int kTN = 8;    // columns of C per thread
+constexpr int kRowsOfThreads = kBM / kTM;  // 16
+constexpr int kColsOfThreads = kBN / kTN;  // 16
+constexpr int kThreads = kRowsOfThreads * kColsOfThreads;  // 256
+constexpr int kPad = 4;  // As rows are kBM + 4 long: the transposing stores below hit distinct banks
+}  // namespace simt
+
+template <typename scalar_t>
+__global__ void __launch_bounds__(simt::kThreads)
+simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, scalar_t* __restrict__ c,
+            int64_t m, int64_t n, int64_t k) {
+  using namespace simt;
+  using acc_t = at::opmath_type<scalar_t>;
+  // Shared tiles hold op-math values, converted once on load. A is stored transposed (k-major) so
+  // that the inner loop reads one k-row of A and one k-row of B.
+  __shared__ acc_t as[kBK][kBM + kPad];
+  __shared__ acc_t bs[kBK][kBN];
+
+  const int64_t batch = blockIdx.z;
+  a += batch * m * k;
+  b += batch * k * n;
+  c += batch * m * n;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
+  const int tid = threadIdx.x;
+  // Thread (ty, tx) owns rows ty + 16 i and columns tx + 16 j of the tile. Interleaving (rather
+  // than 8 adjacent columns) makes a warp's shared-memory reads of B hit 16 consecutive words (no
+  // bank conflicts) and its global stores of C contiguous.
+  const int ty = tid / kColsOfThreads;
+  const int tx = tid % kColsOfThreads;
+
+  acc_t acc[kTM][kTN];
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      acc[i][j] = acc_t(0);
+    }
+  }
+
+  for (int64_t k0 = 0; k0 < k; k0 += kBK) {
+    // Stage A[m0:m0+128, k0:k0+8] (transposed) and B[k0:k0+8, n0:n0+128]; zeros outside.
+    for (int idx = tid; idx < kBM * kBK; idx += kThreads) {
+      const int row = idx / kBK;
+      const int kk = idx % kBK;
+      const int64_t gm = m0 + row;
+      const int64_t gk = k0 + kk;
+      as[kk][row] = (gm < m && gk < k) ? static_cast<acc_t>(a[gm * k + gk]) : acc_t(0);
+    }
+    for (int idx = tid; idx < kBK * kBN; idx += kThreads) {
+      const int kk = idx / kBN;
+      const int col = idx % kBN;
+      const int64_t gk = k0 + kk;
+      const int64_t gn = n0 + col;
+      bs[kk][col] = (gk < k && gn < n) ? static_cast<acc_t>(b[gk * n + gn]) : acc_t(0);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int kk = 0; kk < kBK; ++kk) {
+      acc_t a_reg[kTM];
+      acc_t b_reg[kTN];
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) {
+        a_reg[i] = as[kk][ty + i * kRowsOfThreads];
+      }
+#pragma unroll
+      for (int j = 0; j < kTN; ++j) {
+        b_reg[j] = bs[kk][tx + j * kColsOfThreads];
+      }
+#pragma unroll
+      for (int i = 0; i < kTM; ++i) {
+#pragma unroll
+        for (int j = 0; j < kTN; ++j) {
+          acc[i][j] += a_reg[i] * b_reg[j];
+        }
+      }
+    }
+    __syncthreads();  // everyone is done reading before the next slice overwrites the tiles
+  }
+
+#pragma unroll
+  for (int i = 0; i < kTM; ++i) {
+    const int64_t gm = m0 + ty + i * kRowsOfThreads;
+#pragma unroll
+    for (int j = 0; j < kTN; ++j) {
+      const int64_t gn = n0 + tx + j * kColsOfThreads;
+      if (gm < m && gn < n) {
+        c[gm * n + gn] = static_cast<scalar_t>(acc[i][j]);
+      }
+    }
+  }
+}
+
+// ---- Tensor-core kernel (float16 / bfloat16, sm_80+) ------------------------------------------
+namespace tc {
+constexpr int kBM = 128;     // rows of C per block
+constexpr int kBN = 128;     // columns of C per block
+constexpr int kBK = 32;      // K-slice per step: two 16-deep WMMA steps
+constexpr int kWarpsM = 2;   // warps along M
+constexpr int kWarpsN = 4;   // warps along N
+constexpr int kWM = kBM / kWarpsM;  // 64 rows of C per warp
+constexpr int kWN = kBN / kWarpsN;  // 32 columns of C per warp
+constexpr int kFragsM = kWM / 16;   // 4 WMMA tiles down
+constexpr int kFragsN = kWN / 16;   // 2 WMMA tiles across
+constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 256
+// Shared-memory rows are padded by 8 elements (16 bytes): without it, the 16 rows a WMMA load
+// reads would start in the same bank and serialize. Row pitches stay multiples of 16 bytes, and
+// fragment origins multiples of 32 bytes, as WMMA requires.
+constexpr int kPad = 8;
+constexpr int kChunk = 8;  // elements per 16-byte global load
+// Ask the compiler to fit two blocks per SM (at most 128 registers per thread): with one block,
+// 8 warps are too few to hide the latency of the global loads and of the tensor-core pipeline.
+constexpr int kMinBlocksPerSm = 2;
+constexpr int kChunksA = kBM * kBK / kChunk / kThreads;  // 2 per thread
+constexpr int kChunksB = kBK * kBN / kChunk / kThreads;  // 2 per thread
+}  // namespace tc
+
+// at::Half / at::BFloat16 have the same layout as CUDA's __half / __nv_bfloat16, which WMMA takes.
+template <typename scalar_t> struct WmmaType;
+template <> struct WmmaType<at::Half> { using type = __half; };
+template <> struct WmmaType<at::BFloat16> { using type = __nv_bfloat16; };
+
+// 8 elements, moved as their raw 16-bit patterns: a zero pattern is 0.0 in both float16 and
+// bfloat16, and no conversion is involved (torch builds with the implicit half conversions off).
+struct alignas(16) Chunk {
+  uint16_t bits[tc::kChunk];
+};
+
+// Loads 8 consecutive elements of row `row`, starting at column `col`, of a rows x cols row-major
+// matrix, with zeros outside it. kVector: one 16-byte load (the caller guarantees that cols is a
+// multiple of 8 and the base is 16-byte aligned, so a chunk is wholly inside or wholly outside).
+template <bool kVector>
+__device__ __forceinline__ Chunk load_chunk(const uint16_t* __restrict__ base, int64_t rows, int64_t cols,
+                                            int64_t row, int64_t col) {
+  Chunk chunk;
+  if constexpr (kVector) {
+    if (row < rows && col < cols) {
+      return *reinterpret_cast<const Chunk*>(base + row * cols + col);
+    }
+#pragma unroll
+    for (int e = 0; e < tc::kChunk; ++e) {
+      chunk.bits[e] = 0;
+    }
+  } else {
+#pragma unroll
+    for (int e = 0; e < tc::kChunk; ++e) {
+      chunk.bits[e] = (row < rows && col + e < cols) ? base[row * cols + col + e] : uint16_t{0};
+    }
+  }
+  return chunk;
+}
+
+template <typename scalar_t, bool kVector>
+__global__ void __launch_bounds__(tc::kThreads, tc::kMinBlocksPerSm)
+tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict__ b_in,
+                   scalar_t* __restrict__ c, int64_t m, int64_t n, int64_t k) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  __trap();  // never launched below sm_80 (see the launcher); bfloat16 WMMA needs sm_80
+#else
+  using namespace tc;
+  using namespace nvcuda;
+  using T = typename WmmaType<scalar_t>::type;
+  __shared__ __align__(128) T as[2][kBM][kBK + kPad];  // double-buffered A slice
+  __shared__ __align__(128) T bs[2][kBK][kBN + kPad];  // double-buffered B slice
+  __shared__ __align__(128) float scratch[kWarpsM * kWarpsN][16 * 16];  // epilogue staging
+
+  const int64_t batch = blockIdx.z;
+  const uint16_t* a = reinterpret_cast<const uint16_t*>(a_in) + batch * m * k;
+  const uint16_t* b = reinterpret_cast<const uint16_t*>(b_in) + batch * k * n;
+  c += batch * m * n;
+  const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
+  const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
+  const int tid = threadIdx.x;
+  const int warp = tid / 32;
+  const int lane = tid % 32;
+  const int warp_m = warp / kWarpsN;
+  const int warp_n = warp % kWarpsN;
+
+  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFragsM][kFragsN];
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j) {
+      wmma::fill_fragment(acc[i][j], 0.0f);
+    }
+  }
+
+  // Each thread moves kChunksA chunks of the A slice and kChunksB of the B slice per step.
+  Chunk a_stage[kChunksA];
+  Chunk b_stage[kChunksB];
+  auto load_slice = [&](int64_t k0) {
+#pragma unroll
+    for (int i = 0; i < kChunksA; ++i) {
+      const int idx = tid + i * kThreads;
+      const int row = idx / (kBK / kChunk);
+      const int col = (idx % (kBK / kChunk)) * kChunk;
+      a_stage[i] = load_chunk<kVector>(a, m, k, m0 + row, k0 + col);
+    }
+#pragma unroll
+    for (int i = 0; i < kChunksB; ++i) {
+      const int idx = tid + i * kThreads;
+      const int row = idx / (kBN / kChunk);
+      const int col = (idx % (kBN / kChunk)) * kChunk;
+      b_stage[i] = load_chunk<kVector>(b, k, n, k0 + row, n0 + col);
+    }
+  };
+  auto store_slice = [&](int buf) {
+#pragma unroll
+    for (int i = 0; i < kChunksA; ++i) {
+      const int idx = tid + i * kThreads;
+      *reinterpret_cast<Chunk*>(&as[buf][idx / (kBK / kChunk)][(idx % (kBK / kChunk)) * kChunk]) = a_stage[i];
+    }
+#pragma unroll
+    for (int i = 0; i < kChunksB; ++i) {
+      const int idx = tid + i * kThreads;
+      *reinterpret_cast<Chunk*>(&bs[buf][idx / (kBN / kChunk)][(idx % (kBN / kChunk)) * kChunk]) = b_stage[i];
+    }
+  };
+
+  const int64_t steps = ceil_div(k, kBK);
+  if (steps > 0) {
+    load_slice(0);
+    store_slice(0);
+  }
+  __syncthreads();
+  for (int64_t step = 0; step < steps; ++step) {
+    const int buf = static_cast<int>(step & 1);
+    if (step + 1 < steps) {
+      load_slice((step + 1) * kBK);  // global loads in flight while the tensor cores work
+    }
+#pragma unroll
+    for (int kk = 0; kk < kBK; kk += 16) {
+      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_frag[kFragsM];
+      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_frag[kFragsN];
+#pragma unroll
+      for (int i = 0; i < kFragsM; ++i) {
+        wmma::load_matrix_sync(a_frag[i], &as[buf][warp_m * kWM + i * 16][kk], kBK + kPad);
+      }
+#pragma unroll
+      for (int j = 0; j < kFragsN; ++j) {
+        wmma::load_matrix_sync(b_frag[j], &bs[buf][kk][warp_n * kWN + j * 16], kBN + kPad);
+      }
+#pragma unroll
+      for (int i = 0; i < kFragsM; ++i) {
+#pragma unroll
+        for (int j = 0; j < kFragsN; ++j) {
+          wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+        }
+      }
+    }
+    if (step + 1 < steps) {
+      // The other buffer was last read in the previous step, before the barrier that ended it.
+      store_slice(buf ^ 1);
+    }
+    __syncthreads();
+  }
+
+  // Epilogue: a fragment's element layout is opaque, so each 16 x 16 tile goes through this warp's
+  // shared scratch, then every lane converts 8 elements and stores those inside C.
+  float* tile = scratch[warp];
+#pragma unroll
+  for (int i = 0; i < kFragsM; ++i) {
+#pragma unroll
+    for (int j = 0; j < kFragsN; ++j) {
+      wmma::store_matrix_sync(tile, acc[i][j], 16, wmma::mem_row_major);
+      __syncwarp();
+      const int64_t row0 = m0 + warp_m * kWM + i * 16;
+      const int64_t col0 = n0 + warp_n * kWN + j * 16;
+#pragma unroll
+      for (int e = lane; e < 256; e += 32) {
+        const int64_t gm = row0 + e / 16;
+        const int64_t gn = col0 + e % 16;
+        if (gm < m && gn < n) {
+          c[gm * n + gn] = static_cast<scalar_t>(tile[e]);
+        }
+      }
+      __syncwarp();
+    }
+  }
+#endif
+}
+
+bool is_aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
+
+template <typename scalar_t>
+void launch(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device, cudaStream_t stream) {
+  if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
+    int major = 0;
+    C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    if (major >= 8) {
+      const dim3 grid(static_cast<unsigned>(ceil_div(p.n, tc::kBN)), static_cast<unsigned>(ceil_div(p.m, tc::kBM)),
+                      static_cast<unsigned>(p.batch));
+      // 16-byte loads need rows that start on 16-byte boundaries: K and N multiples of 8 and
+      // aligned base pointers (a view such as x[1:] is not).
+      const bool vector = p.k % tc::kChunk == 0 && p.n % tc::kChunk == 0 && is_aligned16(a) && is_aligned16(b);
+      if (vector) {
+        tensor_core_kernel<scalar_t, true><<<grid, tc::kThreads, 0, stream>>>(a, b, c, p.m, p.n, p.k);
+      } else {
+        tensor_core_kernel<scalar_t, false><<<grid, tc::kThreads, 0, stream>>>(a, b, c, p.m, p.n, p.k);
+      }
+      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      return;
+    }
+  }
+  const dim3 grid(static_cast<unsigned>(ceil_div(p.n, simt::kBN)), static_cast<unsigned>(ceil_div(p.m, simt::kBM)),
+                  static_cast<unsigned>(p.batch));
+  simt_kernel<scalar_t><<<grid, simt::kThreads, 0, stream>>>(a, b, c, p.m, p.n, p.k);
+  // Launches are asynchronous: check here, or a bad launch surfaces at some later, unrelated call.
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+at::Tensor matmul_cuda(const at::Tensor& a, const at::Tensor& b) {
+  const Problem p = check_inputs(a, b);
+  // Allocate and launch on A's GPU, whatever the current device is.
+  const c10::cuda::CUDAGuard device_guard(a.device());
+  at::Tensor c = empty_output(a, p);
+  if (c.numel() == 0) {
+    return c;  // M, N or batch is 0: nothing to compute (and a zero-size grid is a launch error)
+  }
+  if (p.k == 0) {
+    return c.zero_();  // an empty sum is 0
+  }
+  // (integers are formatted with std::to_string: see shape_of in matmul.cpp)
+  TORCH_CHECK(p.batch <= 65535, "matmul: batch size ", std::to_string(p.batch), " exceeds the CUDA grid limit of 65535");
+  TORCH_CHECK(ceil_div(p.m, 128) <= 65535, "matmul: M = ", std::to_string(p.m), " exceeds the grid limit of 65535 * 128 rows");
+  // Row-major data; the *_contig locals keep copies of transposed or sliced views alive.
+  const at::Tensor a_contig = a.contiguous();
+  const at::Tensor b_contig = b.contiguous();
+  // The caller's current stream, never the default stream (CUDA graphs, side streams, compile).
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
+  AT_DISPATCH_V2(a.scalar_type(), "matmul_cuda", AT_WRAP([&] {
+    launch<scalar_t>(a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(),
+                     c.mutable_data_ptr<scalar_t>(), p, a.get_device(), stream);
+  }), at::kFloat, at::kDouble, at::kHalf, at::kBFloat16);
+  return c;
+}
+
+}  // namespace
+}  // namespace matmul
+
+TORCH_LIBRARY_IMPL(matmul, CUDA, m) {
+  m.impl("matmul", &matmul::matmul_cuda);
+}
