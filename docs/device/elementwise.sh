@@ -8,7 +8,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-OPS="examples/muladd .device/ops/gelu .device/ops/quad4"
+OPS=${OPS:-"examples/muladd .device/ops/gelu .device/ops/quad4"}
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_CUDA=1 MAX_JOBS=16
 
 build() {
