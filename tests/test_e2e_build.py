@@ -68,7 +68,7 @@ def test_jit_mode_edit_and_rerun(tmp_path):
               "print('RESULT', jit_op.jit_op(x, y).tolist(), 'WITH_CUDA', jit_op.WITH_CUDA, f'IMPORT {took:.1f}s')")
 
     def run():
-        done = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800)
+        done = subprocess.run([sys.executable, "-c", script], cwd=root, env=env, capture_output=True, text=True, timeout=1800)
         assert done.returncode == 0, done.stderr[-3000:]
         return done.stdout.strip().splitlines()[-1]
 
