@@ -24,8 +24,9 @@
 namespace muladd {
 namespace {
 
-// "[2, 3]". Formatted by hand: streaming t.sizes() into TORCH_CHECK's message crashed (segfault)
-// in an extension built with g++ 13 against torch 2.11 on our GPU machine.
+// "[2, 3]". Shapes and integers are formatted with std::to_string, never streamed into
+// TORCH_CHECK's message: streaming an integer or t.sizes() there crashed (segfault) in extensions
+// built with g++ 13 against torch 2.11 on our GPU machine.
 std::string shape_of(const at::Tensor& t) {
   std::string text = "[";
   for (int64_t d = 0; d < t.dim(); ++d) {
