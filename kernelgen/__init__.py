@@ -11,10 +11,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .errors import KernelgenError  # noqa: E402
-from .spec import OpSpec  # noqa: E402
+from .errors import KernelgenError
+from .spec import OpSpec
 
-__all__ = ["KernelgenError", "OpSpec", "generate", "__version__"]
+__all__ = ["KernelgenError", "OpSpec", "__version__", "generate"]
 
 
 def __getattr__(name: str):  # lazy: importing copier costs ~0.3 s, the CLI's --help should not pay it

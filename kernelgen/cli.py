@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import click
 
@@ -58,9 +58,9 @@ def _load_answers(path: Path) -> dict[str, Any]:
 @click.option("--defaults", is_flag=True, help="Never prompt: use the default for every missing option.")
 @click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate from a recorded .copier-answers.yml.")
 def new(
-    op_name: Optional[str], kind: Optional[str], inputs: Optional[str], expr: Optional[str],
-    dtypes: Optional[str], arch_list: Optional[str], namespace: Optional[str], output: Path,
-    force: bool, defaults: bool, answers_file: Optional[Path],
+    op_name: str | None, kind: str | None, inputs: str | None, expr: str | None,
+    dtypes: str | None, arch_list: str | None, namespace: str | None, output: Path,
+    force: bool, defaults: bool, answers_file: Path | None,
 ) -> None:
     """Generate a complete op package in OUTPUT/OP_NAME.
 
@@ -104,7 +104,7 @@ def new(
 
         dest = generate(spec, output, force=force)
     except SpecError as err:
-        flag = _PARAM_FLAGS.get(err.param or "", None)
+        flag = _PARAM_FLAGS.get(err.param or "")
         raise click.UsageError(f"{flag}: {err.message}" if flag and flag != "OP_NAME" else err.message) from None
     except KernelgenError as err:
         raise click.ClickException(err.message) from None
@@ -114,7 +114,7 @@ def new(
     click.echo(f"next: cd {where} && pip install --no-build-isolation -e . && pytest -q")
 
 
-def _join(value: Any) -> Optional[str]:
+def _join(value: Any) -> str | None:
     if value is None:
         return None
     return ",".join(value) if isinstance(value, (list, tuple)) else str(value)
@@ -160,7 +160,7 @@ def update(op_dir: Path, dry_run: bool) -> None:
 @click.option("--op", "op_dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Also check that this op's arch list covers the visible GPU.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def doctor(op_dir: Optional[Path], as_json: bool) -> None:
+def doctor(op_dir: Path | None, as_json: bool) -> None:
     """Check the toolchain (Python, torch, nvcc, CUDA_HOME, ninja, C++, GPU) and say how to fix it."""
     from .doctor import FAIL, format_checks, run_checks, to_json
 

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Optional
 
 OK, WARN, FAIL = "ok", "warn", "fail"
 
@@ -31,7 +30,7 @@ class Check:
 @dataclass
 class TorchInfo:
     version: str
-    cuda: Optional[str]  # None for a CPU-only build
+    cuda: str | None  # None for a CPU-only build
     gpus: list[tuple[str, tuple[int, int]]] = field(default_factory=list)  # (name, capability)
 
 
@@ -42,10 +41,10 @@ class Probe:
         self.environ: dict[str, str] = dict(os.environ)
         self.python_version = sys.version_info[:3]
 
-    def which(self, name: str) -> Optional[str]:
+    def which(self, name: str) -> str | None:
         return shutil.which(name, path=self.environ.get("PATH"))
 
-    def run(self, argv: list[str]) -> Optional[str]:
+    def run(self, argv: list[str]) -> str | None:
         """stdout + stderr of argv, or None if it cannot run."""
         try:
             done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=self.environ)
@@ -56,7 +55,7 @@ class Probe:
     def exists(self, path: str) -> bool:
         return Path(path).exists()
 
-    def torch(self) -> Optional[TorchInfo]:
+    def torch(self) -> TorchInfo | None:
         try:
             import torch
         except ImportError:
@@ -68,11 +67,11 @@ class Probe:
         return TorchInfo(torch.__version__, torch.version.cuda, gpus)
 
 
-def _major(version: Optional[str]) -> Optional[str]:
+def _major(version: str | None) -> str | None:
     return version.split(".")[0] if version else None
 
 
-def find_nvcc(probe: Probe) -> Optional[str]:
+def find_nvcc(probe: Probe) -> str | None:
     for var in ("CUDA_HOME", "CUDA_PATH"):
         home = probe.environ.get(var)
         if home and probe.exists(f"{home}/bin/nvcc"):
@@ -89,7 +88,7 @@ def toolkit_root(probe: Probe, nvcc: str) -> str:
     return str(Path(nvcc).parent.parent)
 
 
-def torch_guess(probe: Probe) -> Optional[str]:
+def torch_guess(probe: Probe) -> str | None:
     """CUDA_HOME as torch.utils.cpp_extension guesses it (env, then `which nvcc`/.., then /usr/local/cuda)."""
     home = probe.environ.get("CUDA_HOME") or probe.environ.get("CUDA_PATH")
     if home:
@@ -107,7 +106,7 @@ def check_python(probe: Probe) -> Check:
     return Check("python", OK, f"Python {version}")
 
 
-def check_torch(probe: Probe, info: Optional[TorchInfo]) -> Check:
+def check_torch(probe: Probe, info: TorchInfo | None) -> Check:
     if info is None:
         return Check("torch", FAIL, "torch is not installed", "pip install torch  (a CUDA build, matching your nvcc)")
     if info.cuda is None:
@@ -116,7 +115,7 @@ def check_torch(probe: Probe, info: Optional[TorchInfo]) -> Check:
     return Check("torch", OK, f"torch {info.version}, CUDA {info.cuda}")
 
 
-def check_nvcc(probe: Probe, info: Optional[TorchInfo]) -> Check:
+def check_nvcc(probe: Probe, info: TorchInfo | None) -> Check:
     nvcc = find_nvcc(probe)
     if nvcc is None:
         return Check("nvcc", FAIL, "nvcc not found (not on PATH, no $CUDA_HOME/bin/nvcc, no /usr/local/cuda)",
@@ -181,7 +180,7 @@ def check_compiler(probe: Probe) -> Check:
     return Check("C++ compiler", OK, f"{cxx}: {out.splitlines()[0] if out else 'unknown version'}")
 
 
-def read_arch_list(op_dir: Path) -> Optional[str]:
+def read_arch_list(op_dir: Path) -> str | None:
     """The ARCH_LIST of a generated op (from <pkg>/_build.py), or None."""
     for build in sorted(op_dir.glob("*/_build.py")):
         match = re.search(r'^ARCH_LIST = "([^"]*)"', build.read_text(), re.MULTILINE)
@@ -205,7 +204,7 @@ def arch_covers(arch_list: str, capability: tuple[int, int]) -> str:
     return best
 
 
-def check_gpu(probe: Probe, info: Optional[TorchInfo], op_dir: Optional[Path]) -> Check:
+def check_gpu(probe: Probe, info: TorchInfo | None, op_dir: Path | None) -> Check:
     if info is None or not info.gpus:
         return Check("GPU", WARN, "no CUDA GPU visible: ops build, but CUDA tests skip and nothing runs on a GPU")
     name, capability = info.gpus[0]
@@ -229,7 +228,7 @@ def check_gpu(probe: Probe, info: Optional[TorchInfo], op_dir: Optional[Path]) -
                  f"add {cc} to ARCH_LIST in {op_dir}/*/_build.py, or build with TORCH_CUDA_ARCH_LIST={cc}")
 
 
-def run_checks(probe: Optional[Probe] = None, op_dir: Optional[Path] = None) -> list[Check]:
+def run_checks(probe: Probe | None = None, op_dir: Path | None = None) -> list[Check]:
     probe = probe or Probe()
     info = probe.torch()
     return [

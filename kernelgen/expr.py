@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import ast
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Union
 
 from .errors import ExprError
 
@@ -80,29 +81,29 @@ class Var:
 
 @dataclass(frozen=True)
 class Neg:
-    operand: "Node"
+    operand: Node
 
 
 @dataclass(frozen=True)
 class BinOp:
     op: str  # one of + - * /
-    left: "Node"
-    right: "Node"
+    left: Node
+    right: Node
 
 
 @dataclass(frozen=True)
 class Power:
-    base: "Node"
+    base: Node
     exponent: float | int
 
 
 @dataclass(frozen=True)
 class Call:
     func: str
-    args: tuple["Node", ...]
+    args: tuple[Node, ...]
 
 
-Node = Union[Num, Var, Neg, BinOp, Power, Call]
+Node = Union[Num, Var, Neg, BinOp, Power, Call]  # noqa: UP007 (forward references)
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _NODE_WORDS = {
@@ -253,7 +254,7 @@ class _Converter:
             left = self.convert(node.left, depth + 1)
             right = self.convert(node.right, depth + 1)
             if isinstance(left, Num) and isinstance(right, Num):
-                return self._fold(node, _fold_binop, op, left.value, right.value)
+                return self._fold(node, lambda x, y: _fold_binop(op, x, y), left.value, right.value)
             if op == "/" and isinstance(right, Num) and right.value == 0:
                 raise ExprError(f"division by zero in {self._where(node)} in --expr")
             return BinOp(op, left, right)

@@ -40,20 +40,12 @@ DEFAULT_ARCH_LIST = "8.0;9.0+PTX"
 
 # C++ keywords and alternative tokens, plus names the C++ standard library or CUDA make awkward.
 CPP_KEYWORDS = frozenset(
-    """alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t
-    char16_t char32_t class compl concept const consteval constexpr constinit const_cast continue
-    co_await co_return co_yield decltype default delete do double dynamic_cast else enum explicit
-    export extern false float for friend goto if inline int long mutable namespace new noexcept not
-    not_eq nullptr operator or or_eq private protected public register reinterpret_cast requires
-    return short signed sizeof static static_assert static_cast struct switch template this
-    thread_local throw true try typedef typeid typename union unsigned using virtual void volatile
-    wchar_t while xor xor_eq main""".split()
+    ["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "main"]
 )
 
 # Names that the generated code itself uses, or that would shadow a module it imports.
 RESERVED = frozenset(
-    """torch std at c10 acc_t scalar_t opmath n i idx out ctx grad grad_out self reference kernelgen setuptools
-    numpy triton pytest math os sys ops tests benchmarks csrc cuda build dist""".split()
+    ["torch", "std", "at", "c10", "acc_t", "scalar_t", "opmath", "n", "i", "idx", "out", "ctx", "grad", "grad_out", "self", "reference", "kernelgen", "setuptools", "numpy", "triton", "pytest", "math", "os", "sys", "ops", "tests", "benchmarks", "csrc", "cuda", "build", "dist"]
 )
 
 _IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")
@@ -188,7 +180,7 @@ class OpSpec:
         dtypes: str | list[str] | tuple[str, ...] = DTYPES,
         arch_list: str = DEFAULT_ARCH_LIST,
         namespace: str | None = None,
-    ) -> "OpSpec":
+    ) -> OpSpec:
         op_name = normalize_op_name(name)
         if kind not in KINDS:
             raise SpecError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}", "kind")
@@ -210,7 +202,7 @@ class OpSpec:
         return cls(name, op_name, kind, ns, dtype_tuple, arch)
 
     @classmethod
-    def from_answers(cls, data: dict[str, object]) -> "OpSpec":
+    def from_answers(cls, data: dict[str, object]) -> OpSpec:
         """Rebuild a spec from a recorded answers mapping (.copier-answers.yml)."""
         def text(key: str) -> str | None:
             value = data.get(key)

@@ -22,7 +22,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
 
 import yaml
 
@@ -35,7 +34,7 @@ from .spec import OpSpec
 class FileResult:
     path: str
     action: str  # unchanged, kept, updated, added, removed, merged, conflict, skipped
-    content: Optional[bytes] = None  # what the file becomes (None: delete / leave absent)
+    content: bytes | None = None  # what the file becomes (None: delete / leave absent)
     note: str = ""
 
 

@@ -57,4 +57,8 @@ for op in torch._C._dispatch_get_all_op_names():
 PYEOF
 done
 
+echo "== ruff and mypy (configured in pyproject.toml)"
+ruff check kernelgen tests
+mypy
+
 python -m pytest -q -ra tests examples/*/tests "$@"

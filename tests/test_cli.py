@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import os
 import stat
-import sys
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import tree
 
 from kernelgen.cli import main
-
-from conftest import tree
 
 
 def invoke(*args, input=None):

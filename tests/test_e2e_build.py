@@ -13,8 +13,8 @@ import sys
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import cuda_toolkit
+
 from kernelgen.cli import main
 
 torch = pytest.importorskip("torch", reason="building a generated op needs torch (pip install -e '.[test]')")

@@ -43,7 +43,7 @@ def test_every_documented_function_is_accepted_and_evaluates_like_torch():
         source = f"{name}(x)" if func.arity == 1 else f"{name}(x, y)"
         parsed = parse(source, ("x", "y") if func.arity == 2 else ("x",))
         value = eval(parsed.torch(), {"torch": torch, "x": x, "y": y})  # our own emitted code
-        fold = torch.tensor([func.fold(*(float(v) for v in vals)) for vals in zip(x, y)][:50] if func.arity == 2
+        fold = torch.tensor([func.fold(*(float(v) for v in vals)) for vals in zip(x, y, strict=True)][:50] if func.arity == 2
                             else [func.fold(float(v)) for v in x], dtype=torch.float64)
         torch.testing.assert_close(value, fold, rtol=1e-12, atol=1e-12, msg=name)
 

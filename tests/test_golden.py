@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import REPO, tree
+
 from kernelgen.cli import main
 
 

@@ -7,11 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import REPO
 
 import kernelgen.render as render
 from kernelgen.cli import main
-
-from conftest import REPO
 
 USER_EDIT = ("  return a * b + c;\n", "  return a * b + c * acc_t(2);  // my edit\n")
 HEADER = "{{op_name}}/csrc/{{op_name}}.h.jinja"

@@ -8,7 +8,6 @@ import venv
 import zipfile
 
 import pytest
-
 from conftest import REPO, tree
 
 
