@@ -39,12 +39,6 @@ def _ask(value: Any, prompt: str, default: str, interactive: bool) -> Any:
     return click.prompt(prompt, default=default)
 
 
-def _load_answers(path: Path) -> dict[str, Any]:
-    from .update import load_answers
-
-    return load_answers(path)
-
-
 @main.command()
 @click.argument("op_name", required=False)
 @click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`).")
@@ -72,7 +66,9 @@ def new(
     started = time.perf_counter()
     try:
         if answers_file is not None:
-            recorded = _load_answers(answers_file)
+            from .update import load_answers
+
+            recorded = load_answers(answers_file)
             op_name = op_name or recorded["name"]
             kind = kind or recorded["kind"]
             inputs = inputs if inputs is not None else _join(recorded.get("inputs"))
