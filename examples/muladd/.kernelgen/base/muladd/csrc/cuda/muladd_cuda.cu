@@ -5,9 +5,11 @@
 //   * 16-byte (128-bit) loads and stores: 4 float32 or 8 float16/bfloat16 elements per access.
 //     2-byte accesses cannot fill the memory pipe; on an H100 a one-element-per-thread kernel
 //     loses about a quarter of the bandwidth in bfloat16.
-//   * A grid sized from the SM count and the kernel's measured occupancy (a few waves of resident
-//     blocks), with a grid-stride loop so that any n is covered with int64 indices. An `int` index
-//     overflows past 2^31 elements.
+//   * One thread per 16-byte pack and a grid that covers the whole tensor, so blocks sweep memory
+//     in order. A grid capped at a few waves of resident blocks with a grid-stride loop was
+//     measured 4% slower on an H100 (DRAM throughput 90% instead of 93% of peak): long-lived
+//     blocks drift apart and scatter the addresses in flight. docs/benchmarks.md has the figures.
+//   * int64 indices: an `int` index overflows past 2^31 elements.
 //   * A scalar path for the last n % kVec elements, and for inputs whose data pointer is not
 //     16-byte aligned (a view such as x[1:] starts 1 element into its storage).
 // The formula itself is muladd_expr in ../muladd.h, shared with the CPU code.
@@ -35,10 +37,9 @@ constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 // 65536 / (4 * 256) = 64 per thread, so that at least half of the SM's thread slots hold warps
 // whose loads are in flight. (Uncapped, a 4-input bfloat16 op used 159 registers: one block per SM.)
 constexpr int kMinBlocksPerSm = 4;
-// Cap on the grid, in waves of resident blocks (a wave = every SM full once). A few waves beat
-// one: blocks that finish early are replaced, so no SM idles while the last ones drain (measured
-// on an H100: 0.95x -> 0.97x of torch.addcmul at 2^28 elements; docs/benchmarks.md).
-constexpr int kMaxWaves = 4;
+// The hardware limit on gridDim.x. Only more than 2^39 work items (packs, or elements on the scalar
+// path) need more blocks than this; the kernel's grid-stride loop then covers the rest.
+constexpr int64_t kMaxBlocks = 2147483647;
 
 // kVec elements moved as one 16-byte access. alignas makes the compiler emit a single
 // ld.global.v4 / st.global.v4 for the whole struct.
@@ -55,8 +56,9 @@ muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, co
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 
-  // Main loop: one pack of kVec elements per thread and iteration; consecutive threads take
-  // consecutive packs, so a warp reads one contiguous 512-byte span per input (coalesced).
+  // One pack of kVec elements per thread; consecutive threads take consecutive packs, so a warp
+  // reads one contiguous 512-byte span per input (coalesced). The grid normally covers every pack
+  // and the loop body runs once; the loop only matters past kMaxBlocks blocks.
   const int64_t n_packs = n / kVec;
   for (int64_t p = first; p < n_packs; p += stride) {
     const pack_t a_in = reinterpret_cast<const pack_t*>(a)[p];
@@ -82,28 +84,17 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-// Blocks to launch: one pack per thread, capped at kMaxWaves
-// waves of resident blocks; the grid-stride loop covers the rest. Residency is asked of the CUDA
-// runtime for this very kernel (its registers decide how many blocks fit on an SM), once per
-// instantiation; the SM count is asked per call, since it is per device.
-template <typename Kernel>
-int64_t grid_size(Kernel kernel, int64_t work_items, int device) {
-  static const int blocks_per_sm = [&] {
-    int blocks = 0;
-    C10_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreadsPerBlock, 0));
-    return std::max(blocks, 1);
-  }();
-  int sms = 0;
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int64_t resident = static_cast<int64_t>(sms) * blocks_per_sm;
-  const int64_t needed = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  return std::max<int64_t>(1, std::min(needed, resident * kMaxWaves));
+// Blocks to launch: one thread per work item (a pack, or an element on the scalar path).
+int64_t grid_size(int64_t work_items) {
+  const int64_t blocks = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
+  return std::max<int64_t>(1, std::min(blocks, kMaxBlocks));
 }
 
 template <typename scalar_t, int kVec>
-void launch(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, int device, cudaStream_t stream) {
+void launch(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
   const auto kernel = muladd_kernel<scalar_t, kVec>;
-  const int64_t blocks = grid_size(kernel, n / kVec, device);
+  // One thread per pack; the n % kVec (< 256) tail elements go to the first block's threads.
+  const int64_t blocks = grid_size(n / kVec);
   kernel<<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(a, b, c, out, n);
   // Kernel launches are asynchronous: a bad launch configuration is only reported by the next CUDA
   // call, far from its cause, unless it is checked right here.
@@ -128,7 +119,6 @@ at::Tensor muladd_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tenso
   // the caller's stream, which gives silently wrong results under CUDA graphs, torch.compile's
   // reduce-overhead mode, and any code that uses side streams.
   const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  const int device = a.get_device();
   AT_DISPATCH_V2(a.scalar_type(), "muladd_cuda", AT_WRAP([&] {
     const scalar_t* a_ptr = a_contig.const_data_ptr<scalar_t>();
     const scalar_t* b_ptr = b_contig.const_data_ptr<scalar_t>();
@@ -137,9 +127,9 @@ at::Tensor muladd_cuda(const at::Tensor& a, const at::Tensor& b, const at::Tenso
     constexpr int kVec = kVectorBytes / sizeof(scalar_t);
     const bool vectorizable = is_aligned(a_ptr) && is_aligned(b_ptr) && is_aligned(c_ptr) && is_aligned(out_ptr);
     if (vectorizable) {
-      launch<scalar_t, kVec>(a_ptr, b_ptr, c_ptr, out_ptr, n, device, stream);
+      launch<scalar_t, kVec>(a_ptr, b_ptr, c_ptr, out_ptr, n, stream);
     } else {
-      launch<scalar_t, 1>(a_ptr, b_ptr, c_ptr, out_ptr, n, device, stream);
+      launch<scalar_t, 1>(a_ptr, b_ptr, c_ptr, out_ptr, n, stream);
     }
   }), at::kFloat, at::kDouble, at::kHalf, at::kBFloat16);
   return out;
