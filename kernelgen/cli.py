@@ -171,7 +171,8 @@ def list_kinds() -> None:
     """Show the kinds of op kernelgen generates."""
     for kind, description in KINDS.items():
         click.echo(f"{kind:<12} {description}")
-    click.echo("\nevery op gets: csrc/<op>.cpp (schema, checks, CPU), csrc/cuda/<op>_cuda.cu (kernel),")
+    click.echo("\nevery op gets: csrc/<op>.cpp (schema, checks, CPU), csrc/cuda/<op>_cuda.cpp (CUDA tensor side),")
+    click.echo("csrc/cuda/<op>_kernel.cu (kernel),")
     click.echo("ops.py (register_fake, register_autograd), setup.py, tests/, benchmarks/, README.md")
 
 

@@ -24,8 +24,9 @@ def test_new_writes_the_documented_tree(tmp_path):
     assert {
         "setup.py", "pyproject.toml", "README.md", ".copier-answers.yml", ".gitignore",
         "muladd/__init__.py", "muladd/ops.py", "muladd/_build.py", "muladd/_loader.py",
-        "muladd/csrc/muladd.cpp", "muladd/csrc/muladd.h", "muladd/csrc/opmath.h",
-        "muladd/csrc/cuda/muladd_cuda.cu", "tests/test_muladd.py",
+        "muladd/csrc/muladd.cpp", "muladd/csrc/muladd.h", "muladd/csrc/muladd_checks.h", "muladd/csrc/opmath.h",
+        "muladd/csrc/cuda/muladd_cuda.cpp", "muladd/csrc/cuda/muladd_kernel.cu", "muladd/csrc/cuda/muladd_kernel.h",
+        "tests/test_muladd.py",
         "benchmarks/bench_muladd.py", "benchmarks/harness.py",
     } == files
     pristine = {f[len(".kernelgen/base/"):] for f in tree(tmp_path / "muladd") if f.startswith(".kernelgen/base/")}
@@ -35,13 +36,19 @@ def test_new_writes_the_documented_tree(tmp_path):
 def test_generated_code_follows_the_rules(tmp_path):
     invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
     root = tmp_path / "muladd"
-    cu = (root / "muladd/csrc/cuda/muladd_cuda.cu").read_text()
+    cu = (root / "muladd/csrc/cuda/muladd_kernel.cu").read_text()
+    cuda_cpp = (root / "muladd/csrc/cuda/muladd_cuda.cpp").read_text()
     cpp = (root / "muladd/csrc/muladd.cpp").read_text()
-    for needle in ["CUDAGuard", "getCurrentCUDAStream()", "C10_CUDA_KERNEL_LAUNCH_CHECK();", "int64_t n",
-                   "AT_DISPATCH_V2", ".contiguous()", "if (n == 0)", "at::kBFloat16", "at::kHalf"]:
+    for needle in ["C10_CUDA_KERNEL_LAUNCH_CHECK();", "int64_t n", "Pack<scalar_t, kVec>", "is_aligned("]:
         assert needle in cu, needle
+    for needle in ["CUDAGuard", "getCurrentCUDAStream()", "AT_DISPATCH_V2", ".contiguous()", "if (n == 0)",
+                   "at::kBFloat16", "at::kHalf", "TORCH_LIBRARY_IMPL(muladd, CUDA, m)"]:
+        assert needle in cuda_cpp, needle
     assert "<<<" in cu and ", 0, stream>>>" in cu  # launched on the current stream
-    for text in (cu, cpp):
+    # nvcc never sees the ATen tensor headers: they are most of a build's time
+    for header in ["ATen/core/Tensor.h", "torch/library.h", "muladd_checks.h"]:
+        assert header not in cu and header not in (root / "muladd/csrc/muladd.h").read_text(), header
+    for text in (cu, cuda_cpp, cpp):
         assert "#include <torch/extension.h>" not in text and "#include <ATen/cuda/CUDAContext.h>" not in text
     assert "TORCH_LIBRARY(muladd, m)" in cpp and "TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
     ops = (root / "muladd/ops.py").read_text()

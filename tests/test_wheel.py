@@ -20,7 +20,7 @@ def test_wheel_installs_and_renders(tmp_path):
     wheel = next(dist.glob("kernelgen-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
     assert "kernelgen/_templates/copier.yml" in names
-    assert "kernelgen/_templates/elementwise/{{op_name}}/csrc/cuda/{{op_name}}_cuda.cu.jinja" in names
+    assert "kernelgen/_templates/elementwise/{{op_name}}/csrc/cuda/{{op_name}}_kernel.cu.jinja" in names
     assert "kernelgen/_templates/elementwise/.gitignore.jinja" in names
     assert "kernelgen/py.typed" in names
 

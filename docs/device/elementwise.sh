@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # GPU evidence for the elementwise kind, run on the device machine from the repository root:
-#   bash docs/device/elementwise.sh build|test|bench
+#   bash docs/device/elementwise.sh build|test|memcheck|bench|all   (OPS="dir ..." to choose ops)
 # The ops other than examples/muladd are generated on the dev machine (copier is not installed on
 # the device) into .device/ops and carried along:
 #   kernelgen new gelu  --inputs x       --expr "x * sigmoid(1.702 * x)"   --defaults -o .device/ops
 #   kernelgen new quad4 --inputs a,b,c,d --expr "a * b + c * d"           --defaults -o .device/ops
+#   kernelgen new silu_mul --inputs x,y  --expr "x * sigmoid(x) * y"      --defaults -o .device/ops
+#   kernelgen new erf_gelu --inputs x --expr "0.5 * x * (1 + erf(x * 0.7071067811865476))" --defaults -o .device/ops
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
-OPS=${OPS:-"examples/muladd .device/ops/gelu .device/ops/quad4"}
+OPS=${OPS:-"examples/muladd .device/ops/gelu .device/ops/quad4 .device/ops/silu_mul .device/ops/erf_gelu"}
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_CUDA=1 MAX_JOBS=16
 
 build() {
@@ -27,6 +29,9 @@ tests() {
     name=$(basename "$op")
     ( cd "$op" && python3 -m pytest -q -rs -p no:cacheprovider > "$OUT/test_$name.log" 2>&1; echo "tests $name rc=$?: $(tail -1 "$OUT/test_$name.log")" )
   done
+}
+
+memcheck() {
   for op in $OPS; do
     name=$(basename "$op")
     ( cd "$op" && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
@@ -45,6 +50,7 @@ bench() {
 case "${1:-all}" in
   build) build ;;
   test) tests ;;
+  memcheck) memcheck ;;
   bench) shift; bench "$@" ;;
-  all) build; tests ;;
+  all) build; tests; memcheck ;;
 esac

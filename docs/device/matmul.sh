@@ -11,7 +11,7 @@ start=$(date +%s)
 python3 setup.py build_ext --inplace > "$OUT/mm_build.log" 2>&1 || { echo "build failed"; tail -30 "$OUT/mm_build.log"; exit 1; }
 echo "build: $(( $(date +%s) - start )) s"
 # Registers / shared memory / spills per kernel, for sm_90 (no GPU needed for this part).
-nvcc -std=c++20 -O3 -arch=sm_90 -Xptxas -v -c matmul/csrc/cuda/matmul_cuda.cu -o /tmp/mm.o \
+nvcc -std=c++20 -O3 -arch=sm_90 -Xptxas -v -c matmul/csrc/cuda/matmul_kernel.cu -o /tmp/mm.o \
   $(python3 -c "from torch.utils.cpp_extension import include_paths; print(' '.join('-I'+p for p in include_paths('cuda')))") \
   -I"$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
   -D__CUDA_NO_HALF_OPERATORS__ -D__CUDA_NO_HALF_CONVERSIONS__ -D__CUDA_NO_BFLOAT16_CONVERSIONS__ --expt-relaxed-constexpr \

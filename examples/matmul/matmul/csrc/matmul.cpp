@@ -122,7 +122,7 @@ TORCH_LIBRARY(matmul, m) {
   m.def("matmul(Tensor a, Tensor b) -> Tensor");
 }
 
-// The CPU implementation. The CUDA one is registered in cuda/matmul_cuda.cu.
+// The CPU implementation. The CUDA one is registered in cuda/matmul_cuda.cpp.
 TORCH_LIBRARY_IMPL(matmul, CPU, m) {
   m.impl("matmul", &matmul::matmul_cpu);
 }

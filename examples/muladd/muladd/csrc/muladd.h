@@ -1,9 +1,7 @@
 #pragma once
 // muladd.h: the scalar formula of muladd::muladd, shared by the CPU loop
-// (muladd.cpp) and the CUDA kernel (cuda/muladd_cuda.cu), so that both backends compute
-// exactly the same thing.
-
-#include <ATen/core/Tensor.h>
+// (muladd.cpp) and the CUDA kernel (cuda/muladd_kernel.cu), so that both backends compute
+// exactly the same thing. Keep ATen out of this header: the kernel's compile time depends on it.
 
 #include "opmath.h"
 
@@ -20,9 +18,5 @@ OPMATH_FN acc_t muladd_expr(acc_t a, acc_t b, acc_t c) {
   return a * b + c;
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
-
-// Throws c10::Error (RuntimeError in Python), with a message that names the offending argument,
-// unless the inputs have a supported dtype and all share one device, dtype and shape. Defined in muladd.cpp, called by both backends.
-void check_inputs(const at::Tensor& a, const at::Tensor& b, const at::Tensor& c);
 
 }  // namespace muladd

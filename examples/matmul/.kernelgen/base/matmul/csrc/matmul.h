@@ -1,19 +1,12 @@
 #pragma once
-// matmul.h: what the CPU (matmul.cpp) and CUDA (cuda/matmul_cuda.cu) halves of
-// matmul::matmul share.
+// matmul.h: what the CPU (matmul.cpp) and CUDA (cuda/matmul_cuda.cpp) halves of
+// matmul::matmul share on the tensor side.
 
 #include <ATen/core/Tensor.h>
 
-#include <cstdint>
-#include <string>
+#include "matmul_problem.h"
 
 namespace matmul {
-
-// The problem size of C = A @ B: A is [batch,] M x K, B is [batch,] K x N.
-struct Problem {
-  int64_t batch;  // 1 for 2-D inputs
-  int64_t m, n, k;
-};
 
 // Throws c10::Error (RuntimeError in Python) naming the shapes, unless A and B are 2-D (or both
 // 3-D with equal batch sizes), A's columns match B's rows, and they share a supported dtype and a

@@ -20,6 +20,7 @@
 #include <string>
 
 #include "muladd.h"
+#include "muladd_checks.h"
 
 namespace muladd {
 namespace {
@@ -105,7 +106,7 @@ TORCH_LIBRARY(muladd, m) {
   m.def("muladd(Tensor a, Tensor b, Tensor c) -> Tensor");
 }
 
-// The CPU implementation. The CUDA one is registered in cuda/muladd_cuda.cu.
+// The CPU implementation. The CUDA one is registered in cuda/muladd_cuda.cpp.
 TORCH_LIBRARY_IMPL(muladd, CPU, m) {
   m.impl("muladd", &muladd::muladd_cpu);
 }

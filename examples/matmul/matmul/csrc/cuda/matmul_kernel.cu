@@ -1,4 +1,7 @@
-// matmul_cuda.cu: the CUDA implementation of matmul::matmul, C = A @ B.
+// matmul_kernel.cu: the CUDA kernels of matmul::matmul, C = A @ B, and their launcher.
+// The tensor side (checks, device guard, allocation, stream, dtype dispatch, registration) is in
+// matmul_cuda.cpp. This file sees raw pointers only and includes no ATen tensor headers, which
+// nvcc is slow to parse.
 //
 // Two kernels, both tiled through shared memory:
 //   * simt_kernel, for every dtype: each block computes a 128 x 128 tile of C, each thread an
@@ -10,22 +13,18 @@
 // and every offset that is a product of dimensions is computed in int64.
 // The accumulation order is fixed, so results are bitwise deterministic.
 
-#include <ATen/Dispatch_v2.h>
 #include <ATen/OpMathType.h>
-#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
 
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
-#include "../matmul.h"
+#include "matmul_kernel.h"
 
 namespace matmul {
 namespace {
@@ -322,8 +321,11 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
 
 bool is_aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
+}  // namespace
+
 template <typename scalar_t>
-void launch(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device, cudaStream_t stream) {
+void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device,
+                  cudaStream_t stream) {
   if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
     int major = 0;
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -349,35 +351,10 @@ void launch(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-at::Tensor matmul_cuda(const at::Tensor& a, const at::Tensor& b) {
-  const Problem p = check_inputs(a, b);
-  // Allocate and launch on A's GPU, whatever the current device is.
-  const c10::cuda::CUDAGuard device_guard(a.device());
-  at::Tensor c = empty_output(a, p);
-  if (c.numel() == 0) {
-    return c;  // M, N or batch is 0: nothing to compute (and a zero-size grid is a launch error)
-  }
-  if (p.k == 0) {
-    return c.zero_();  // an empty sum is 0
-  }
-  // (integers are formatted with std::to_string: see shape_of in matmul.cpp)
-  TORCH_CHECK(p.batch <= 65535, "matmul: batch size ", std::to_string(p.batch), " exceeds the CUDA grid limit of 65535");
-  TORCH_CHECK(ceil_div(p.m, 128) <= 65535, "matmul: M = ", std::to_string(p.m), " exceeds the grid limit of 65535 * 128 rows");
-  // Row-major data; the *_contig locals keep copies of transposed or sliced views alive.
-  const at::Tensor a_contig = a.contiguous();
-  const at::Tensor b_contig = b.contiguous();
-  // The caller's current stream, never the default stream (CUDA graphs, side streams, compile).
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_V2(a.scalar_type(), "matmul_cuda", AT_WRAP([&] {
-    launch<scalar_t>(a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(),
-                     c.mutable_data_ptr<scalar_t>(), p, a.get_device(), stream);
-  }), at::kFloat, at::kDouble, at::kHalf, at::kBFloat16);
-  return c;
-}
+// One instantiation per supported dtype; matmul_cuda.cpp calls them from its dtype dispatch.
+template void launch_matmul<float>(const float*, const float*, float*, const Problem&, int, cudaStream_t);
+template void launch_matmul<double>(const double*, const double*, double*, const Problem&, int, cudaStream_t);
+template void launch_matmul<at::Half>(const at::Half*, const at::Half*, at::Half*, const Problem&, int, cudaStream_t);
+template void launch_matmul<at::BFloat16>(const at::BFloat16*, const at::BFloat16*, at::BFloat16*, const Problem&, int, cudaStream_t);
 
-}  // namespace
 }  // namespace matmul
-
-TORCH_LIBRARY_IMPL(matmul, CUDA, m) {
-  m.impl("matmul", &matmul::matmul_cuda);
-}

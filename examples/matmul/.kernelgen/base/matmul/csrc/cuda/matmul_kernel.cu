@@ -1,5 +1,7 @@
-{% set has_half = "float16" in dtypes or "bfloat16" in dtypes -%}
-// {{ op_name }}_cuda.cu: the CUDA implementation of {{ namespace }}::{{ op_name }}, C = A @ B.
+// matmul_kernel.cu: the CUDA kernels of matmul::matmul, C = A @ B, and their launcher.
+// The tensor side (checks, device guard, allocation, stream, dtype dispatch, registration) is in
+// matmul_cuda.cpp. This file sees raw pointers only and includes no ATen tensor headers, which
+// nvcc is slow to parse.
 //
 // Two kernels, both tiled through shared memory:
 //   * simt_kernel, for every dtype: each block computes a 128 x 128 tile of C, each thread an
@@ -11,26 +13,20 @@
 // and every offset that is a product of dimensions is computed in int64.
 // The accumulation order is fixed, so results are bitwise deterministic.
 
-#include <ATen/Dispatch_v2.h>
 #include <ATen/OpMathType.h>
-#include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
-{% if has_half %}
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
-{% endif %}
 
 #include <cstdint>
-#include <string>
 #include <type_traits>
 
-#include "../{{ op_name }}.h"
+#include "matmul_kernel.h"
 
-namespace {{ op_name }} {
+namespace matmul {
 namespace {
 
 __host__ __device__ constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -133,7 +129,6 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, scal
     }
   }
 }
-{% if has_half %}
 
 // ---- Tensor-core kernel (float16 / bfloat16, sm_80+) ------------------------------------------
 namespace tc {
@@ -323,13 +318,14 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
   }
 #endif
 }
-{% endif %}
 
 bool is_aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr) % 16 == 0; }
 
+}  // namespace
+
 template <typename scalar_t>
-void launch(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device, cudaStream_t stream) {
-{% if has_half %}
+void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device,
+                  cudaStream_t stream) {
   if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
     int major = 0;
     C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -348,9 +344,6 @@ void launch(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
       return;
     }
   }
-{% else %}
-  (void)device;
-{% endif %}
   const dim3 grid(static_cast<unsigned>(ceil_div(p.n, simt::kBN)), static_cast<unsigned>(ceil_div(p.m, simt::kBM)),
                   static_cast<unsigned>(p.batch));
   simt_kernel<scalar_t><<<grid, simt::kThreads, 0, stream>>>(a, b, c, p.m, p.n, p.k);
@@ -358,35 +351,10 @@ void launch(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-at::Tensor {{ op_name }}_cuda(const at::Tensor& a, const at::Tensor& b) {
-  const Problem p = check_inputs(a, b);
-  // Allocate and launch on A's GPU, whatever the current device is.
-  const c10::cuda::CUDAGuard device_guard(a.device());
-  at::Tensor c = empty_output(a, p);
-  if (c.numel() == 0) {
-    return c;  // M, N or batch is 0: nothing to compute (and a zero-size grid is a launch error)
-  }
-  if (p.k == 0) {
-    return c.zero_();  // an empty sum is 0
-  }
-  // (integers are formatted with std::to_string: see shape_of in {{ op_name }}.cpp)
-  TORCH_CHECK(p.batch <= 65535, "{{ op_name }}: batch size ", std::to_string(p.batch), " exceeds the CUDA grid limit of 65535");
-  TORCH_CHECK(ceil_div(p.m, 128) <= 65535, "{{ op_name }}: M = ", std::to_string(p.m), " exceeds the grid limit of 65535 * 128 rows");
-  // Row-major data; the *_contig locals keep copies of transposed or sliced views alive.
-  const at::Tensor a_contig = a.contiguous();
-  const at::Tensor b_contig = b.contiguous();
-  // The caller's current stream, never the default stream (CUDA graphs, side streams, compile).
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_V2(a.scalar_type(), "{{ op_name }}_cuda", AT_WRAP([&] {
-    launch<scalar_t>(a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(),
-                     c.mutable_data_ptr<scalar_t>(), p, a.get_device(), stream);
-  }), {% for d in dtypes %}{{ kg_dtype[d].at }}{{ ", " if not loop.last }}{% endfor %});
-  return c;
-}
+// One instantiation per supported dtype; matmul_cuda.cpp calls them from its dtype dispatch.
+template void launch_matmul<float>(const float*, const float*, float*, const Problem&, int, cudaStream_t);
+template void launch_matmul<double>(const double*, const double*, double*, const Problem&, int, cudaStream_t);
+template void launch_matmul<at::Half>(const at::Half*, const at::Half*, at::Half*, const Problem&, int, cudaStream_t);
+template void launch_matmul<at::BFloat16>(const at::BFloat16*, const at::BFloat16*, at::BFloat16*, const Problem&, int, cudaStream_t);
 
-}  // namespace
-}  // namespace {{ op_name }}
-
-TORCH_LIBRARY_IMPL({{ namespace }}, CUDA, m) {
-  m.impl("{{ op_name }}", &{{ op_name }}::{{ op_name }}_cuda);
-}
+}  // namespace matmul

@@ -1,0 +1,20 @@
+#pragma once
+// matmul_kernel.h: the interface between the tensor code (matmul_cuda.cpp, compiled by
+// the host compiler with ATen) and the kernels (matmul_kernel.cu, compiled by nvcc without it).
+// Only raw pointers and sizes cross it.
+
+#include <cuda_runtime_api.h>
+
+#include "../matmul_problem.h"
+
+namespace matmul {
+
+// C = A @ B for p.batch row-major, contiguous problems (A: M x K, B: K x N, C: M x N, each batch
+// entry stored after the previous one), on GPU `device`, launched on `stream`. Needs M, N, batch
+// and K >= 1, batch <= 65535 and ceil(M / 128) <= 65535 (the grid limits). Instantiated in
+// matmul_kernel.cu for float, double, at::Half, at::BFloat16.
+template <typename scalar_t>
+void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device,
+                  cudaStream_t stream);
+
+}  // namespace matmul
