@@ -8,7 +8,8 @@
 //   UNROLL  packs (16 bytes each) per thread and iteration, all loads issued before any math
 //   GRID    0: grid-stride loop over 4 waves of resident blocks (the current template)
 //           1: one block per UNROLL*256 packs, no loop (PyTorch's elementwise launch)
-//   CACHE   0: plain loads and stores; 1: streaming (__ldcs / __stcs, evict-first)
+//   CACHE   0: plain loads and stores; 1: streaming (__ldcs / __stcs, evict-first);
+//           2: read-only loads (__ldg, ld.global.nc: what const __restrict__ pointers compile to)
 //   MATH    0: expf and IEEE division (the current template); 1: __expf, IEEE division;
 //           2: __expf and __fdividef
 #include <cuda_bf16.h>
@@ -53,7 +54,7 @@ __device__ __forceinline__ P load(const P* p) {
   if constexpr (CACHE == 0) {
     return *p;
   } else {
-    int4 raw = __ldcs(reinterpret_cast<const int4*>(p));
+    int4 raw = CACHE == 1 ? __ldcs(reinterpret_cast<const int4*>(p)) : __ldg(reinterpret_cast<const int4*>(p));
     P r;
     memcpy(&r, &raw, sizeof(P));
     return r;
@@ -61,7 +62,7 @@ __device__ __forceinline__ P load(const P* p) {
 }
 template <typename P, int CACHE>
 __device__ __forceinline__ void store(P* p, const P& v) {
-  if constexpr (CACHE == 0) {
+  if constexpr (CACHE != 1) {
     *p = v;
   } else {
     int4 raw;
@@ -101,6 +102,13 @@ template <int MATH> struct Gelu {
   static constexpr int kIn = 1;
   template <typename A> __device__ static A f(const A* x) {
     return x[0] * Math<MATH>::sigmoid(A(1.702) * x[0]);
+  }
+};
+
+template <int MATH> struct ErfGelu {
+  static constexpr int kIn = 1;
+  template <typename A> __device__ static A f(const A* x) {
+    return A(0.5) * x[0] * (A(1) + erf(x[0] * A(0.7071067811865476)));
   }
 };
 
@@ -205,12 +213,27 @@ struct Entry {
   V(T, TN, Gelu, gelu, 1, 2, 1, 0), V(T, TN, Gelu, gelu, 2, 1, 0, 0), V(T, TN, Gelu, gelu, 2, 2, 0, 0), \
   V(T, TN, Gelu, gelu, 2, 1, 1, 0), V(T, TN, Gelu, gelu, 2, 2, 1, 0)
 
+// Second round: the full grid only, for the unary ops with transcendental functions.
+#define SWEEP_FULL(T, TN, OP, ON, M) \
+  V(T, TN, OP, ON, M, 1, 1, 0), V(T, TN, OP, ON, M, 1, 1, 2), V(T, TN, OP, ON, M, 2, 1, 0), \
+  V(T, TN, OP, ON, M, 2, 1, 2), V(T, TN, OP, ON, M, 4, 1, 0), V(T, TN, OP, ON, M, 4, 1, 2)
+
+#define ROUND2(T, TN) \
+  SWEEP_FULL(T, TN, Gelu, gelu, 0), SWEEP_FULL(T, TN, ErfGelu, erfgelu, 0), SWEEP_FULL(T, TN, Copy, copy, 0), \
+  SWEEP_FULL(T, TN, MulAdd, muladd, 0)
+
 static const Entry kEntries[] = {
+    ROUND2(float, "float32"),
+    ROUND2(__half, "float16"),
+    ROUND2(__nv_bfloat16, "bfloat16"),
+    ROUND2(double, "float64"),
+#ifdef ROUND1
     PER_TYPE(float, "float32"),
     PER_TYPE(__half, "float16"),
     PER_TYPE(__nv_bfloat16, "bfloat16"),
     SWEEP_LOOP(double, "float64", MulAdd, muladd, 0),
     SWEEP_LOOP(double, "float64", Gelu, gelu, 0),
+#endif
 };
 
 extern "C" int ew_count() { return sizeof(kEntries) / sizeof(kEntries[0]); }

@@ -16,7 +16,7 @@ import torch
 from triton.testing import do_bench
 
 DT = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
-N_IN = {"copy": 1, "gelu": 1, "muladd": 3, "quad4": 4}
+N_IN = {"copy": 1, "gelu": 1, "erfgelu": 1, "muladd": 3, "quad4": 4}
 
 
 def ref(op, x):
@@ -24,6 +24,8 @@ def ref(op, x):
         return x[0]
     if op == "gelu":
         return x[0] * torch.sigmoid(1.702 * x[0])
+    if op == "erfgelu":
+        return 0.5 * x[0] * (1 + torch.erf(x[0] * 0.7071067811865476))
     if op == "muladd":
         return x[0] * x[1] + x[2]
     return x[0] * x[1] + x[2] * x[3]
@@ -77,6 +79,7 @@ def main():
         "muladd": torch.compile(lambda a, b, c: a * b + c),
         "quad4": torch.compile(lambda a, b, c, d: a * b + c * d),
         "gelu": torch.compile(lambda x: x * torch.sigmoid(1.702 * x)),
+        "erfgelu": torch.compile(lambda x: 0.5 * x * (1 + torch.erf(x * 0.7071067811865476))),
     }
     print(f"{torch.cuda.get_device_name()}; torch {torch.__version__}", flush=True)
     for size in [int(s) for s in args.sizes.split(",")]:
@@ -99,12 +102,13 @@ def main():
                     ("c:muladd", lambda: compiled["muladd"](*xs[:3]), 3),
                     ("c:quad4", lambda: compiled["quad4"](*xs), 4),
                     ("c:gelu", lambda: compiled["gelu"](xs[0]), 1),
+                    ("c:erfgelu", lambda: compiled["erfgelu"](xs[0]), 1),
                     ("eager:gelu", lambda: ref("gelu", xs[:1]), 1),
                 ]:
                     base.setdefault(key, []).append(gbs(bench(fn), k))
             print(f"\n== {dname} n=2^{size.bit_length() - 1}  baselines GB/s (two rounds): "
                   + ", ".join(f"{k} {v[0]:.0f}/{v[1]:.0f}" for k, v in base.items()), flush=True)
-            vs = {"copy": "copy", "muladd": "addcmul", "quad4": "c:quad4", "gelu": "c:gelu"}
+            vs = {"copy": "copy", "muladd": "addcmul", "quad4": "c:quad4", "gelu": "c:gelu", "erfgelu": "c:erfgelu"}
             for i, nm in rows:
                 op = nm.split()[0]
                 k = N_IN[op]

@@ -5,14 +5,18 @@
 // the .cu roughly halves the build.
 //
 // An elementwise op does a few flops per element and is limited by memory bandwidth, so the
-// kernel's job is to keep the memory system busy:
+// kernel's job is to keep the memory system busy. Each choice below was measured on an H100
+// (docs/benchmarks.md in the kernelgen repository has the figures):
 //   * 16-byte (128-bit) loads and stores: 4 float32 or 8 float16/bfloat16 elements per access.
-//     2-byte accesses cannot fill the memory pipe; on an H100 a one-element-per-thread kernel
-//     loses about a quarter of the bandwidth in bfloat16.
-//   * One thread per 16-byte pack and a grid that covers the whole tensor, so blocks sweep memory
-//     in order. A grid capped at a few waves of resident blocks with a grid-stride loop was
-//     measured 4% slower on an H100 (DRAM throughput 90% instead of 93% of peak): long-lived
-//     blocks drift apart and scatter the addresses in flight. docs/benchmarks.md has the figures.
+//     2-byte accesses cannot fill the memory pipe: a one-element-per-thread kernel loses about a
+//     quarter of the bandwidth in bfloat16.
+//   * Enough loads in flight: each thread issues all its loads before any math, about 64 bytes
+//     (kPacksPerThread packs of every input). With one 16-byte load per thread, a unary op with
+//     erf ran at 0.94x of torch.compile in float16; with four, 1.07x.
+//   * A grid that covers the whole tensor and no loop in the kernel: blocks sweep memory in order,
+//     and a thread that runs once needs fewer registers (more resident warps). A grid of a few
+//     waves with a grid-stride loop ran 4% slower (DRAM throughput 90% instead of 93% of peak):
+//     long-lived blocks drift apart and scatter the addresses in flight.
 //   * int64 indices: an `int` index overflows past 2^31 elements.
 //   * A scalar path for the last n % kVec elements, and for inputs whose data pointer is not
 //     16-byte aligned (a view such as x[1:] starts 1 element into its storage).
@@ -34,12 +38,16 @@ namespace {
 
 constexpr int kThreadsPerBlock = 256;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
+constexpr int kInputs = 3;
+// 16-byte packs per input and thread: about 64 bytes of loads in flight per thread. More only
+// costs registers (a 3-input op with 4 packs per thread ran at 0.81x in bfloat16).
+constexpr int kPacksPerThread = kInputs >= 4 ? 1 : 4 / kInputs;
 // At least this many blocks resident per SM: __launch_bounds__ then caps registers at
 // 65536 / (4 * 256) = 64 per thread, so that at least half of the SM's thread slots hold warps
 // whose loads are in flight. (Uncapped, a 4-input bfloat16 op used 159 registers: one block per SM.)
 constexpr int kMinBlocksPerSm = 4;
-// The hardware limit on gridDim.x. Only more than 2^39 work items (packs, or elements on the scalar
-// path) need more blocks than this; the kernel's grid-stride loop then covers the rest.
+// The hardware limit on gridDim.x. launch_packs splits a tensor that would need more blocks
+// (over 2^39 elements) into several launches.
 constexpr int64_t kMaxBlocks = 2147483647;
 
 // kVec elements moved as one 16-byte access. alignas makes the compiler emit a single
@@ -49,33 +57,49 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
   scalar_t v[kVec];
 };
 
+// out[i] = muladd_expr(inputs[i]) for i in [0, n). Block b covers packs
+// [b * kPacksPerBlock, (b + 1) * kPacksPerBlock); its thread t takes packs t, t + 256, ..., so a warp
+// reads one contiguous 512-byte span per input and pack (coalesced). Block 0 also does the last
+// n % kVec elements, one per thread.
 template <typename scalar_t, int kVec>
 __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm)
 muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, const scalar_t* __restrict__ c, scalar_t* __restrict__ out, int64_t n) {
   using acc_t = at::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-
-  // One pack of kVec elements per thread; consecutive threads take consecutive packs, so a warp
-  // reads one contiguous 512-byte span per input (coalesced). The grid normally covers every pack
-  // and the loop body runs once; the loop only matters past kMaxBlocks blocks.
+  constexpr int64_t kPacksPerBlock = int64_t{kThreadsPerBlock} * kPacksPerThread;
   const int64_t n_packs = n / kVec;
-  for (int64_t p = first; p < n_packs; p += stride) {
-    const pack_t a_in = reinterpret_cast<const pack_t*>(a)[p];
-    const pack_t b_in = reinterpret_cast<const pack_t*>(b)[p];
-    const pack_t c_in = reinterpret_cast<const pack_t*>(c)[p];
-    pack_t result;
+  const int64_t first = static_cast<int64_t>(blockIdx.x) * kPacksPerBlock + threadIdx.x;
+
+  // All loads first, so that they are in flight together; then the math and the stores.
+  pack_t a_in[kPacksPerThread];
+  pack_t b_in[kPacksPerThread];
+  pack_t c_in[kPacksPerThread];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      result.v[k] = static_cast<scalar_t>(muladd_expr<acc_t>(
-          static_cast<acc_t>(a_in.v[k]), static_cast<acc_t>(b_in.v[k]), static_cast<acc_t>(c_in.v[k])));
+  for (int u = 0; u < kPacksPerThread; ++u) {
+    const int64_t p = first + u * kThreadsPerBlock;
+    if (p < n_packs) {
+      a_in[u] = reinterpret_cast<const pack_t*>(a)[p];
+      b_in[u] = reinterpret_cast<const pack_t*>(b)[p];
+      c_in[u] = reinterpret_cast<const pack_t*>(c)[p];
     }
-    reinterpret_cast<pack_t*>(out)[p] = result;
+  }
+#pragma unroll
+  for (int u = 0; u < kPacksPerThread; ++u) {
+    const int64_t p = first + u * kThreadsPerBlock;
+    if (p < n_packs) {
+      pack_t result;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        result.v[k] = static_cast<scalar_t>(muladd_expr<acc_t>(
+            static_cast<acc_t>(a_in[u].v[k]), static_cast<acc_t>(b_in[u].v[k]), static_cast<acc_t>(c_in[u].v[k])));
+      }
+      reinterpret_cast<pack_t*>(out)[p] = result;
+    }
   }
 
-  // Tail: the last n % kVec elements, one per thread (empty when kVec == 1).
-  for (int64_t i = n_packs * kVec + first; i < n; i += stride) {
+  // Tail: the last n % kVec (< kVec <= 16) elements; none when kVec == 1.
+  const int64_t i = n_packs * kVec + threadIdx.x;
+  if (blockIdx.x == 0 && i < n) {
     out[i] = static_cast<scalar_t>(muladd_expr<acc_t>(
         static_cast<acc_t>(a[i]), static_cast<acc_t>(b[i]), static_cast<acc_t>(c[i])));
   }
@@ -85,21 +109,20 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-// Blocks to launch: one thread per work item (a pack, or an element on the scalar path).
-int64_t grid_size(int64_t work_items) {
-  const int64_t blocks = (work_items + kThreadsPerBlock - 1) / kThreadsPerBlock;
-  return std::max<int64_t>(1, std::min(blocks, kMaxBlocks));
-}
-
 template <typename scalar_t, int kVec>
 void launch_packs(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
-  const auto kernel = muladd_kernel<scalar_t, kVec>;
-  // One thread per pack; the n % kVec (< 256) tail elements go to the first block's threads.
-  const int64_t blocks = grid_size(n / kVec);
-  kernel<<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(a, b, c, out, n);
-  // Kernel launches are asynchronous: a bad launch configuration is only reported by the next CUDA
-  // call, far from its cause, unless it is checked right here.
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  constexpr int64_t kElementsPerBlock = int64_t{kThreadsPerBlock} * kPacksPerThread * kVec;
+  // A multiple of kVec, so every launch but the last gets whole, still aligned, packs.
+  constexpr int64_t kMaxElementsPerLaunch = (kMaxBlocks - 1) * kElementsPerBlock;
+  for (int64_t start = 0; start < n; start += kMaxElementsPerLaunch) {
+    const int64_t count = std::min(n - start, kMaxElementsPerLaunch);
+    const int64_t blocks = std::max<int64_t>(1, (count / kVec * kVec + kElementsPerBlock - 1) / kElementsPerBlock);
+    muladd_kernel<scalar_t, kVec><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
+        a + start, b + start, c + start, out + start, count);
+    // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
+    // CUDA call, far from its cause, unless it is checked right here.
+    C10_CUDA_KERNEL_LAUNCH_CHECK();
+  }
 }
 
 }  // namespace
