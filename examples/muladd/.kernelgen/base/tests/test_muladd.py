@@ -29,7 +29,7 @@ TOLERANCES = {
 # Inputs are standard normal: random signs and magnitudes, never all zeros (zeros hide
 # unwritten outputs and wrong indexing).
 def _sample(shape, dtype, device, generator):
-    return torch.randn(shape, generator=generator, dtype=torch.float64).to(device=device, dtype=dtype)
+    return torch.randn(shape, generator=generator, dtype=torch.float64, device=generator.device).to(device=device, dtype=dtype)
 
 
 def make_inputs(shape, dtype, device, seed=0):
@@ -237,6 +237,20 @@ def test_cuda_graph_capture():
     graph.replay()
     torch.cuda.synchronize()
     torch.testing.assert_close(out, expected(fresh), **TOLERANCES[DTYPES[0]])
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("offset", [0, 1], ids=["aligned", "offset_1"])
+def test_tensor_many_times_the_gpu(dtype, offset):
+    # With 2**26 + 5 elements the grid is many times what the GPU holds at once, so the kernel
+    # switches to several packs per thread (and, at offset 1, to its scalar path), ending in a
+    # ragged last block and a tail of n % 16 elements. Smaller shapes never reach that code.
+    n = 2**26 + 5
+    generator = torch.Generator("cuda").manual_seed(5)
+    inputs = [_sample((n + offset,), dtype, "cuda", generator)[offset:] for _ in range(N_INPUTS)]
+    out = muladd.muladd(*inputs)
+    torch.testing.assert_close(out, expected(inputs), **TOLERANCES[dtype])
 
 
 @pytest.mark.large

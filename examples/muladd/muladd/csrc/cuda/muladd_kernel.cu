@@ -11,8 +11,9 @@
 //     2-byte accesses cannot fill the memory pipe: a one-element-per-thread kernel loses about a
 //     quarter of the bandwidth in bfloat16.
 //   * Enough loads in flight: each thread issues all its loads before any math, about 64 bytes
-//     (kPacksPerThread packs of every input). With one 16-byte load per thread, a unary op with
-//     erf ran at 0.94x of torch.compile in float16; with four, 1.07x.
+//     on large tensors (kPacksPerThread packs of every input). With one 16-byte load per thread, a
+//     unary op with erf ran at 0.94x of torch.compile in float16; with four, 1.07x. On tensors
+//     that fill the GPU only a few times over, one pack per thread keeps every SM busy instead.
 //   * A grid that covers the whole tensor and no loop in the kernel: blocks sweep memory in order,
 //     and a thread that runs once needs fewer registers (more resident warps). A grid of a few
 //     waves with a grid-stride loop ran 4% slower (DRAM throughput 90% instead of 93% of peak):
@@ -39,9 +40,13 @@ namespace {
 constexpr int kThreadsPerBlock = 256;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 constexpr int kInputs = 3;
-// 16-byte packs per input and thread: about 64 bytes of loads in flight per thread. More only
-// costs registers (a 3-input op with 4 packs per thread ran at 0.81x in bfloat16).
+// 16-byte packs per input and thread on large tensors: about 64 bytes of loads in flight per
+// thread. More only costs registers (a 3-input op with 4 packs per thread ran at 0.81x in bfloat16).
 constexpr int kPacksPerThread = kInputs >= 4 ? 1 : 4 / kInputs;
+// ...used when the grid is then still at least this many times the threads the GPU holds at
+// once. Fewer, longer blocks leave SMs idle at the end of a shallow grid (and on small tensors,
+// idle from the start).
+constexpr int64_t kMinWavesForPacks = 4;
 // At least this many blocks resident per SM: __launch_bounds__ then caps registers at
 // 65536 / (4 * 256) = 64 per thread, so that at least half of the SM's thread slots hold warps
 // whose loads are in flight. (Uncapped, a 4-input bfloat16 op used 159 registers: one block per SM.)
@@ -61,21 +66,21 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 // [b * kPacksPerBlock, (b + 1) * kPacksPerBlock); its thread t takes packs t, t + 256, ..., so a warp
 // reads one contiguous 512-byte span per input and pack (coalesced). Block 0 also does the last
 // n % kVec elements, one per thread.
-template <typename scalar_t, int kVec>
+template <typename scalar_t, int kVec, int kPacks>
 __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm)
 muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, const scalar_t* __restrict__ c, scalar_t* __restrict__ out, int64_t n) {
   using acc_t = at::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
-  constexpr int64_t kPacksPerBlock = int64_t{kThreadsPerBlock} * kPacksPerThread;
+  constexpr int64_t kPacksPerBlock = int64_t{kThreadsPerBlock} * kPacks;
   const int64_t n_packs = n / kVec;
   const int64_t first = static_cast<int64_t>(blockIdx.x) * kPacksPerBlock + threadIdx.x;
 
   // All loads first, so that they are in flight together; then the math and the stores.
-  pack_t a_in[kPacksPerThread];
-  pack_t b_in[kPacksPerThread];
-  pack_t c_in[kPacksPerThread];
+  pack_t a_in[kPacks];
+  pack_t b_in[kPacks];
+  pack_t c_in[kPacks];
 #pragma unroll
-  for (int u = 0; u < kPacksPerThread; ++u) {
+  for (int u = 0; u < kPacks; ++u) {
     const int64_t p = first + u * kThreadsPerBlock;
     if (p < n_packs) {
       a_in[u] = reinterpret_cast<const pack_t*>(a)[p];
@@ -84,7 +89,7 @@ muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, co
     }
   }
 #pragma unroll
-  for (int u = 0; u < kPacksPerThread; ++u) {
+  for (int u = 0; u < kPacks; ++u) {
     const int64_t p = first + u * kThreadsPerBlock;
     if (p < n_packs) {
       pack_t result;
@@ -109,20 +114,42 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-template <typename scalar_t, int kVec>
+// Threads the current GPU holds at once (132 SMs x 2048 on an H100).
+int64_t resident_threads() {
+  int device = 0;
+  int sms = 0;
+  int threads_per_sm = 0;
+  C10_CUDA_CHECK(cudaGetDevice(&device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  C10_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  return int64_t{sms} * threads_per_sm;
+}
+
+template <typename scalar_t, int kVec, int kPacks>
 void launch_packs(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
-  constexpr int64_t kElementsPerBlock = int64_t{kThreadsPerBlock} * kPacksPerThread * kVec;
+  constexpr int64_t kElementsPerBlock = int64_t{kThreadsPerBlock} * kPacks * kVec;
   // A multiple of kVec, so every launch but the last gets whole, still aligned, packs.
   constexpr int64_t kMaxElementsPerLaunch = (kMaxBlocks - 1) * kElementsPerBlock;
   for (int64_t start = 0; start < n; start += kMaxElementsPerLaunch) {
     const int64_t count = std::min(n - start, kMaxElementsPerLaunch);
     const int64_t blocks = std::max<int64_t>(1, (count / kVec * kVec + kElementsPerBlock - 1) / kElementsPerBlock);
-    muladd_kernel<scalar_t, kVec><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
+    muladd_kernel<scalar_t, kVec, kPacks><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
         a + start, b + start, c + start, out + start, count);
     // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
     // CUDA call, far from its cause, unless it is checked right here.
     C10_CUDA_KERNEL_LAUNCH_CHECK();
   }
+}
+
+template <typename scalar_t, int kVec>
+void launch_vec(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
+  if constexpr (kPacksPerThread > 1) {
+    if (n / kVec / kPacksPerThread >= kMinWavesForPacks * resident_threads()) {
+      launch_packs<scalar_t, kVec, kPacksPerThread>(a, b, c, out, n, stream);
+      return;
+    }
+  }
+  launch_packs<scalar_t, kVec, 1>(a, b, c, out, n, stream);
 }
 
 }  // namespace
@@ -131,9 +158,9 @@ template <typename scalar_t>
 void launch_muladd(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
   constexpr int kVec = kVectorBytes / sizeof(scalar_t);
   if (is_aligned(a) && is_aligned(b) && is_aligned(c) && is_aligned(out)) {
-    launch_packs<scalar_t, kVec>(a, b, c, out, n, stream);
+    launch_vec<scalar_t, kVec>(a, b, c, out, n, stream);
   } else {
-    launch_packs<scalar_t, 1>(a, b, c, out, n, stream);
+    launch_vec<scalar_t, 1>(a, b, c, out, n, stream);
   }
 }
 
