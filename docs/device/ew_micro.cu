@@ -3,6 +3,9 @@
 // them against torch.addcmul / torch.compile / copy in the same process.
 //
 //   nvcc -O3 -arch=sm_90 -Xptxas -v -shared -Xcompiler -fPIC -o ew_micro.so ew_micro.cu
+// builds the round-2 variants (full grid; packs per thread and read-only loads, with erf_gelu);
+// add -DROUND1 for the round-1 sweep too (grid, unroll, cache hints, fast math; results in
+// docs/results/ew_micro.txt and ew_micro_round2.txt).
 //
 // Variant axes:
 //   UNROLL  packs (16 bytes each) per thread and iteration, all loads issued before any math

@@ -102,7 +102,7 @@ muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, co
     }
   }
 
-  // Tail: the last n % kVec (< kVec <= 16) elements; none when kVec == 1.
+  // Tail: the last n % kVec elements (fewer than 8), one per thread of block 0; none when kVec == 1.
   const int64_t i = n_packs * kVec + threadIdx.x;
   if (blockIdx.x == 0 && i < n) {
     out[i] = static_cast<scalar_t>(muladd_expr<acc_t>(
@@ -132,6 +132,7 @@ void launch_packs(const scalar_t* a, const scalar_t* b, const scalar_t* c, scala
   constexpr int64_t kMaxElementsPerLaunch = (kMaxBlocks - 1) * kElementsPerBlock;
   for (int64_t start = 0; start < n; start += kMaxElementsPerLaunch) {
     const int64_t count = std::min(n - start, kMaxElementsPerLaunch);
+    // Enough blocks for the whole packs; at least one, which also covers a tensor of only a tail.
     const int64_t blocks = std::max<int64_t>(1, (count / kVec * kVec + kElementsPerBlock - 1) / kElementsPerBlock);
     muladd_kernel<scalar_t, kVec, kPacks><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
         a + start, b + start, c + start, out + start, count);
