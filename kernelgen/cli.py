@@ -138,7 +138,7 @@ def update(op_dir: Path, dry_run: bool) -> None:
         for item in result.changes:
             note = f"  ({item.note})" if item.note else ""
             click.echo(f"{item.action:<9} {item.path}{note}")
-            if dry_run and item.action != "skipped":
+            if dry_run and item.action not in ("skipped", "orphaned"):
                 click.echo(diff(result, item), nl=False)
         if not result.changes:
             click.echo(f"{_display(result.op_dir)} is up to date with the templates")
@@ -146,6 +146,10 @@ def update(op_dir: Path, dry_run: bool) -> None:
             apply(result, theirs)
     except KernelgenError as err:
         raise click.ClickException(err.message) from None
+    if result.orphaned:
+        click.echo(f"warning: {len(result.orphaned)} file(s) you edited are no longer built: "
+                   f"{', '.join(result.orphaned)}; move your changes into the files listed as added or updated, "
+                   "then delete them", err=True)
     if result.conflicts:
         verb = "would conflict" if dry_run else "have conflict markers to resolve"
         click.echo(f"error: {len(result.conflicts)} file(s) {verb}: {', '.join(result.conflicts)}", err=True)

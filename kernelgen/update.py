@@ -33,7 +33,7 @@ from .spec import OpSpec
 @dataclass
 class FileResult:
     path: str
-    action: str  # unchanged, kept, updated, added, removed, merged, conflict, skipped
+    action: str  # unchanged, kept, updated, added, removed, merged, conflict, skipped, orphaned
     content: bytes | None = None  # what the file becomes (None: delete / leave absent)
     note: str = ""
 
@@ -46,6 +46,10 @@ class UpdateResult:
     @property
     def conflicts(self) -> list[str]:
         return [f.path for f in self.files if f.action == "conflict"]
+
+    @property
+    def orphaned(self) -> list[str]:
+        return [f.path for f in self.files if f.action == "orphaned"]
 
     @property
     def changes(self) -> list[FileResult]:
@@ -129,7 +133,9 @@ def plan(op_dir: Path) -> tuple[UpdateResult, dict[str, bytes], OpSpec]:
         elif o is None:
             result.files.append(FileResult(rel, "skipped", None, "you deleted it; the template changed it"))
         elif t is None:
-            result.files.append(FileResult(rel, "kept", o, "the template dropped it; your edited copy stays"))
+            # Kept, since it holds the user's work, but the build no longer uses it: say so.
+            result.files.append(FileResult(rel, "orphaned", o, "you edited it, and the templates no longer produce it: "
+                                                               "it stays, but is no longer part of the op"))
         else:
             merged, clean = merge3(o, b or b"", t, labels)
             result.files.append(FileResult(rel, "merged" if clean else "conflict", merged))
@@ -140,7 +146,7 @@ def apply(result: UpdateResult, theirs: dict[str, bytes]) -> None:
     """Write the planned files (each via a temporary file and an atomic rename) and refresh base."""
     for item in result.changes:
         target = result.op_dir / item.path
-        if item.action == "skipped":
+        if item.action in ("skipped", "orphaned"):
             continue
         if item.content is None:
             if target.exists():

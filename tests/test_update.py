@@ -94,6 +94,20 @@ def test_untouched_op_takes_template_changes_and_removals(op, new_templates):
     assert not (op / "benchmarks/harness.py").exists()
 
 
+def test_edited_file_the_templates_dropped_is_kept_and_reported(op, new_templates):
+    # A template release that replaces a file (as v2 split <op>_cuda.cu in two) must not lose a
+    # user's tuning in the old file silently: it stays, and the user is told it is no longer built.
+    harness = op / "benchmarks/harness.py"
+    harness.write_text(harness.read_text() + "# my tuning\n")
+    (new_templates / "elementwise/benchmarks/harness.py.jinja").unlink()
+    result = CliRunner().invoke(main, ["update", str(op)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "orphaned  benchmarks/harness.py" in result.stdout
+    assert "warning: 1 file(s) you edited are no longer built: benchmarks/harness.py" in result.stderr
+    assert harness.read_text().endswith("# my tuning\n")
+    assert "benchmarks/harness.py" not in {str(p.relative_to(op / ".kernelgen/base")) for p in (op / ".kernelgen/base").rglob("*")}
+
+
 def test_user_deleted_file_is_not_resurrected(op, new_templates):
     (op / "README.md").unlink()
     edit(new_templates / "_shared/README.md.jinja", "## Build and test", "## Build and test (v2)")
