@@ -19,7 +19,8 @@ from .expr import parse
 
 #: Bump when the generated code changes; recorded in every generated op.
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
-#:    pointers); the elementwise kernel launches one block per 256 x P packs, without a loop.
+#:    pointers); the elementwise kernel launches one block per 256 x P packs, without a loop;
+#:    the matmul tensor-core kernel uses ldmatrix + mma.sync instead of WMMA.
 TEMPLATE_VERSION = "2"
 
 DTYPE_INFO: dict[str, dict[str, str]] = {

@@ -23,4 +23,4 @@ for tool in memcheck racecheck; do
     -k "cuda and (17x33x65 or 130x72x136 or batched or misaligned or empty) and not compile" > "$OUT/mm_$tool.log" 2>&1
   echo "$tool rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed|failed' "$OUT/mm_$tool.log" | tr '\n' ' ')"
 done
-[ -n "${SKIP_BENCH:-}" ] || timeout 400 python3 benchmarks/bench_matmul.py --no-compile --json "$OUT/mm_bench.json" --plot "$OUT/mm_bench.png" 2>/dev/null | tee "$OUT/mm_bench.txt"
+[ -n "${SKIP_BENCH:-}" ] || timeout 400 python3 benchmarks/bench_matmul.py --no-compile ${MM_SIZES:+--sizes $MM_SIZES} --json "$OUT/mm_bench.json" --plot "$OUT/mm_bench.png" 2>/dev/null | tee "$OUT/mm_bench.txt"

@@ -7,8 +7,9 @@
 //   * simt_kernel, for every dtype: each block computes a 128 x 128 tile of C, each thread an
 //     8 x 8 sub-tile held in registers (register blocking: 16 shared-memory reads feed 64 FMAs).
 //   * tensor_core_kernel, for float16/bfloat16 on sm_80+: each warp computes a 64 x 32 tile with
-//     WMMA 16x16x16 tensor-core instructions, accumulating in float. The next K-slice of A and B
-//     is loaded from global memory into registers while the current one is multiplied.
+//     mma.sync m16n8k16 tensor-core instructions fed by ldmatrix, accumulating in float. The next
+//     K-slice of A and B is loaded from global memory into registers while the current one is
+//     multiplied.
 // Both handle any M, N, K: loads outside the matrices read zeros, stores outside are skipped,
 // and every offset that is a product of dimensions is computed in int64.
 // The accumulation order is fixed, so results are bitwise deterministic.
@@ -17,9 +18,6 @@
 #include <c10/cuda/CUDAException.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <mma.h>
 
 #include <cstdint>
 #include <type_traits>
@@ -134,17 +132,18 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, scal
 namespace tc {
 constexpr int kBM = 128;     // rows of C per block
 constexpr int kBN = 128;     // columns of C per block
-constexpr int kBK = 32;      // K-slice per step: two 16-deep WMMA steps
+constexpr int kBK = 32;      // K-slice per step: two 16-deep MMA steps
 constexpr int kWarpsM = 2;   // warps along M
 constexpr int kWarpsN = 4;   // warps along N
 constexpr int kWM = kBM / kWarpsM;  // 64 rows of C per warp
 constexpr int kWN = kBN / kWarpsN;  // 32 columns of C per warp
-constexpr int kFragsM = kWM / 16;   // 4 WMMA tiles down
-constexpr int kFragsN = kWN / 16;   // 2 WMMA tiles across
+constexpr int kTilesM = kWM / 16;   // 4 m16n8k16 tiles down
+constexpr int kTilesN = kWN / 8;    // 4 m16n8k16 tiles across
 constexpr int kThreads = 32 * kWarpsM * kWarpsN;  // 256
-// Shared-memory rows are padded by 8 elements (16 bytes): without it, the 16 rows a WMMA load
-// reads would start in the same bank and serialize. Row pitches stay multiples of 16 bytes, and
-// fragment origins multiples of 32 bytes, as WMMA requires.
+// Shared-memory rows are padded by 8 elements (16 bytes): the 8 rows of an 8 x 8 matrix that one
+// ldmatrix reads then start 80 (A) or 272 (B) bytes apart, in 8 different groups of 4 banks, so
+// the read takes one pass. Unpadded, every row would start in the same bank and the read would
+// serialize 8 ways. Row pitches stay multiples of 16 bytes, as ldmatrix requires.
 constexpr int kPad = 8;
 constexpr int kChunk = 8;  // elements per 16-byte global load
 // Ask the compiler to fit two blocks per SM (at most 128 registers per thread): with one block,
@@ -154,10 +153,40 @@ constexpr int kChunksA = kBM * kBK / kChunk / kThreads;  // 2 per thread
 constexpr int kChunksB = kBK * kBN / kChunk / kThreads;  // 2 per thread
 }  // namespace tc
 
-// at::Half / at::BFloat16 have the same layout as CUDA's __half / __nv_bfloat16, which WMMA takes.
-template <typename scalar_t> struct WmmaType;
-template <> struct WmmaType<at::Half> { using type = __half; };
-template <> struct WmmaType<at::BFloat16> { using type = __nv_bfloat16; };
+
+// Four 8 x 8 matrices of 16-bit elements from shared memory into registers, in the layout that
+// mma.sync expects; lane l gives the address of one matrix row (lanes 0-7: matrix 0, ...).
+// kTranspose: each thread receives a column pair instead of a row pair.
+template <bool kTranspose>
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_address) {
+  const auto address = static_cast<uint32_t>(__cvta_generic_to_shared(row_address));
+  if constexpr (kTranspose) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
+  } else {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(address) : "memory");
+  }
+}
+
+// d += a * b for one 16 x 8 tile of C and a 16-deep slice of K, on the tensor cores, accumulating
+// in float. a: a 16 x 16 A tile (row-major), b: a 16 x 8 B tile (column-major), as ldmatrix loads
+// them; each thread holds d[0..1] at (lane / 4, 2 * (lane % 4) + {0, 1}) and d[2..3] 8 rows down.
+template <typename scalar_t>
+__device__ __forceinline__ void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same_v<scalar_t, at::Half>, "tensor cores: float16 or bfloat16 only");
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+        "{%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
 
 // 8 elements, moved as their raw 16-bit patterns: a zero pattern is 0.0 in both float16 and
 // bfloat16, and no conversion is involved (torch builds with the implicit half conversions off).
@@ -194,14 +223,12 @@ __global__ void __launch_bounds__(tc::kThreads, tc::kMinBlocksPerSm)
 tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict__ b_in,
                    scalar_t* __restrict__ c, int64_t m, int64_t n, int64_t k) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  __trap();  // never launched below sm_80 (see the launcher); bfloat16 WMMA needs sm_80
+  __trap();  // never launched below sm_80 (see the launcher); m16n8k16 MMA needs sm_80
 #else
   using namespace tc;
-  using namespace nvcuda;
-  using T = typename WmmaType<scalar_t>::type;
-  __shared__ __align__(128) T as[2][kBM][kBK + kPad];  // double-buffered A slice
-  __shared__ __align__(128) T bs[2][kBK][kBN + kPad];  // double-buffered B slice
-  __shared__ __align__(128) float scratch[kWarpsM * kWarpsN][16 * 16];  // epilogue staging
+  // Raw 16-bit patterns: the tensor cores read them as float16 or bfloat16.
+  __shared__ __align__(128) uint16_t as[2][kBM][kBK + kPad];  // double-buffered A slice
+  __shared__ __align__(128) uint16_t bs[2][kBK][kBN + kPad];  // double-buffered B slice
 
   const int64_t batch = blockIdx.z;
   const uint16_t* a = reinterpret_cast<const uint16_t*>(a_in) + batch * m * k;
@@ -215,12 +242,15 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
   const int warp_m = warp / kWarpsN;
   const int warp_n = warp % kWarpsN;
 
-  wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc[kFragsM][kFragsN];
+  float acc[kTilesM][kTilesN][4];
 #pragma unroll
-  for (int i = 0; i < kFragsM; ++i) {
+  for (int i = 0; i < kTilesM; ++i) {
 #pragma unroll
-    for (int j = 0; j < kFragsN; ++j) {
-      wmma::fill_fragment(acc[i][j], 0.0f);
+    for (int j = 0; j < kTilesN; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        acc[i][j][e] = 0.0f;
+      }
     }
   }
 
@@ -269,21 +299,24 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
     }
 #pragma unroll
     for (int kk = 0; kk < kBK; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, T, wmma::row_major> a_frag[kFragsM];
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, T, wmma::row_major> b_frag[kFragsN];
+      // Both loads take 16 rows from lane % 16 and a column block of 8 from lane / 16: for A the
+      // four 8 x 8 matrices of a 16 x 16 tile; for B (rows are k) two 16 x 8 tiles, transposed.
+      uint32_t a_frag[kTilesM][4];
+      uint32_t b_frag[kTilesN / 2][4];
 #pragma unroll
-      for (int i = 0; i < kFragsM; ++i) {
-        wmma::load_matrix_sync(a_frag[i], &as[buf][warp_m * kWM + i * 16][kk], kBK + kPad);
+      for (int i = 0; i < kTilesM; ++i) {
+        ldmatrix_x4<false>(a_frag[i], &as[buf][warp_m * kWM + i * 16 + lane % 16][kk + (lane / 16) * 8]);
       }
 #pragma unroll
-      for (int j = 0; j < kFragsN; ++j) {
-        wmma::load_matrix_sync(b_frag[j], &bs[buf][kk][warp_n * kWN + j * 16], kBN + kPad);
+      for (int j = 0; j < kTilesN / 2; ++j) {
+        ldmatrix_x4<true>(b_frag[j], &bs[buf][kk + lane % 16][warp_n * kWN + j * 16 + (lane / 16) * 8]);
       }
 #pragma unroll
-      for (int i = 0; i < kFragsM; ++i) {
+      for (int i = 0; i < kTilesM; ++i) {
 #pragma unroll
-        for (int j = 0; j < kFragsN; ++j) {
-          wmma::mma_sync(acc[i][j], a_frag[i], b_frag[j], acc[i][j]);
+        for (int j = 0; j < kTilesN; ++j) {
+          const uint32_t(&b)[4] = b_frag[j / 2];
+          mma_16x8x16<scalar_t>(acc[i][j], a_frag[i], b[(j % 2) * 2], b[(j % 2) * 2 + 1]);
         }
       }
     }
@@ -294,26 +327,22 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
     __syncthreads();
   }
 
-  // Epilogue: a fragment's element layout is opaque, so each 16 x 16 tile goes through this warp's
-  // shared scratch, then every lane converts 8 elements and stores those inside C.
-  float* tile = scratch[warp];
+  // Epilogue: straight from the accumulators. Each thread holds, per 16 x 8 tile, two pairs of
+  // adjacent columns in rows lane / 4 and lane / 4 + 8; stores outside C are skipped.
 #pragma unroll
-  for (int i = 0; i < kFragsM; ++i) {
+  for (int i = 0; i < kTilesM; ++i) {
 #pragma unroll
-    for (int j = 0; j < kFragsN; ++j) {
-      wmma::store_matrix_sync(tile, acc[i][j], 16, wmma::mem_row_major);
-      __syncwarp();
-      const int64_t row0 = m0 + warp_m * kWM + i * 16;
-      const int64_t col0 = n0 + warp_n * kWN + j * 16;
+    for (int j = 0; j < kTilesN; ++j) {
+      const int64_t row = m0 + warp_m * kWM + i * 16 + lane / 4;
+      const int64_t col = n0 + warp_n * kWN + j * 8 + (lane % 4) * 2;
 #pragma unroll
-      for (int e = lane; e < 256; e += 32) {
-        const int64_t gm = row0 + e / 16;
-        const int64_t gn = col0 + e % 16;
+      for (int e = 0; e < 4; ++e) {
+        const int64_t gm = row + (e / 2) * 8;
+        const int64_t gn = col + e % 2;
         if (gm < m && gn < n) {
-          c[gm * n + gn] = static_cast<scalar_t>(tile[e]);
+          c[gm * n + gn] = static_cast<scalar_t>(acc[i][j][e]);
         }
       }
-      __syncwarp();
     }
   }
 #endif
