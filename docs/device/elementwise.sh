@@ -32,17 +32,15 @@ tests() {
 }
 
 memcheck() {
+  # The CUDA subset of each suite, then the 2^26 + 5 element test (float32, aligned and offset by
+  # one element): the several-packs-per-thread path only runs on large tensors.
   for op in $OPS; do
     name=$(basename "$op")
-    ( cd "$op" && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
+    ( cd "$op"
+      compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -x -p no:cacheprovider \
         -k "cuda and not large and not compile and not opcheck and not gradcheck" > "$OUT/memcheck_$name.log" 2>&1
-      echo "memcheck $name rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$OUT/memcheck_$name.log" | tr '\n' ' ')" )
-  done
-  # The several-packs-per-thread path only runs on large tensors (2^26 + 5 elements, float32,
-  # aligned and offset by one element).
-  for op in $OPS; do
-    name=$(basename "$op")
-    ( cd "$op" && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
+      echo "memcheck $name rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$OUT/memcheck_$name.log" | tr '\n' ' ')"
+      compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
         -k "many_times and float32" > "$OUT/memcheck_big_$name.log" 2>&1
       echo "memcheck (2^26+5) $name rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$OUT/memcheck_big_$name.log" | tr '\n' ' ')" )
   done

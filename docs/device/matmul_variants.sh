@@ -5,7 +5,7 @@ set -uo pipefail
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=8
 for v in ${VARIANTS:-1 2}; do
   d=/tmp/mmvar_$v; rm -rf $d; cp -r examples/matmul $d
-  sed -i "s/constexpr int kMinBlocksPerSm = [0-9]*;/constexpr int kMinBlocksPerSm = $v;/" $d/matmul/csrc/cuda/matmul_cuda.cu
+  sed -i "s/constexpr int kMinBlocksPerSm = [0-9]*;/constexpr int kMinBlocksPerSm = $v;/" $d/matmul/csrc/cuda/matmul_kernel.cu
   (cd $d && python3 setup.py build_ext --inplace > build.log 2>&1 || echo "build $v failed") &
 done
 wait
