@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The recorded commands that produce examples/. tests/test_golden.py runs each `kernelgen new`
-# line below into a temporary directory and compares the result with examples/ byte for byte.
-# After changing templates/, run this script from the repository root and commit the result.
+# The recorded commands that produce examples/. tests/test_golden.py replays every `kernelgen new`
+# and `kernelgen add` line below, in order, in a temporary directory and compares the result with
+# examples/ byte for byte. After changing templates/, run this script from the repository root and
+# commit the result.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # Start from empty directories, so that files a template no longer produces do not linger (this
-# also removes local builds of the examples). A user's op is brought forward with `kernelgen update`.
-rm -rf examples/muladd examples/matmul
+# also removes local builds of the examples). A user's package is brought forward with `kernelgen update`.
+rm -rf examples/muladd examples/matmul examples/myteam-ops
 kernelgen new muladd --kind elementwise --inputs a,b,c --expr "a*b+c" --defaults --output examples --force
 kernelgen new matmul --kind matmul --defaults --output examples --force
+# A library: one package, one build, one namespace (torch.ops.myteam), several ops.
+kernelgen new myteam-ops --op muladd --inputs a,b,c --expr "a*b+c" --namespace myteam --defaults --output examples --force
+kernelgen add matmul --kind matmul --defaults --package examples/myteam-ops
+kernelgen add silu_mul --inputs x,y --expr "x*sigmoid(x)*y" --defaults --package examples/myteam-ops

@@ -21,7 +21,10 @@ from .expr import parse
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
 #:    pointers); the elementwise kernel launches one block per 256 x P packs, without a loop;
 #:    the matmul tensor-core kernel uses ldmatrix + mma.sync instead of WMMA.
-TEMPLATE_VERSION = "2"
+#: 3: a package is a library of ops: csrc/<op>/, ops/<op>.py, TORCH_LIBRARY_FRAGMENT, one _C,
+#:    a loader that refuses an op some other library already defines; the merge ancestor is the
+#:    compact record .kernelgen/generated.json.gz instead of the .kernelgen/base/ copy.
+TEMPLATE_VERSION = "3"
 
 DTYPE_INFO: dict[str, dict[str, str]] = {
     "float32": {"at": "at::kFloat", "torch": "torch.float32", "c": "float"},
@@ -30,14 +33,15 @@ DTYPE_INFO: dict[str, dict[str, str]] = {
     "bfloat16": {"at": "at::kBFloat16", "torch": "torch.bfloat16", "c": "at::BFloat16"},
 }
 
-# Keys of copier's answers that depend on the machine that rendered (absolute template path),
-# and so must not be recorded in a generated op that is checked into version control.
-_UNRECORDED = ("_src_path", "_commit")
+# The answers a package records: the package-level ones. The per-op questions of copier.yml
+# (op_name, kind, ...) are rendering details; each op's answers are recorded inside `ops`.
+_RECORDED = ("name", "package", "namespace", "arch_list", "ops")
 
 
 def expression(source: str, inputs: list[str]) -> dict[str, Any]:
     parsed = parse(source, tuple(inputs))
     return {
+        "canonical": parsed.source,
         "cpp": parsed.cpp("acc_t"),
         "torch": parsed.torch(),
         "positive_domain": parsed.positive_domain,
@@ -48,7 +52,7 @@ def expression(source: str, inputs: list[str]) -> dict[str, Any]:
 
 def answers_yaml(answers: dict[str, Any]) -> str:
     data = {"_kernelgen_version": __version__, "_template_version": TEMPLATE_VERSION}
-    data.update({k: v for k, v in answers.items() if k not in _UNRECORDED and not k.startswith("_")})
+    data.update({key: answers[key] for key in _RECORDED})
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000)
 
 

@@ -6,16 +6,18 @@ Every user error becomes one line on stderr and a non-zero exit code: 2 for a ba
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 
 from . import __version__
 from .errors import KernelgenError, SpecError
-from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, normalize_op_name
+from .fsutil import Terminated, terminate_as_exception
+from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, PackageSpec, check_namespace, normalize_op_name
 
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
@@ -39,75 +41,206 @@ def _ask(value: Any, prompt: str, default: str, interactive: bool) -> Any:
     return click.prompt(prompt, default=default)
 
 
+def _op_options(func: Any) -> Any:
+    """The options that describe one op: shared by `new` and `add`."""
+    options = [
+        click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`)."),
+        click.option("--inputs", default=None, help="elementwise: comma-separated input names, e.g. a,b,c."),
+        click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c".'),
+        click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}]."),
+        click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}]; one per package."),
+        click.option("--namespace", default=None, help="torch.ops namespace [default: the package name]; one per package. "
+                     "Namespaces PyTorch owns (aten, prims, sparse, quantized, ...) and names starting with '_' are refused."),
+        click.option("--defaults", is_flag=True, help="Never prompt: use the default for every missing option."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _usage_error(err: SpecError) -> click.UsageError:
+    flag = _PARAM_FLAGS.get(err.param or "")
+    return click.UsageError(f"{flag}: {err.message}" if flag and flag != "OP_NAME" else err.message)
+
+
+def _fail(err: KernelgenError) -> click.ClickException:
+    return _usage_error(err) if isinstance(err, SpecError) else click.ClickException(err.message)
+
+
+def _interrupted(err: BaseException) -> NoReturn:
+    click.echo("kernelgen: interrupted; nothing was changed", err=True)
+    sys.exit(143 if isinstance(err, Terminated) else 130)
+
+
+def _collect_op(
+    op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
+    arch_list: str | None, namespace: str | None, defaults: bool,
+) -> OpSpec:
+    """Prompt for what is missing (on a terminal) and validate everything into an OpSpec."""
+    interactive = _interactive(defaults)
+    if op_name is None:
+        if not interactive:
+            raise click.UsageError("missing OP_NAME (and no terminal to ask for it)")
+        op_name = click.prompt("Op name")
+    identifier = normalize_op_name(op_name)
+    if identifier != op_name:
+        click.echo(f"note: op name {op_name!r} becomes {identifier!r} for the Python package and C++ identifiers", err=True)
+    kind = _ask(kind, "Kind (" + "/".join(KINDS) + ")", "elementwise", interactive) or "elementwise"
+    if kind == "elementwise":
+        inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
+        default_expr = " + ".join(n.strip() for n in (inputs or "x").split(","))
+        expr = _ask(expr, "Expression", default_expr, interactive)
+    dtypes = _ask(dtypes, "Dtypes", ",".join(DTYPES), interactive)
+    arch_list = _ask(arch_list, "CUDA arch list", DEFAULT_ARCH_LIST, interactive)
+    # An option given as "" is an error (caught by the parsers), never a silent default.
+    return OpSpec.create(
+        op_name, kind=kind, inputs=inputs, expr=expr,
+        dtypes=dtypes if dtypes is not None else ",".join(DTYPES),
+        arch_list=arch_list if arch_list is not None else DEFAULT_ARCH_LIST,
+        namespace=namespace,
+    )
+
+
 @main.command()
 @click.argument("op_name", required=False)
-@click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`).")
-@click.option("--inputs", default=None, help="elementwise: comma-separated input names, e.g. a,b,c.")
-@click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c".')
-@click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}].")
-@click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}].")
-@click.option("--namespace", default=None, help="torch.ops namespace [default: the op name].")
-@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Directory to create the op directory in.")
-@click.option("--force", is_flag=True, help="Write into an existing non-empty directory (other files are kept).")
-@click.option("--defaults", is_flag=True, help="Never prompt: use the default for every missing option.")
-@click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate from a recorded .copier-answers.yml.")
+@_op_options
+@click.option("--output", "-o", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="Directory to create the package directory in.")
+@click.option("--force", is_flag=True, help="Write into an existing non-empty directory (other files are kept; replaced files are backed up in .kernelgen/backup/).")
+@click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate a package from a recorded .copier-answers.yml.")
+@click.option("--op", "first_op", default=None, help="Name of the package's first op [default: NAME]: `kernelgen new myteam-ops --op muladd ...`.")
 def new(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None,
     dtypes: str | None, arch_list: str | None, namespace: str | None, output: Path,
-    force: bool, defaults: bool, answers_file: Path | None,
+    force: bool, defaults: bool, answers_file: Path | None, first_op: str | None,
 ) -> None:
-    """Generate a complete op package in OUTPUT/OP_NAME.
+    """Generate a package in OUTPUT/NAME holding one op (NAME, or --op); grow it with `kernelgen add`.
+
+    The torch.ops namespace is --namespace, or else the op name; either way it must not be one
+    that PyTorch itself registers (aten, prims, sparse, quantized, profiler, ...: importing such
+    a package would abort Python), nor start with '_'. `kernelgen new sparse --namespace myteam`
+    is fine.
 
     \b
     Example:
       kernelgen new fused-gelu --inputs x --expr "x * sigmoid(1.702 * x)"
       cd fused-gelu && pip install --no-build-isolation -e . && pytest
     """
+    from .render import generate
+
     started = time.perf_counter()
     try:
-        if answers_file is not None:
-            from .update import load_answers
+        with terminate_as_exception():
+            if answers_file is not None:
+                if any(value is not None for value in (op_name, kind, inputs, expr, dtypes, arch_list, namespace, first_op)):
+                    raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
+                from .answers import load_answers
 
-            recorded = load_answers(answers_file)
-            op_name = op_name or recorded["name"]
-            kind = kind or recorded["kind"]
-            inputs = inputs if inputs is not None else _join(recorded.get("inputs"))
-            expr = expr if expr is not None else recorded.get("expr")
-            dtypes = dtypes or _join(recorded.get("dtypes"))
-            arch_list = arch_list or recorded.get("arch_list")
-            namespace = namespace or recorded.get("namespace")
-        interactive = _interactive(defaults)
-        if op_name is None:
-            if not interactive:
-                raise click.UsageError("missing OP_NAME (and no terminal to ask for it)")
-            op_name = click.prompt("Op name")
-        identifier = normalize_op_name(op_name)
-        if identifier != op_name:
-            click.echo(f"note: op name {op_name!r} becomes {identifier!r} for the Python package and C++ identifiers", err=True)
-        kind = _ask(kind, "Kind (" + "/".join(KINDS) + ")", "elementwise", interactive) or "elementwise"
-        if kind == "elementwise":
-            inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
-            default_expr = " + ".join(n.strip() for n in (inputs or "x").split(","))
-            expr = _ask(expr, "Expression", default_expr, interactive)
-        dtypes = _ask(dtypes, "Dtypes", ",".join(DTYPES), interactive)
-        arch_list = _ask(arch_list, "CUDA arch list", DEFAULT_ARCH_LIST, interactive)
-        spec = OpSpec.create(
-            op_name, kind=kind, inputs=inputs, expr=expr,
-            dtypes=dtypes or ",".join(DTYPES), arch_list=arch_list or DEFAULT_ARCH_LIST,
-            namespace=namespace,
-        )
-        from .render import generate
-
-        dest = generate(spec, output, force=force)
-    except SpecError as err:
-        flag = _PARAM_FLAGS.get(err.param or "")
-        raise click.UsageError(f"{flag}: {err.message}" if flag and flag != "OP_NAME" else err.message) from None
+                pkg = PackageSpec.from_answers(load_answers(answers_file), where=str(answers_file))
+            else:
+                if first_op is None:
+                    pkg = PackageSpec.for_new_op(_collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults))
+                else:
+                    if op_name is None:
+                        raise click.UsageError("missing NAME (the package's name; --op names its first op)")
+                    package = normalize_op_name(op_name)
+                    op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
+                                     namespace if namespace is not None else package, defaults)
+                    if namespace is None:
+                        check_namespace(package, derived_from_op=True)
+                    pkg = PackageSpec.for_new_op(op, name=op_name)
+            dest = generate(pkg, output, force=force)
     except KernelgenError as err:
-        raise click.ClickException(err.message) from None
+        raise _fail(err) from None
+    except (KeyboardInterrupt, Terminated) as err:
+        _interrupted(err)
     elapsed = time.perf_counter() - started
     where = _display(dest)
-    click.echo(f"created {where} ({spec.kind} op {spec.namespace}::{spec.op_name}) in {elapsed:.2f} s")
+    ops = ", ".join(f"{pkg.namespace}::{op.op_name} ({op.kind})" for op in pkg.ops)
+    click.echo(f"created {where}: {ops} in {elapsed:.2f} s")
     click.echo(f"next: cd {where} && pip install --no-build-isolation -e . && pytest -q")
+
+
+@main.command()
+@click.argument("op_name", required=False)
+@_op_options
+@click.option("--package", "package_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="The kernelgen package to add the op to.")
+@click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
+def add(
+    op_name: str | None, kind: str | None, inputs: str | None, expr: str | None,
+    dtypes: str | None, arch_list: str | None, namespace: str | None, defaults: bool,
+    package_dir: Path, dry_run: bool,
+) -> None:
+    """Add the op OP_NAME to the package in --package (default: the current directory).
+
+    The op gets csrc/<op>/, ops/<op>.py, tests/test_<op>.py and benchmarks/bench_<op>.py, and is
+    registered as torch.ops.<namespace>.<op> in the package's one build. The package's shared
+    files (README, __init__.py, ...) are re-rendered and merged with your edits; on a conflict, or
+    any other failure, nothing is written.
+    """
+    from .update import apply, plan
+
+    try:
+        with terminate_as_exception():
+            from .answers import load_answers
+            from .render import ANSWERS_FILE
+
+            root = package_dir.expanduser().resolve()
+            recorded = PackageSpec.from_answers(load_answers(root / ANSWERS_FILE), where=str(root / ANSWERS_FILE))
+            if namespace is not None and namespace != recorded.namespace:
+                raise SpecError(f"the package's namespace is {recorded.namespace!r}; all its ops share it "
+                                "(omit --namespace)", "namespace")
+            if arch_list is not None and arch_list != recorded.arch_list:
+                raise SpecError(f"the package builds for {recorded.arch_list!r}, for all its ops (omit --arch-list, "
+                                "or change ARCH_LIST in the package's _build.py)", "arch_list")
+            op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults)
+            result, _, pkg = plan(root, new_op=op)
+            if result.conflicts:
+                raise KernelgenError(
+                    f"adding {op.op_name} conflicts with your edits in {', '.join(result.conflicts)}; nothing was "
+                    "written (merge those files by hand with the new op, or run `kernelgen update` first)"
+                )
+            for item in result.changes:
+                note = f"  ({item.note})" if item.note else ""
+                click.echo(f"{item.action:<9} {item.path}{note}")
+            if not dry_run:
+                apply(result)
+    except KernelgenError as err:
+        raise _fail(err) from None
+    except (KeyboardInterrupt, Terminated) as err:
+        _interrupted(err)
+    verb = "would add" if dry_run else "added"
+    click.echo(f"{verb} {pkg.namespace}::{op.op_name} ({op.kind}) to {_display(result.op_dir)}; "
+               f"the package has {len(pkg.ops)} ops: {', '.join(o.op_name for o in pkg.ops)}")
+    if not dry_run:
+        click.echo(f"next: pip install --no-build-isolation -e {_display(result.op_dir)} && pytest -q "
+                   f"{_display(result.op_dir / 'tests' / f'test_{op.op_name}.py')}")
+
+
+@main.command(name="ops")
+@click.argument("package_dir", required=False, type=click.Path(file_okay=False, path_type=Path), default=Path("."))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_ops(package_dir: Path, as_json: bool) -> None:
+    """List the ops of the package in PACKAGE_DIR (default: the current directory)."""
+    from .answers import load_answers
+    from .render import ANSWERS_FILE
+
+    try:
+        answers = load_answers(package_dir / ANSWERS_FILE)
+        pkg = PackageSpec.from_answers(answers, where=str(package_dir / ANSWERS_FILE))
+    except KernelgenError as err:
+        raise _fail(err) from None
+    if as_json:
+        data = {
+            "package": pkg.package, "name": pkg.name, "namespace": pkg.namespace, "arch_list": pkg.arch_list,
+            "template_version": str(answers.get("_template_version", "")),
+            "ops": [{**op.record(), "torch_op": f"torch.ops.{pkg.namespace}.{op.op_name}"} for op in pkg.ops],
+        }
+        click.echo(json.dumps(data, indent=2))
+        return
+    click.echo(f"{pkg.package} (namespace {pkg.namespace}, arch list {pkg.arch_list}): {len(pkg.ops)} op(s)")
+    for op in pkg.ops:
+        detail = f"{', '.join(op.inputs)} -> {op.expr}" if op.kind == "elementwise" else "C = A @ B"
+        click.echo(f"  torch.ops.{pkg.namespace}.{op.op_name:<20} {op.kind:<12} {detail}   [{', '.join(op.dtypes)}]")
 
 
 def _join(value: Any) -> str | None:
@@ -126,26 +259,35 @@ def _display(path: Path) -> str:
 @main.command()
 @click.argument("op_dir", required=False, type=click.Path(file_okay=False, path_type=Path), default=Path("."))
 @click.option("--dry-run", is_flag=True, help="Show what would change (with diffs) and write nothing.")
-def update(op_dir: Path, dry_run: bool) -> None:
-    """Re-render OP_DIR with the current templates, keeping your edits (3-way merge).
+@click.option("--rebuild-record", is_flag=True, help="Re-create a missing .kernelgen/generated.json.gz from the recorded answers (writes only there).")
+def update(op_dir: Path, dry_run: bool, rebuild_record: bool) -> None:
+    """Re-render the package in OP_DIR with the current templates, keeping your edits (3-way merge).
 
     Files edited on both sides get conflict markers; the command then exits 1 and lists them.
+    Nothing is written when the package is up to date, and nothing is ever written outside it.
     """
     from .update import apply, diff, plan
+    from .update import rebuild_record as rebuild
 
     try:
-        result, theirs, _ = plan(op_dir)
-        for item in result.changes:
-            note = f"  ({item.note})" if item.note else ""
-            click.echo(f"{item.action:<9} {item.path}{note}")
-            if dry_run and item.action not in ("skipped", "orphaned"):
-                click.echo(diff(result, item), nl=False)
-        if not result.changes:
-            click.echo(f"{_display(result.op_dir)} is up to date with the templates")
-        if not dry_run:
-            apply(result, theirs)
+        with terminate_as_exception():
+            if rebuild_record:
+                click.echo(f"wrote {_display(rebuild(op_dir))}; now run: kernelgen update {_display(op_dir)}")
+                return
+            result, _, _ = plan(op_dir)
+            for item in result.changes:
+                note = f"  ({item.note})" if item.note else ""
+                click.echo(f"{item.action:<9} {item.path}{note}")
+                if dry_run and item.action not in ("skipped", "orphaned"):
+                    click.echo(diff(result, item), nl=False)
+            if not result.changes:
+                click.echo(f"{_display(result.op_dir)} is up to date with the templates")
+            if not dry_run:
+                apply(result)
     except KernelgenError as err:
-        raise click.ClickException(err.message) from None
+        raise _fail(err) from None
+    except (KeyboardInterrupt, Terminated) as err:
+        _interrupted(err)
     if result.orphaned:
         click.echo(f"warning: {len(result.orphaned)} file(s) you edited are no longer built: "
                    f"{', '.join(result.orphaned)}; move your changes into the files listed as added or updated, "

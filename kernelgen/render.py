@@ -1,33 +1,53 @@
-"""Render the copier template for an :class:`~kernelgen.spec.OpSpec` into a directory, safely.
+"""Render the copier template for a :class:`~kernelgen.spec.PackageSpec`, and write it safely.
 
-Copier renders into a fresh temporary directory next to the destination. Only when that has
-fully succeeded are the files moved into place, so a failure never leaves a half-written op, and
-with ``force`` a file that is overwritten is first set aside and restored if a later move fails.
-Files in the destination that the template does not produce are never touched.
+A package is rendered in parts (see templates/copier.yml): the package part once, then one part per
+op, each by copier into its own temporary directory outside the user's tree. The parts are joined
+in memory (a path produced twice is a template bug, reported as such), so that nothing reaches
+the destination until everything has rendered. Then:
+
+* a new package is written into a staging directory beside the destination and renamed into
+  place in one step, so an interrupted ``new`` leaves either nothing or the whole package;
+* ``--force`` into an existing directory goes through :func:`kernelgen.fsutil.install`: no write
+  through a symlink, all or nothing, and every file whose content it replaces is first copied to
+  ``.kernelgen/backup/<time>/``. Files the templates do not produce are never touched.
+
+The merge ancestor that ``kernelgen update`` needs is recorded compactly, not as a second copy of
+the sources: ``.kernelgen/generated.json.gz`` holds the exact generated text of every file (see
+:func:`encode_record`). grep, code search, linters and review tools skip it as binary.
 """
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import shutil
 import tempfile
+import time
 import warnings
 from pathlib import Path
+from typing import Any
 
+from . import fsutil
 from .errors import DestinationError, RenderError
-from .spec import OpSpec
+from .spec import OpSpec, PackageSpec, normalize_op_name
 
 ANSWERS_FILE = ".copier-answers.yml"
-#: The pristine output of the template version that generated an op: the common ancestor that
-#: `kernelgen update` merges the user's edits and the current templates against.
-BASE_DIR = Path(".kernelgen") / "base"
-_BASE_README = """\
+#: The exact output of the templates for the recorded answers: the common ancestor that
+#: `kernelgen update` and `kernelgen add` merge the user's edits and the current templates against.
+RECORD = ".kernelgen/generated.json.gz"
+RECORD_README = ".kernelgen/README.md"
+#: Template versions 1 and 2 kept the ancestor as a full copy of every file in this directory.
+LEGACY_BASE_DIR = ".kernelgen/base"
+_RECORD_FORMAT = 1
+_RECORD_README_TEXT = """\
 # .kernelgen/
 
-`base/` is exactly what kernelgen generated for this op (template version in
-`../.copier-answers.yml`). `kernelgen update` uses it as the common ancestor of a 3-way merge
-between your edits and the current templates, and refreshes it afterwards. Do not edit it; do
-commit it.
+`generated.json.gz` records exactly what kernelgen generated for this package (the template
+version is in `../.copier-answers.yml`). `kernelgen update` and `kernelgen add` use it as the
+common ancestor of a 3-way merge between your edits and the current templates, and refresh it.
+It is compressed so that it is not a second copy of the sources for grep, code search, linters
+or review. Do not edit it; do commit it. `backup/` (if present) holds files `--force` replaced.
 """
 
 
@@ -40,8 +60,7 @@ def template_dir() -> Path:
     raise RenderError(f"kernelgen's templates are missing (looked in {here / '_templates'})")
 
 
-def render_to(spec: OpSpec, directory: Path) -> None:
-    """Render ``spec`` into the empty or missing ``directory`` with copier (no safety net)."""
+def _run_copier(data: dict[str, Any], directory: Path) -> None:
     import copier
 
     with warnings.catch_warnings():
@@ -50,7 +69,7 @@ def render_to(spec: OpSpec, directory: Path) -> None:
             copier.run_copy(
                 str(template_dir()),
                 str(directory),
-                data=spec.answers(),
+                data=data,
                 defaults=True,
                 overwrite=True,
                 quiet=True,
@@ -63,90 +82,146 @@ def render_to(spec: OpSpec, directory: Path) -> None:
             raise RenderError(f"rendering the template failed: {detail}") from err
 
 
-def snapshot_base(root: Path) -> None:
-    """Copy the rendered files of ``root`` into ``root/.kernelgen/base`` (the merge ancestor)."""
-    base = root / BASE_DIR
-    if base.exists():
-        shutil.rmtree(base)
-    for path in sorted(root.rglob("*")):
-        rel = path.relative_to(root)
-        if rel.parts[0] == ".kernelgen" or not path.is_file():
-            continue
-        target = base / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, target)
-    (root / ".kernelgen" / "README.md").write_text(_BASE_README)
+def _read_tree(root: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(root).as_posix(): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
 
 
-def _check_destination(dest: Path, force: bool) -> None:
+def render_package(pkg: PackageSpec) -> dict[str, bytes]:
+    """Every file of ``pkg`` as the current templates produce it (relative path -> bytes).
+
+    The ancestor record is not included (see :func:`with_record`).
+    """
+    files: dict[str, bytes] = {}
+    parts: list[tuple[str, dict[str, Any]]] = [("package", pkg.answers())]
+    parts += [(op.kind, pkg.op_answers(op)) for op in pkg.ops]
+    with tempfile.TemporaryDirectory(prefix="kernelgen-render-") as tmp:
+        for index, (part, answers) in enumerate(parts):
+            out = Path(tmp) / str(index)
+            _run_copier({**answers, "part": part}, out)
+            for rel, content in _read_tree(out).items():
+                if rel in files:
+                    raise RenderError(f"template bug: {rel} is produced twice (by the {part} part)")
+                files[rel] = content
+    return files
+
+
+def encode_record(files: dict[str, bytes]) -> bytes:
+    """The compact ancestor record: gzip'd JSON of every generated file, reproducible byte for byte."""
+    data = {
+        "format": _RECORD_FORMAT,
+        "files": {rel: files[rel].decode("utf-8", "surrogateescape") for rel in sorted(files)},
+    }
+    text = json.dumps(data, indent=0, sort_keys=True, ensure_ascii=True)
+    return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0)
+
+
+def decode_record(blob: bytes, where: str) -> dict[str, bytes]:
+    try:
+        data = json.loads(gzip.decompress(blob).decode("ascii"))
+        if data.get("format") != _RECORD_FORMAT or not isinstance(data.get("files"), dict):
+            raise ValueError("unknown format")
+        return {str(rel): str(text).encode("utf-8", "surrogateescape") for rel, text in data["files"].items()}
+    except (OSError, EOFError, ValueError, AttributeError, UnicodeError) as err:
+        raise RenderError(f"{where} is damaged ({err}); restore it from version control") from None
+
+
+def with_record(files: dict[str, bytes]) -> dict[str, bytes]:
+    """``files`` plus the ancestor record of them and its README."""
+    return {**files, RECORD: encode_record(files), RECORD_README: _RECORD_README_TEXT.encode()}
+
+
+def _check_siblings(parent: Path, name: str) -> None:
+    """Refuse `foo-bar` beside an existing `foo_bar` (and the reverse): one package, two names."""
+    identifier = normalize_op_name(name)
+    try:
+        siblings = [entry.name for entry in os.scandir(parent)]
+    except OSError:
+        return
+    for sibling in siblings:
+        if sibling != name and sibling.replace("-", "_") == identifier and (parent / sibling).is_dir():
+            raise DestinationError(
+                f"{parent / sibling} exists and is the same package as {name!r} (Python package {identifier!r}); "
+                "choose another name, or use that directory"
+            )
+
+
+def generate(spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *, force: bool = False) -> Path:
+    """Write the package for ``spec`` to ``output/<name>`` and return that path.
+
+    An :class:`OpSpec` makes a package holding that one op (what `kernelgen new` does). Raises
+    :class:`DestinationError` if the destination is a non-empty directory and ``force`` is false.
+    On any failure the destination is left exactly as it was.
+    """
+    pkg = PackageSpec.for_new_op(spec) if isinstance(spec, OpSpec) else spec
+    try:
+        parent = Path(output).expanduser().resolve()
+    except (RuntimeError, OSError) as err:  # "~nouser/x", a loop of links
+        raise DestinationError(f"cannot use output directory {os.fspath(output)!r}: {err}") from None
+    dest = parent / pkg.name
+    if os.path.islink(dest):
+        raise DestinationError(f"{dest} is a symlink; kernelgen writes only into real directories")
     if dest.exists() and not dest.is_dir():
         raise DestinationError(f"{dest} exists and is not a directory")
     if dest.is_dir() and any(dest.iterdir()) and not force:
         raise DestinationError(f"{dest} exists and is not empty; use --force to write into it")
-
-
-def generate(spec: OpSpec, output: str | os.PathLike[str] = ".", *, force: bool = False) -> Path:
-    """Write the op package for ``spec`` to ``output/spec.name`` and return that path.
-
-    Raises :class:`DestinationError` if the destination is a non-empty directory and ``force``
-    is false. On any failure the destination is left exactly as it was.
-    """
-    parent = Path(output).expanduser().resolve()
-    dest = parent / spec.name
-    _check_destination(dest, force)
+    if not dest.exists():
+        _check_siblings(parent, pkg.name)
+    files = with_record(render_package(pkg))
     try:
         parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{spec.name}.kernelgen-", dir=parent))
     except OSError as err:
-        raise DestinationError(f"cannot write to {parent}: {err.strerror}") from None
+        raise DestinationError(f"cannot create {parent}: {err.strerror}") from None
+    if dest.exists():
+        _write_forced(dest, files)
+        return dest
+    fsutil.sweep_stale_staging(parent)
+    staging = fsutil.make_staging(parent)
     try:
-        render_to(spec, staging / "out")
-        snapshot_base(staging / "out")
-        _install(staging / "out", dest, staging / "backup")
+        out = staging / "out"
+        for rel, content in files.items():
+            target = out / fsutil.check_relative(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        try:
+            os.rename(out, dest)  # one step: the package appears whole, or not at all
+        except OSError as err:
+            raise DestinationError(f"cannot create {dest}: {err.strerror}") from None
+    except OSError as err:
+        raise DestinationError(f"writing {dest} failed: {err.strerror}; nothing was changed") from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return dest
 
 
-def _install(src: Path, dest: Path, backup: Path) -> None:
-    """Move every file of ``src`` into ``dest``; on failure undo every move made so far."""
-    created_root = not dest.exists()
-    moved: list[tuple[Path, Path | None]] = []  # (target, its backup or None if it was new)
-    created_dirs: list[Path] = []
-    try:
-        if created_root:
-            dest.mkdir()
-        for path in sorted(src.rglob("*")):
-            target = dest / path.relative_to(src)
-            if path.is_dir():
-                if not target.exists():
-                    target.mkdir()
-                    created_dirs.append(target)
-                elif not target.is_dir():
-                    raise DestinationError(f"{target} is a file, but the op needs a directory there")
+def _write_forced(dest: Path, files: dict[str, bytes]) -> None:
+    """--force into an existing directory: back up every file whose content changes, then install."""
+    changes: dict[str, bytes | None] = {}
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    backed_up = []
+    for rel, content in files.items():
+        target = fsutil.safe_target(dest, rel)
+        if target.is_file():
+            old = target.read_bytes()
+            if old == content:
                 continue
-            saved = None
-            if target.exists() or target.is_symlink():
-                if target.is_dir():
-                    raise DestinationError(f"{target} is a directory, but the op needs a file there")
-                saved = backup / path.relative_to(src)
-                saved.parent.mkdir(parents=True, exist_ok=True)
-                os.replace(target, saved)
-            moved.append((target, saved))
-            os.replace(path, target)
-    except BaseException as err:
-        for target, saved in reversed(moved):
-            try:
-                if target.exists():
-                    target.unlink()
-                if saved is not None:
-                    os.replace(saved, target)
-            except OSError:
-                pass
-        for directory in reversed(created_dirs):
-            shutil.rmtree(directory, ignore_errors=True)
-        if created_root:
-            shutil.rmtree(dest, ignore_errors=True)
-        if isinstance(err, OSError):
-            raise DestinationError(f"writing {dest} failed ({err.strerror}); nothing was changed") from None
-        raise
+            if not rel.startswith(".kernelgen/"):
+                changes[f".kernelgen/backup/{stamp}/{rel}"] = old
+                backed_up.append(rel)
+        changes[rel] = content
+    if not changes:
+        return
+    fsutil.sweep_stale_staging(dest)
+    staging = fsutil.make_staging(dest)
+    try:
+        fsutil.install(dest, changes, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    if backed_up:
+        import click
+
+        click.echo(f"note: --force replaced {len(backed_up)} file(s); the previous versions are in "
+                   f"{dest / '.kernelgen' / 'backup' / stamp}", err=True)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import keyword
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 from . import expr as expr_mod
-from .errors import InvalidNameError, SpecError
+from .errors import AnswersError, InvalidNameError, SpecError
 
 KINDS: dict[str, str] = {
     "elementwise": (
@@ -155,18 +156,35 @@ def parse_inputs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return names
 
 
+def check_namespace(ns: str, *, derived_from_op: bool) -> str:
+    """Refuse a torch.ops namespace that PyTorch owns or that starts with '_' (minimal version)."""
+    owned = {"aten", "prim", "prims", "sparse", "quantized", "profiler", "inductor", "mkl", "quantization",
+             "torchvision", "c10d", "onednn", "mkldnn", "_quantized", "fbgemm", "xnnpack", "nvprims", "debugprims",
+             "higher_order", "cuda", "cudnn", "rngprims", "streams", "triton", "torch"}
+    if ns.startswith("_") or ns in owned:
+        where = "derived from the op name" if derived_from_op else "given by --namespace"
+        raise SpecError(f"namespace {ns!r} ({where}) is one PyTorch owns (torch.ops.{ns}); importing the op would "
+                        "abort Python: pick your own with --namespace <team>, e.g. --namespace myteam",
+                        "op_name" if derived_from_op else "namespace")
+    return ns
+
+
 @dataclass(frozen=True)
 class OpSpec:
-    """A validated op description. Build it with :meth:`create`, which checks every field."""
+    """A validated op description. Build it with :meth:`create`, which checks every field.
 
-    name: str  # as the user typed it (may contain hyphens): directory and distribution name
-    op_name: str  # identifier: Python package, C++ namespace and function names
+    ``namespace`` and ``arch_list`` are the values of the package the op is created for (a new
+    package takes them from the op's options); :class:`PackageSpec` holds them for every op.
+    """
+
+    name: str  # as the user typed it (may contain hyphens)
+    op_name: str  # identifier: module, C++ namespace, function and torch.ops names
     kind: str
     namespace: str
     dtypes: tuple[str, ...]
     arch_list: str
     inputs: tuple[str, ...] = ()
-    expr: str = ""
+    expr: str = ""  # the canonical expression, re-printed from the parse tree (never raw user text)
     parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -184,9 +202,12 @@ class OpSpec:
         op_name = normalize_op_name(name)
         if kind not in KINDS:
             raise SpecError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}", "kind")
-        ns = op_name if namespace in (None, "") else _check_identifier(
-            namespace, what="namespace", param="namespace"
-        )
+        if namespace is None:
+            ns = check_namespace(op_name, derived_from_op=True)
+        else:
+            ns = check_namespace(
+                _check_identifier(namespace, what="namespace", param="namespace"), derived_from_op=False
+            )
         dtype_tuple = parse_dtypes(dtypes)
         arch = parse_arch_list(arch_list)
         if kind == "elementwise":
@@ -197,39 +218,142 @@ class OpSpec:
                 expr = " + ".join(input_names)
             parsed = expr_mod.parse(expr, input_names)
             return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed)
-        if inputs not in (None, "", ()) or expr not in (None, ""):
+        if inputs is not None or expr is not None:
             raise SpecError(f"--inputs and --expr are only for --kind elementwise, not {kind}", "kind")
         return cls(name, op_name, kind, ns, dtype_tuple, arch)
 
-    @classmethod
-    def from_answers(cls, data: dict[str, object]) -> OpSpec:
-        """Rebuild a spec from a recorded answers mapping (.copier-answers.yml)."""
-        def text(key: str) -> str | None:
-            value = data.get(key)
-            return None if value is None else str(value)
-
-        dtypes = data.get("dtypes") or list(DTYPES)
-        return cls.create(
-            str(data["name"]),
-            kind=str(data.get("kind", "elementwise")),
-            inputs=data.get("inputs") if data.get("kind", "elementwise") == "elementwise" else None,  # type: ignore[arg-type]
-            expr=text("expr") if data.get("kind", "elementwise") == "elementwise" else None,
-            dtypes=dtypes,  # type: ignore[arg-type]
-            arch_list=text("arch_list") or DEFAULT_ARCH_LIST,
-            namespace=text("namespace"),
-        )
-
-    def answers(self) -> dict[str, object]:
-        """The copier answers that reproduce this spec (recorded in .copier-answers.yml)."""
-        data: dict[str, object] = {
-            "name": self.name,
-            "op_name": self.op_name,
-            "kind": self.kind,
-            "namespace": self.namespace,
-            "dtypes": list(self.dtypes),
-            "arch_list": self.arch_list,
-        }
+    def record(self) -> dict[str, object]:
+        """What the package's answers file records of this op (enough to render it again)."""
+        data: dict[str, object] = {"name": self.op_name, "kind": self.kind, "dtypes": list(self.dtypes)}
         if self.kind == "elementwise":
             data["inputs"] = list(self.inputs)
             data["expr"] = self.expr
         return data
+
+    def source_basenames(self) -> frozenset[str]:
+        """Basenames of the op's compiled sources. JIT builds (torch.utils.cpp_extension.load)
+        name object files by basename, so two ops of a package must not share one."""
+        return frozenset({f"{self.op_name}.cpp", f"{self.op_name}_cuda.cpp", f"{self.op_name}_kernel.cu"})
+
+
+#: Module names at the top of a generated package that an op module or export must not shadow.
+PACKAGE_MEMBERS = frozenset(["ops", "csrc", "reference", "with_cuda"])
+
+
+@dataclass(frozen=True)
+class PackageSpec:
+    """A library of ops: one Python package, one build (one ``_C``), one torch.ops namespace."""
+
+    name: str  # as typed: directory and distribution name
+    package: str  # identifier: the Python package
+    namespace: str
+    arch_list: str
+    ops: tuple[OpSpec, ...]
+
+    @classmethod
+    def for_new_op(cls, op: OpSpec, name: str | None = None) -> PackageSpec:
+        """The package `kernelgen new` makes: named ``name`` (default: like its first op), holding
+        ``op``, in the op's namespace."""
+        if name is None:
+            return cls(op.name, op.op_name, op.namespace, op.arch_list, (op,))
+        package = normalize_op_name(name)
+        return cls(name, package, op.namespace, op.arch_list, ()).with_op(op)
+
+    def op(self, op_name: str) -> OpSpec | None:
+        return next((op for op in self.ops if op.op_name == op_name), None)
+
+    def with_op(self, op: OpSpec) -> PackageSpec:
+        """This package plus ``op``; refuses a name the package already uses."""
+        for other in self.ops:
+            if other.op_name == op.op_name:
+                same = "" if other.op_name == op.name else f" ({op.name!r} and {other.op_name!r} are the same identifier)"
+                raise SpecError(f"the package {self.package!r} already has an op {op.op_name!r}{same}", "op_name")
+            clash = other.source_basenames() & op.source_basenames()
+            if clash:
+                raise SpecError(
+                    f"op {op.op_name!r} would compile a source named {sorted(clash)[0]!r}, as op "
+                    f"{other.op_name!r} does (JIT builds name objects by basename); choose another name",
+                    "op_name",
+                )
+        if op.op_name in PACKAGE_MEMBERS:
+            raise SpecError(f"the op name {op.op_name!r} is reserved in a package", "op_name")
+        return replace(self, ops=(*self.ops, op))
+
+    @classmethod
+    def from_answers(cls, data: dict[str, object], where: str = "the answers file") -> PackageSpec:
+        """Rebuild a package from a recorded answers mapping, checking the type of every field.
+
+        Reads both the library format (``package`` and ``ops``, template version 3 and later) and
+        the one-op format of template versions 1 and 2 (``op_name``, ``kind``, ... at the top).
+        """
+        def field_of(mapping: dict[str, object], key: str, kind: type, *, required: bool = True) -> Any:
+            value = mapping.get(key)
+            if value is None and not required:
+                return None
+            if value is None:
+                raise AnswersError(f"{where} has no {key!r}")
+            if not isinstance(value, kind) or isinstance(value, bool):
+                raise AnswersError(
+                    f"{where}: {key!r} must be a {_TYPE_WORDS[kind]}, not {type(value).__name__} ({_short(value)})"
+                )
+            if isinstance(value, list) and not all(isinstance(item, str) for item in value):
+                raise AnswersError(f"{where}: {key!r} must be a list of strings, got {_short(value)}")
+            return value
+
+        if "ops" not in data:  # template versions 1 and 2: one op at the top level
+            op_fields = {key: data.get(key) for key in ("kind", "dtypes", "inputs", "expr")}
+            op_fields["name"] = data.get("op_name", data.get("name"))
+            data = {key: data.get(key) for key in ("name", "namespace", "arch_list")} | {"ops": [op_fields]}
+        name = field_of(data, "name", str)
+        package = normalize_op_name(name)
+        namespace = field_of(data, "namespace", str, required=False)
+        arch_list = field_of(data, "arch_list", str, required=False) or DEFAULT_ARCH_LIST
+        raw_ops = data.get("ops")
+        if not isinstance(raw_ops, list) or not raw_ops:
+            raise AnswersError(f"{where}: 'ops' must be a non-empty list of ops")
+        ops: list[OpSpec] = []
+        for index, raw in enumerate(raw_ops):
+            if not isinstance(raw, dict):
+                raise AnswersError(f"{where}: ops[{index}] must be a mapping, not {type(raw).__name__}")
+            kind = field_of(raw, "kind", str, required=False) or "elementwise"
+            elementwise = kind == "elementwise"
+            ops.append(OpSpec.create(
+                field_of(raw, "name", str),
+                kind=kind,
+                inputs=field_of(raw, "inputs", list, required=elementwise) if elementwise else None,
+                expr=field_of(raw, "expr", str, required=elementwise) if elementwise else None,
+                dtypes=field_of(raw, "dtypes", list, required=False) or DTYPES,
+                arch_list=arch_list,
+                namespace=namespace if namespace is not None else package,
+            ))
+        first, *rest = ops
+        spec = cls(name, package, first.namespace, first.arch_list, (first,))
+        for op in rest:
+            spec = spec.with_op(op)
+        return spec
+
+    def answers(self) -> dict[str, object]:
+        """The package-level copier answers (recorded in .copier-answers.yml)."""
+        return {
+            "name": self.name,
+            "package": self.package,
+            "namespace": self.namespace,
+            "arch_list": self.arch_list,
+            "ops": [op.record() for op in self.ops],
+        }
+
+    def op_answers(self, op: OpSpec) -> dict[str, object]:
+        """The copier answers that render one op of this package."""
+        data = self.answers()
+        data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes)})
+        if op.kind == "elementwise":
+            data.update({"inputs": list(op.inputs), "expr": op.expr})
+        return data
+
+
+_TYPE_WORDS: dict[type, str] = {str: "string", list: "list of strings", dict: "mapping"}
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

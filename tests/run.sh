@@ -45,15 +45,17 @@ for example in examples/*/; do
   start=$(date +%s)
   python -m pip install -q --no-build-isolation -e "$example"
   echo "   built in $(( $(date +%s) - start )) s"
-  python - "$name" <<'PYEOF'
-import importlib, sys, torch
-name = sys.argv[1]
-module = importlib.import_module(name)
-assert module.WITH_CUDA, f"{name} was built without CUDA"
-for op in torch._C._dispatch_get_all_op_names():
-    if op.startswith(f"{name}::"):
-        assert torch._C._dispatch_has_kernel_for_dispatch_key(op, "CUDA"), f"{op} has no CUDA kernel"
-        print(f"   {op}: CPU and CUDA kernels registered")
+  kernelgen ops --json "$example" > "/tmp/kernelgen-ops-$name.json"
+  python - "/tmp/kernelgen-ops-$name.json" <<'PYEOF'
+import importlib, json, sys, torch
+info = json.load(open(sys.argv[1]))
+module = importlib.import_module(info["package"])
+assert module.WITH_CUDA, f"{info['package']} was built without CUDA"
+for op in info["ops"]:
+    qualified = f"{info['namespace']}::{op['name']}"
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CPU"), f"{qualified} has no CPU kernel"
+    assert torch._C._dispatch_has_kernel_for_dispatch_key(qualified, "CUDA"), f"{qualified} has no CUDA kernel"
+    print(f"   {qualified}: CPU and CUDA kernels registered")
 PYEOF
 done
 

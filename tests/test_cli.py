@@ -23,22 +23,30 @@ def test_new_writes_the_documented_tree(tmp_path):
     files = {f for f in tree(tmp_path / "muladd") if not f.startswith(".kernelgen/")}
     assert {
         "setup.py", "pyproject.toml", "README.md", ".copier-answers.yml", ".gitignore",
-        "muladd/__init__.py", "muladd/ops.py", "muladd/_build.py", "muladd/_loader.py",
-        "muladd/csrc/muladd.cpp", "muladd/csrc/muladd.h", "muladd/csrc/muladd_checks.h", "muladd/csrc/opmath.h",
-        "muladd/csrc/cuda/muladd_cuda.cpp", "muladd/csrc/cuda/muladd_kernel.cu", "muladd/csrc/cuda/muladd_kernel.h",
+        "muladd/__init__.py", "muladd/_build.py", "muladd/_loader.py", "muladd/ops/__init__.py", "muladd/ops/muladd.py",
+        "muladd/csrc/_module.cpp", "muladd/csrc/opmath.h",
+        "muladd/csrc/muladd/muladd.cpp", "muladd/csrc/muladd/muladd.h", "muladd/csrc/muladd/muladd_checks.h",
+        "muladd/csrc/muladd/cuda/muladd_cuda.cpp", "muladd/csrc/muladd/cuda/muladd_kernel.cu",
+        "muladd/csrc/muladd/cuda/muladd_kernel.h",
         "tests/test_muladd.py",
-        "benchmarks/bench_muladd.py", "benchmarks/harness.py",
+        "benchmarks/bench_muladd.py", "benchmarks/harness.py", "benchmarks/run_all.py",
     } == files
-    pristine = {f[len(".kernelgen/base/"):] for f in tree(tmp_path / "muladd") if f.startswith(".kernelgen/base/")}
-    assert pristine == files  # the merge ancestor for `kernelgen update`
+    # The merge ancestor for `kernelgen update` is one compressed record, not a second copy of the sources.
+    assert {f for f in tree(tmp_path / "muladd") if f.startswith(".kernelgen/")} == {
+        ".kernelgen/generated.json.gz", ".kernelgen/README.md"}
+    from kernelgen.render import RECORD, decode_record
+
+    record = decode_record((tmp_path / "muladd" / RECORD).read_bytes(), "record")
+    assert set(record) == files
+    assert all(record[f] == (tmp_path / "muladd" / f).read_bytes() for f in files)
 
 
 def test_generated_code_follows_the_rules(tmp_path):
     invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
     root = tmp_path / "muladd"
-    cu = (root / "muladd/csrc/cuda/muladd_kernel.cu").read_text()
-    cuda_cpp = (root / "muladd/csrc/cuda/muladd_cuda.cpp").read_text()
-    cpp = (root / "muladd/csrc/muladd.cpp").read_text()
+    cu = (root / "muladd/csrc/muladd/cuda/muladd_kernel.cu").read_text()
+    cuda_cpp = (root / "muladd/csrc/muladd/cuda/muladd_cuda.cpp").read_text()
+    cpp = (root / "muladd/csrc/muladd/muladd.cpp").read_text()
     for needle in ["C10_CUDA_KERNEL_LAUNCH_CHECK();", "int64_t n", "Pack<scalar_t, kVec>", "is_aligned("]:
         assert needle in cu, needle
     for needle in ["CUDAGuard", "getCurrentCUDAStream()", "AT_DISPATCH_V2", ".contiguous()", "if (n == 0)",
@@ -47,11 +55,13 @@ def test_generated_code_follows_the_rules(tmp_path):
     assert "<<<" in cu and ", 0, stream>>>" in cu  # launched on the current stream
     # nvcc never sees the ATen tensor headers: they are most of a build's time
     for header in ["ATen/core/Tensor.h", "torch/library.h", "muladd_checks.h"]:
-        assert header not in cu and header not in (root / "muladd/csrc/muladd.h").read_text(), header
+        assert header not in cu and header not in (root / "muladd/csrc/muladd/muladd.h").read_text(), header
     for text in (cu, cuda_cpp, cpp):
         assert "#include <torch/extension.h>" not in text and "#include <ATen/cuda/CUDAContext.h>" not in text
-    assert "TORCH_LIBRARY(muladd, m)" in cpp and "TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
-    ops = (root / "muladd/ops.py").read_text()
+    # FRAGMENT: several ops and packages share a namespace; a second TORCH_LIBRARY would abort Python.
+    assert "TORCH_LIBRARY_FRAGMENT(muladd, m)" in cpp and "TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
+    assert "TORCH_LIBRARY(" not in cpp.replace("// ", "").split("namespace muladd {")[1]
+    ops = (root / "muladd/ops/muladd.py").read_text()
     assert "register_fake" in ops and "register_autograd" in ops and "AUTOGRAD STUB" in ops
     build = (root / "muladd/_build.py").read_text()
     assert 'ARCH_LIST = "8.0;9.0+PTX"' in build and "arch" not in " ".join(
@@ -65,7 +75,7 @@ def test_hyphenated_name_is_announced(tmp_path):
     result = invoke("new", "fused-gelu", "--inputs", "x", "--expr", "x*sigmoid(1.702*x)", "--defaults", "-o", str(tmp_path))
     assert result.exit_code == 0
     assert "'fused-gelu' becomes 'fused_gelu'" in result.output
-    assert (tmp_path / "fused-gelu" / "fused_gelu" / "ops.py").is_file()
+    assert (tmp_path / "fused-gelu" / "fused_gelu" / "ops" / "fused_gelu.py").is_file()
 
 
 @pytest.mark.parametrize("name", ["", "1abc", "class", "float", "lambda", "new", "a/b", "../evil", "..", "a.b", "x y"])
@@ -117,6 +127,8 @@ def test_force_keeps_user_files_and_overwrites_generated_ones(tmp_path):
     assert invoke(*args, "--force").exit_code == 0
     assert (tmp_path / "muladd" / "notes.txt").read_text() == "mine"
     assert (tmp_path / "muladd" / "README.md").read_text().startswith("# muladd")
+    backups = list((tmp_path / "muladd" / ".kernelgen" / "backup").glob("*/README.md"))
+    assert [b.read_text() for b in backups] == ["edited"]  # --force never loses an edit
 
 
 def test_existing_file_as_destination(tmp_path):
@@ -139,7 +151,6 @@ def test_unwritable_output_fails_cleanly(tmp_path):
 
 def test_failure_midway_restores_the_destination(tmp_path, monkeypatch):
     """A failure while moving files into place undoes every move: user files come back."""
-    import kernelgen.render as render
 
     args = ["new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path)]
     assert invoke(*args).exit_code == 0
@@ -152,28 +163,30 @@ def test_failure_midway_restores_the_destination(tmp_path, monkeypatch):
 
     def flaky_replace(src, dst):
         calls["n"] += 1
-        if calls["n"] == 7:
+        if calls["n"] == 2:
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(render.os, "replace", flaky_replace)
+    import kernelgen.fsutil as fsutil
+
+    monkeypatch.setattr(fsutil.os, "replace", flaky_replace)
     result = CliRunner().invoke(main, [*args, "--force"])
     assert result.exit_code == 1
     assert "nothing was changed" in result.output
-    monkeypatch.setattr(render.os, "replace", real_replace)
+    monkeypatch.setattr(fsutil.os, "replace", real_replace)
     assert tree(dest) == before
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".muladd")]  # no staging left behind
+    assert not [p for p in dest.iterdir() if p.name.startswith(".kernelgen-staging")]  # no staging left behind
 
 
 def test_failure_in_a_new_destination_leaves_nothing(tmp_path, monkeypatch):
     import kernelgen.render as render
 
-    def broken(spec, directory):
+    def broken(data, directory):
         Path(directory).mkdir(parents=True)
         (Path(directory) / "half.txt").write_text("x")
         raise render.RenderError("rendering the template failed: boom")
 
-    monkeypatch.setattr(render, "render_to", broken)
+    monkeypatch.setattr(render, "_run_copier", broken)
     result = CliRunner().invoke(main, ["new", "op", "--inputs", "a", "--expr", "a", "--defaults", "-o", str(tmp_path)])
     assert result.exit_code == 1 and "boom" in result.output
     assert list(tmp_path.iterdir()) == []

@@ -76,7 +76,7 @@ def test_jit_mode_edit_and_rerun(tmp_path):
     assert "RESULT [3.0, 6.0, 9.0, 12.0]" in first
     assert (root / "build" / "jit").is_dir()  # the documented, visible cache
     assert not list((root / "jit_op").glob("_C*.so"))  # nothing prebuilt was used
-    header = root / "jit_op" / "csrc" / "jit_op.h"
+    header = root / "jit_op" / "csrc" / "jit_op" / "jit_op.h"
     header.write_text(header.read_text().replace("return x * y;", "return x * y + acc_t(1);"))
     second = run()
     assert "RESULT [4.0, 7.0, 10.0, 13.0]" in second

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO
+from conftest import REPO, tree
 
 import kernelgen.render as render
 from kernelgen.cli import main
 
 USER_EDIT = ("  return a * b + c;\n", "  return a * b + c * acc_t(2);  // my edit\n")
-HEADER = "{{op_name}}/csrc/{{op_name}}.h.jinja"
+HEADER = "{{package}}/csrc/{{op_name}}/{{op_name}}.h.jinja"
 
 
 @pytest.fixture
@@ -32,6 +33,10 @@ def new_templates(tmp_path, monkeypatch):
     return copy
 
 
+def recorded(op: Path) -> dict[str, bytes]:
+    return render.decode_record((op / render.RECORD).read_bytes(), "record")
+
+
 def edit(path: Path, old: str, new: str) -> None:
     text = path.read_text()
     assert old in text, f"{old!r} not in {path}"
@@ -43,42 +48,42 @@ def update(*args):
 
 
 def test_edit_and_template_change_both_survive(op, new_templates):
-    header = op / "muladd/csrc/muladd.h"
+    header = op / "muladd/csrc/muladd/muladd.h"
     edit(header, *USER_EDIT)
     (op / "NOTES.md").write_text("my own file\n")
     edit(new_templates / "elementwise" / HEADER, "#pragma once\n", "#pragma once\n// Template v2: a new first comment.\n")
-    edit(new_templates / "_shared/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
 
     result = update(str(op))
     assert result.exit_code == 0, result.output
-    assert "merged    muladd/csrc/muladd.h" in result.output
+    assert "merged    muladd/csrc/muladd/muladd.h" in result.output
     assert "updated   README.md" in result.output
     text = header.read_text()
     assert "my edit" in text and "// Template v2: a new first comment." in text
     assert "## Build and test (v2)" in (op / "README.md").read_text()
     assert (op / "NOTES.md").read_text() == "my own file\n"
     # The ancestor now is the v2 output, so a second update is a no-op that keeps the edit.
-    assert "// Template v2" in (op / ".kernelgen/base/muladd/csrc/muladd.h").read_text()
+    assert "// Template v2" in recorded(op)["muladd/csrc/muladd/muladd.h"].decode()
     again = update(str(op))
     assert again.exit_code == 0 and "is up to date" in again.output
     assert "my edit" in header.read_text()
 
 
 def test_conflicting_edits_get_markers_and_exit_1(op, new_templates):
-    header = op / "muladd/csrc/muladd.h"
+    header = op / "muladd/csrc/muladd/muladd.h"
     edit(header, *USER_EDIT)
     edit(new_templates / "elementwise" / HEADER, "  return {{ e.cpp }};", "  return ({{ e.cpp }});  // v2")
     result = update(str(op))
     assert result.exit_code == 1
-    assert "conflict  muladd/csrc/muladd.h" in result.output
-    assert "muladd/csrc/muladd.h" in result.output.splitlines()[-1]
+    assert "conflict  muladd/csrc/muladd/muladd.h" in result.output
+    assert "muladd/csrc/muladd/muladd.h" in result.output.splitlines()[-1]
     text = header.read_text()
     assert "<<<<<<< your edits" in text and ">>>>>>> kernelgen templates now" in text
     assert "my edit" in text and "(a * b + c);  // v2" in text
 
 
 def test_dry_run_shows_diffs_and_writes_nothing(op, new_templates):
-    edit(new_templates / "_shared/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
     before = (op / "README.md").read_text()
     result = update(str(op), "--dry-run")
     assert result.exit_code == 0
@@ -87,7 +92,7 @@ def test_dry_run_shows_diffs_and_writes_nothing(op, new_templates):
 
 
 def test_untouched_op_takes_template_changes_and_removals(op, new_templates):
-    (new_templates / "elementwise/benchmarks/harness.py.jinja").unlink()
+    (new_templates / "package/benchmarks/harness.py.jinja").unlink()
     result = update(str(op))
     assert result.exit_code == 0, result.output
     assert "removed   benchmarks/harness.py" in result.output
@@ -99,18 +104,18 @@ def test_edited_file_the_templates_dropped_is_kept_and_reported(op, new_template
     # user's tuning in the old file silently: it stays, and the user is told it is no longer built.
     harness = op / "benchmarks/harness.py"
     harness.write_text(harness.read_text() + "# my tuning\n")
-    (new_templates / "elementwise/benchmarks/harness.py.jinja").unlink()
+    (new_templates / "package/benchmarks/harness.py.jinja").unlink()
     result = CliRunner().invoke(main, ["update", str(op)], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     assert "orphaned  benchmarks/harness.py" in result.stdout
     assert "warning: 1 file(s) you edited are no longer built: benchmarks/harness.py" in result.stderr
     assert harness.read_text().endswith("# my tuning\n")
-    assert "benchmarks/harness.py" not in {str(p.relative_to(op / ".kernelgen/base")) for p in (op / ".kernelgen/base").rglob("*")}
+    assert "benchmarks/harness.py" not in recorded(op)
 
 
 def test_user_deleted_file_is_not_resurrected(op, new_templates):
     (op / "README.md").unlink()
-    edit(new_templates / "_shared/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
     result = update(str(op))
     assert result.exit_code == 0
     assert "skipped   README.md" in result.output and not (op / "README.md").exists()
@@ -121,4 +126,124 @@ def test_not_an_op_and_missing_base(tmp_path, op):
     assert result.exit_code == 1 and "not found: is this a directory generated by kernelgen?" in result.output
     shutil.rmtree(op / ".kernelgen")
     result = CliRunner().invoke(main, ["update", str(op)])
-    assert result.exit_code == 1 and "has no .kernelgen/base" in result.output
+    assert result.exit_code == 1 and "has no .kernelgen/generated.json.gz" in result.output
+    assert "--rebuild-record" in result.output and "--force" not in result.output
+
+
+@pytest.fixture
+def legacy_op(tmp_path):
+    """examples/muladd as template version 2 generated it: one op, csrc/ flat, ops.py, .kernelgen/base/."""
+    import tarfile
+
+    with tarfile.open(REPO / "tests/fixtures/muladd_template_v2.tar.gz") as archive:
+        archive.extractall(tmp_path / "old", filter="data")
+    return tmp_path / "old" / "examples" / "muladd"
+
+
+def test_template_v2_op_moves_to_the_library_layout_with_its_edits(legacy_op):
+    edit(legacy_op / "muladd/csrc/muladd.h", *USER_EDIT)
+    edit(legacy_op / "muladd/ops.py", "    return a * b + c\n", "    return a * b + c * 2  # my edit\n")
+    (legacy_op / "NOTES.md").write_text("mine\n")
+    result = update(str(legacy_op))
+    assert result.exit_code == 0, result.output
+    assert "muladd/csrc/muladd/muladd.h" in result.output and "moved from muladd/csrc/muladd.h" in result.output
+    assert "my edit" in (legacy_op / "muladd/csrc/muladd/muladd.h").read_text()
+    ops = (legacy_op / "muladd/ops/muladd.py").read_text()
+    assert "c * 2  # my edit" in ops and "csrc/muladd/muladd.h" in ops  # edit kept, template change taken
+    assert "TORCH_LIBRARY_FRAGMENT(muladd, m)" in (legacy_op / "muladd/csrc/muladd/muladd.cpp").read_text()
+    assert not (legacy_op / "muladd/ops.py").exists() and not (legacy_op / "muladd/csrc/muladd.cpp").exists()
+    assert not (legacy_op / ".kernelgen/base").exists()  # replaced by the compact record
+    assert (legacy_op / render.RECORD).is_file()
+    assert (legacy_op / "NOTES.md").read_text() == "mine\n"
+    assert "_template_version: '3'" in (legacy_op / ".copier-answers.yml").read_text()
+    again = update(str(legacy_op))
+    assert again.exit_code == 0 and "is up to date" in again.output
+
+
+def test_update_never_writes_through_a_symlink(op, new_templates, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "bench_muladd.py").write_text("not yours\n")
+    import shutil as sh
+
+    sh.rmtree(op / "benchmarks")
+    (op / "benchmarks").symlink_to(outside)
+    edit(new_templates / "elementwise/benchmarks/bench_{{op_name}}.py.jinja", '"""Benchmark', '"""v2: Benchmark')
+    before = tree(op)
+    result = CliRunner().invoke(main, ["update", str(op)])
+    assert result.exit_code == 1 and "refusing to write through the symlink" in result.output
+    assert (outside / "bench_muladd.py").read_text() == "not yours\n"
+    assert tree(op) == before
+
+
+def test_planted_temporary_name_is_not_followed(op, new_templates, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    (op / ".README.md.kernelgen-tmp").symlink_to(victim)  # the predictable name older versions used
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    assert update(str(op)).exit_code == 0
+    assert victim.read_text() == "precious\n"
+    assert "(v2)" in (op / "README.md").read_text()
+
+
+def test_new_force_refuses_a_symlinked_directory(tmp_path):
+    args = ["new", "muladd", "--inputs", "a", "--expr", "a", "--defaults", "-o", str(tmp_path)]
+    assert CliRunner().invoke(main, args).exit_code == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    op = tmp_path / "muladd"
+    shutil.rmtree(op / "tests")
+    (op / "tests").symlink_to(outside)
+    result = CliRunner().invoke(main, [*args, "--force"])
+    assert result.exit_code == 1 and "symlink" in result.output
+    assert list(outside.iterdir()) == []
+
+
+def test_update_failing_midway_rolls_back(op, new_templates, monkeypatch):
+    import kernelgen.fsutil as fsutil
+
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    edit(new_templates / "elementwise" / HEADER, "#pragma once\n", "#pragma once\n// v2\n")
+    before = tree(op)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError(13, "Permission denied", str(dst))
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(fsutil.os, "replace", flaky)
+    result = CliRunner().invoke(main, ["update", str(op)])
+    assert result.exit_code == 1 and "nothing was changed" in result.output
+    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    assert tree(op) == before
+    assert not [p for p in op.iterdir() if p.name.startswith(".kernelgen-staging")]
+
+
+def test_up_to_date_update_writes_nothing(op):
+    stamps = {p: p.stat().st_mtime_ns for p in op.rglob("*")}
+    result = update(str(op))
+    assert result.exit_code == 0 and "is up to date" in result.output
+    assert {p: p.stat().st_mtime_ns for p in op.rglob("*")} == stamps
+
+
+def test_missing_record_is_rebuilt_only_inside_kernelgen(op):
+    (op / render.RECORD).unlink()
+    header = op / "muladd/csrc/muladd/muladd.h"
+    edit(header, *USER_EDIT)
+    before = {k: v for k, v in tree(op).items() if not k.startswith(".kernelgen/")}
+    result = CliRunner().invoke(main, ["update", "--rebuild-record", str(op)])
+    assert result.exit_code == 0, result.output
+    assert {k: v for k, v in tree(op).items() if not k.startswith(".kernelgen/")} == before  # edits untouched
+    again = update(str(op))
+    assert again.exit_code == 0 and "my edit" in header.read_text()
+
+
+def test_stale_staging_from_a_killed_run_is_swept(op, new_templates):
+    stale = op / ".kernelgen-staging-999999999-abcd"
+    (stale / "new").mkdir(parents=True)
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    assert update(str(op)).exit_code == 0
+    assert not stale.exists()

@@ -1,4 +1,4 @@
-"""Build matmul's compiled extension, matmul._C.
+"""Build matmul's compiled extension, matmul._C: every op of the package in one library.
 
     pip install --no-build-isolation -e .      # or: python setup.py build_ext --inplace
 

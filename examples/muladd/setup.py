@@ -1,4 +1,4 @@
-"""Build muladd's compiled extension, muladd._C.
+"""Build muladd's compiled extension, muladd._C: every op of the package in one library.
 
     pip install --no-build-isolation -e .      # or: python setup.py build_ext --inplace
 

@@ -22,7 +22,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when
 import harness  # noqa: E402
 
 import matmul  # noqa: E402
-from matmul import reference  # noqa: E402
+from matmul.ops.matmul import reference  # noqa: E402
 
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 CUDA_SIZES = [512, 1024, 2048, 4096, 8192]

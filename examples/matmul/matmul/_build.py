@@ -18,6 +18,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 PACKAGE = "matmul"
+#: The torch.ops namespace of every op below, and the ops themselves. The loader checks, before it
+#: loads the compiled code, that no other library in the process already defines one of them.
+NAMESPACE = "matmul"
+OPS = (
+    "matmul",
+)
 PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT = PACKAGE_DIR.parent
 BUILD_INFO = PACKAGE_DIR / "_build_info.json"
@@ -38,11 +44,13 @@ NVCC_FLAGS = ["-O3"]
 CXX_DEBUG_FLAGS = ["-g", "-O0", "-Wall"]
 NVCC_DEBUG_FLAGS = ["-g", "-O0", "-lineinfo"]
 
-CPP_SOURCES = ["csrc/matmul.cpp"]
-# The CUDA side is two files: the tensor code (host compiler, ATen) and the kernel (nvcc, no ATen
-# tensor headers, which nvcc is slow to parse). Every basename is distinct: matmul.cpp and
-# matmul.cu would both compile to matmul.o, and ninja refuses such a build.
-CUDA_SOURCES = ["csrc/cuda/matmul_cuda.cpp", "csrc/cuda/matmul_kernel.cu"]
+# The sources are every .cpp and .cu file under csrc/: csrc/_module.cpp (the module init) and each
+# op's csrc/<op>/ directory, so an op added by `kernelgen add` (or a file you add) is built without
+# editing this file. Each op's CUDA side is two files: the tensor code (<op>_cuda.cpp, host
+# compiler, ATen) and the kernel (<op>_kernel.cu, nvcc, no ATen tensor headers, which nvcc is slow
+# to parse). Files under csrc/*/cuda/ are CUDA-only. Every basename is distinct: a JIT build names
+# object files by basename, and <op>.cpp next to <op>.cu would both compile to <op>.o.
+CSRC = PACKAGE_DIR / "csrc"
 
 
 def log(message: str) -> None:
@@ -131,12 +139,13 @@ def compile_flags() -> tuple[list[str], list[str]]:
 
 
 def sources(with_cuda: bool) -> list[Path]:
-    names = CPP_SOURCES + (CUDA_SOURCES if with_cuda else [])
-    return [PACKAGE_DIR / name for name in names]
+    """The files to compile, sorted (a stable order keeps ninja's incremental builds incremental)."""
+    found = sorted(path for pattern in ("*.cpp", "*.cu") for path in CSRC.rglob(pattern))
+    return [path for path in found if with_cuda or ("cuda" not in path.relative_to(CSRC).parts[:-1] and path.suffix != ".cu")]
 
 
 def extension(with_cuda: bool, relative_to: Path) -> Any:
-    """The setuptools Extension for matmul._C."""
+    """The setuptools Extension for matmul._C (every op of the package)."""
     from torch.utils.cpp_extension import CppExtension, CUDAExtension
 
     cxx, nvcc = compile_flags()

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import matmul
-from matmul import reference
+from matmul.ops.matmul import reference
 
 OP = torch.ops.matmul.matmul.default
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]

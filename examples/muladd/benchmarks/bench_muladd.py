@@ -5,7 +5,7 @@
 
 An elementwise op is memory-bound, so the figure of merit is bandwidth: bytes actually moved
 (3 inputs read + 1 output written, per element) over time. It races, in the same run:
-  eager     reference() in ops.py, run op by op by PyTorch (one kernel per operation)
+  eager     reference() in ops/muladd.py, run op by op by PyTorch (one kernel per operation)
   compile   torch.compile(reference): Inductor's fused Triton kernel
   addcmul   torch.addcmul(c, a, b), PyTorch's own fused kernel for this expression
 and reports the percentage of a device-to-device copy measured in the same run, the practical
@@ -24,7 +24,7 @@ sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when
 import harness  # noqa: E402
 
 import muladd  # noqa: E402
-from muladd import reference  # noqa: E402
+from muladd.ops.muladd import reference  # noqa: E402
 
 N_INPUTS = 3
 DTYPES = ["float32", "float64", "float16", "bfloat16"]

@@ -9,12 +9,20 @@ JIT (KERNELGEN_JIT=1): compile csrc/ with torch.utils.cpp_extension.load on impo
 a kernel and re-running the tests needs no pip install. ninja rebuilds only what changed. The
 build directory is build/jit/ next to the package (KERNELGEN_JIT_DIR overrides it); delete it to
 force a clean build. KERNELGEN_JIT_VERBOSE=1 shows the compiler commands.
+
+Either way, before any compiled code is loaded, check_no_clash() makes sure that no op this
+package defines already exists in its namespace. Loading a library whose registration clashes does
+not raise: the C++ static initializer throws, and the process aborts. Checking first turns that
+into an ImportError that names the op and the library that holds it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import torch
@@ -48,8 +56,47 @@ def check_build_info(recorded: Optional[dict[str, Any]]) -> None:
         )
 
 
+def _owner(qualified: str) -> str:
+    """Who registered the op: a loaded Python package if its files hold the registering source,
+    else that source file (from the dispatcher's debug dump), else "another library"."""
+    try:
+        dump = torch._C._dispatch_dump(qualified)  # private, so only used for this message
+    except Exception:  # noqa: BLE001 (any failure here must not hide the clash itself)
+        return "another library"
+    match = re.search(r"^debug: registered at (.+?)(?::\d+)?$", dump, re.MULTILINE)
+    if not match:
+        return "another library"
+    source = match.group(1).strip()
+    if "/torch/" in source or "pytorch" in source:
+        return f"PyTorch itself ({source})"
+    for name, module in list(sys.modules.items()):
+        location = getattr(module, "__file__", None)
+        if location and "." not in name and name != _build.PACKAGE and Path(location).name == "__init__.py":
+            if source.startswith(str(Path(location).parent) + os.sep):
+                return f"the package {name!r} ({source})"
+    return source
+
+
+def check_no_clash() -> None:
+    """Raise ImportError if an op of this package is already defined (by another library)."""
+    namespace = getattr(torch.ops, _build.NAMESPACE)
+    for op in _build.OPS:
+        try:
+            getattr(namespace, op)  # torch.ops raises AttributeError for an op nobody defined
+        except AttributeError:
+            continue
+        qualified = f"{_build.NAMESPACE}::{op}"
+        raise ImportError(
+            f"{_build.PACKAGE}: cannot load: the op {qualified} is already defined in this process by "
+            f"{_owner(qualified)}. Two libraries cannot define the same op in one namespace; rename the op "
+            f"in one of them, or generate one with another namespace (kernelgen new ... --namespace <other>)"
+        )
+
+
 def load() -> bool:
-    """Register torch.ops.muladd.*; returns True if the CUDA kernel was built."""
+    """Register torch.ops.muladd.* (the ops in _build.OPS); returns True if the CUDA kernels were built."""
+    if f"{_build.PACKAGE}._C" not in sys.modules:  # importlib.reload(): already registered, by us
+        check_no_clash()
     if os.environ.get("KERNELGEN_JIT") == "1":
         return _load_jit()
     recorded = _recorded()

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import muladd
-from muladd import reference
+from muladd.ops.muladd import reference
 
 OP = torch.ops.muladd.muladd.default
 N_INPUTS = 3

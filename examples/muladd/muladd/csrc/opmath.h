@@ -1,7 +1,7 @@
 #pragma once
 // opmath.h: the math functions an elementwise expression may call, for float and double.
 //
-// Every function is __host__ __device__, so the one expression in muladd.h compiles for
+// Every function is __host__ __device__, so each op's expression in csrc/<op>/<op>.h compiles for
 // the CPU loop (g++) and the CUDA kernel (nvcc) alike. Arguments are in op-math precision:
 // float16 and bfloat16 inputs are widened to float before the expression runs, because half
 // arithmetic loses accuracy at every step and GPUs compute float as fast.
@@ -14,7 +14,7 @@
 #define OPMATH_FN inline
 #endif
 
-namespace muladd {
+namespace  {
 namespace opmath {
 
 OPMATH_FN float exp(float x) { return ::expf(x); }
@@ -55,4 +55,4 @@ template <typename T>
 OPMATH_FN T max(T a, T b) { return (a != a || a > b) ? a : b; }
 
 }  // namespace opmath
-}  // namespace muladd
+}  // namespace 

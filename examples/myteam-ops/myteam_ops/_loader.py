@@ -1,0 +1,132 @@
+"""Load myteam_ops's compiled code: the prebuilt extension, or a JIT build.
+
+Prebuilt (default): `import myteam_ops._C`, after checking that the torch you run is the torch the
+extension was compiled against. An extension built against one torch and loaded under another
+fails with an undefined-symbol error, or worse, loads and misbehaves; this turns that into an
+ImportError that names both versions and the command that fixes it.
+
+JIT (KERNELGEN_JIT=1): compile csrc/ with torch.utils.cpp_extension.load on import, so that editing
+a kernel and re-running the tests needs no pip install. ninja rebuilds only what changed. The
+build directory is build/jit/ next to the package (KERNELGEN_JIT_DIR overrides it); delete it to
+force a clean build. KERNELGEN_JIT_VERBOSE=1 shows the compiler commands.
+
+Either way, before any compiled code is loaded, check_no_clash() makes sure that no op this
+package defines already exists in its namespace. Loading a library whose registration clashes does
+not raise: the C++ static initializer throws, and the process aborts. Checking first turns that
+into an ImportError that names the op and the library that holds it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import torch
+
+from . import _build
+
+
+def _recorded() -> Optional[dict[str, Any]]:
+    try:
+        return json.loads(_build.BUILD_INFO.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def check_build_info(recorded: Optional[dict[str, Any]]) -> None:
+    """Raise ImportError unless the extension was built against the running torch (and CUDA)."""
+    if recorded is None:
+        raise ImportError(
+            f"{_build.PACKAGE}: the compiled extension is not built (no {_build.BUILD_INFO.name}). "
+            f"Build it with: {_build.rebuild_command()}   (or set KERNELGEN_JIT=1)"
+        )
+    built = f"torch {recorded.get('torch')}" + (f" (CUDA {recorded['cuda']})" if recorded.get("cuda") else "")
+    running = f"torch {torch.__version__}" + (f" (CUDA {torch.version.cuda})" if torch.version.cuda else "")
+    stale = recorded.get("torch") != torch.__version__ or (
+        recorded.get("with_cuda") and recorded.get("cuda") != torch.version.cuda
+    )
+    if stale:
+        raise ImportError(
+            f"{_build.PACKAGE} was built against {built} but {running} is installed; "
+            f"rebuild it with: {_build.rebuild_command()}"
+        )
+
+
+def _owner(qualified: str) -> str:
+    """Who registered the op: a loaded Python package if its files hold the registering source,
+    else that source file (from the dispatcher's debug dump), else "another library"."""
+    try:
+        dump = torch._C._dispatch_dump(qualified)  # private, so only used for this message
+    except Exception:  # noqa: BLE001 (any failure here must not hide the clash itself)
+        return "another library"
+    match = re.search(r"^debug: registered at (.+?)(?::\d+)?$", dump, re.MULTILINE)
+    if not match:
+        return "another library"
+    source = match.group(1).strip()
+    if "/torch/" in source or "pytorch" in source:
+        return f"PyTorch itself ({source})"
+    for name, module in list(sys.modules.items()):
+        location = getattr(module, "__file__", None)
+        if location and "." not in name and name != _build.PACKAGE and Path(location).name == "__init__.py":
+            if source.startswith(str(Path(location).parent) + os.sep):
+                return f"the package {name!r} ({source})"
+    return source
+
+
+def check_no_clash() -> None:
+    """Raise ImportError if an op of this package is already defined (by another library)."""
+    namespace = getattr(torch.ops, _build.NAMESPACE)
+    for op in _build.OPS:
+        try:
+            getattr(namespace, op)  # torch.ops raises AttributeError for an op nobody defined
+        except AttributeError:
+            continue
+        qualified = f"{_build.NAMESPACE}::{op}"
+        raise ImportError(
+            f"{_build.PACKAGE}: cannot load: the op {qualified} is already defined in this process by "
+            f"{_owner(qualified)}. Two libraries cannot define the same op in one namespace; rename the op "
+            f"in one of them, or generate one with another namespace (kernelgen new ... --namespace <other>)"
+        )
+
+
+def load() -> bool:
+    """Register torch.ops.myteam.* (the ops in _build.OPS); returns True if the CUDA kernels were built."""
+    if f"{_build.PACKAGE}._C" not in sys.modules:  # importlib.reload(): already registered, by us
+        check_no_clash()
+    if os.environ.get("KERNELGEN_JIT") == "1":
+        return _load_jit()
+    recorded = _recorded()
+    check_build_info(recorded)
+    try:
+        from . import _C  # noqa: F401  (loading the library runs its TORCH_LIBRARY registrations)
+    except ImportError as err:
+        raise ImportError(
+            f"{_build.PACKAGE}: failed to load the compiled extension ({err}); "
+            f"rebuild it with: {_build.rebuild_command()}"
+        ) from err
+    return bool(recorded and recorded.get("with_cuda"))
+
+
+def _load_jit() -> bool:
+    with_cuda = _build.configure_environment(jit=True)
+    from torch.utils.cpp_extension import load as load_extension
+
+    directory = os.environ.get("KERNELGEN_JIT_DIR") or str(_build.ROOT / "build" / "jit")
+    tag = f"torch{torch.__version__}-{'cuda' if with_cuda else 'cpu'}".replace("+", "_").replace(".", "_")
+    directory = os.path.join(directory, tag)
+    os.makedirs(directory, exist_ok=True)
+    cxx, nvcc = _build.compile_flags()
+    load_extension(
+        name=f"{_build.PACKAGE}_jit",
+        sources=[str(path) for path in _build.sources(with_cuda)],
+        extra_cflags=cxx,
+        extra_cuda_cflags=nvcc,
+        build_directory=directory,
+        is_python_module=False,
+        verbose=os.environ.get("KERNELGEN_JIT_VERBOSE") == "1",
+    )
+    return with_cuda

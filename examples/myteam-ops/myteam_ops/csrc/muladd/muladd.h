@@ -1,0 +1,22 @@
+#pragma once
+// muladd.h: the scalar formula of myteam::muladd, shared by the CPU loop
+// (muladd.cpp) and the CUDA kernel (cuda/muladd_kernel.cu), so that both backends compute
+// exactly the same thing. Keep ATen out of this header: the kernel's compile time depends on it.
+
+#include "../opmath.h"
+
+namespace muladd {
+
+// ---- EDIT HERE: the kernel body ---------------------------------------------------------------
+// Generated from --expr "a*b+c".
+// acc_t is the op-math type: float for float16, bfloat16 and float32 inputs (each element is
+// widened once, computed in float, and rounded once when stored), double for float64.
+// If you change the formula, change reference() in ops/muladd.py to match: the tests compare against it
+// and the default backward is derived from it.
+template <typename acc_t>
+OPMATH_FN acc_t muladd_expr(acc_t a, acc_t b, acc_t c) {
+  return a * b + c;
+}
+// ---- end of EDIT HERE -------------------------------------------------------------------------
+
+}  // namespace muladd

@@ -1,0 +1,22 @@
+#pragma once
+// silu_mul.h: the scalar formula of myteam::silu_mul, shared by the CPU loop
+// (silu_mul.cpp) and the CUDA kernel (cuda/silu_mul_kernel.cu), so that both backends compute
+// exactly the same thing. Keep ATen out of this header: the kernel's compile time depends on it.
+
+#include "../opmath.h"
+
+namespace silu_mul {
+
+// ---- EDIT HERE: the kernel body ---------------------------------------------------------------
+// Generated from --expr "x*sigmoid(x)*y".
+// acc_t is the op-math type: float for float16, bfloat16 and float32 inputs (each element is
+// widened once, computed in float, and rounded once when stored), double for float64.
+// If you change the formula, change reference() in ops/silu_mul.py to match: the tests compare against it
+// and the default backward is derived from it.
+template <typename acc_t>
+OPMATH_FN acc_t silu_mul_expr(acc_t x, acc_t y) {
+  return x * opmath::sigmoid(x) * y;
+}
+// ---- end of EDIT HERE -------------------------------------------------------------------------
+
+}  // namespace silu_mul

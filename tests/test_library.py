@@ -1,0 +1,202 @@
+"""Op libraries: `kernelgen add` grows a package; ops share one build and one namespace."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import tree
+
+from kernelgen.cli import main
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+@pytest.fixture
+def lib(tmp_path):
+    result = invoke("new", "team-ops", "--op", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--namespace", "team",
+                    "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    return tmp_path / "team-ops"
+
+
+def test_add_gives_the_op_its_own_files_and_lists_it(lib):
+    result = invoke("add", "mm", "--kind", "matmul", "--defaults", "--package", str(lib))
+    assert result.exit_code == 0, result.output
+    files = tree(lib)
+    for rel in ("team_ops/csrc/mm/mm.cpp", "team_ops/csrc/mm/cuda/mm_kernel.cu", "team_ops/ops/mm.py",
+                "tests/test_mm.py", "benchmarks/bench_mm.py"):
+        assert rel in files, rel
+    # One copy of the infrastructure per package.
+    assert [f for f in files if f.endswith(("setup.py", "_build.py", "_loader.py", "harness.py"))] == [
+        "benchmarks/harness.py", "setup.py", "team_ops/_build.py", "team_ops/_loader.py"]
+    init = (lib / "team_ops/__init__.py").read_text()
+    assert "from .ops.muladd import muladd" in init and "from .ops.mm import mm" in init
+    build = (lib / "team_ops/_build.py").read_text()
+    assert 'NAMESPACE = "team"' in build and '"muladd",\n    "mm",\n)' in build
+    readme = (lib / "README.md").read_text()
+    assert "`torch.ops.team.muladd`" in readme and "`torch.ops.team.mm`" in readme
+    cpp = (lib / "team_ops/csrc/mm/mm.cpp").read_text()
+    assert "TORCH_LIBRARY_FRAGMENT(team, m)" in cpp
+    assert "added team::mm (matmul)" in result.output
+
+
+def test_ops_lists_the_package(lib):
+    assert invoke("add", "gelu", "--inputs", "x", "--expr", "x*sigmoid(1.702*x)", "--dtypes", "fp32", "--defaults",
+                  "--package", str(lib)).exit_code == 0
+    result = invoke("ops", str(lib), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["package"] == "team_ops" and data["namespace"] == "team"
+    assert [op["name"] for op in data["ops"]] == ["muladd", "gelu"]
+    assert data["ops"][1]["dtypes"] == ["float32"] and data["ops"][1]["torch_op"] == "torch.ops.team.gelu"
+    text = invoke("ops", str(lib))
+    assert "torch.ops.team.gelu" in text.output and "2 op(s)" in text.output
+
+
+@pytest.mark.parametrize("args, message", [
+    (["muladd", "--inputs", "x", "--expr", "x"], "already has an op 'muladd'"),
+    (["muladd_cuda", "--inputs", "x", "--expr", "x"], "muladd_cuda.cpp"),
+    (["gelu", "--inputs", "x", "--expr", "x +"], "not a valid expression"),
+    (["gelu", "--inputs", "x", "--expr", "x", "--namespace", "other"], "namespace is 'team'"),
+    (["gelu", "--inputs", "x", "--expr", "x", "--arch-list", "9.0"], "builds for '8.0;9.0+PTX'"),
+    (["ops", "--inputs", "x", "--expr", "x"], "reserved"),
+])
+def test_failed_add_exits_2_and_leaves_the_package_byte_for_byte(lib, args, message):
+    before = tree(lib)
+    result = invoke("add", *args, "--defaults", "--package", str(lib))
+    assert result.exit_code == 2, result.output
+    assert message in result.output
+    assert "Traceback" not in result.output
+    assert tree(lib) == before
+
+
+def test_add_refuses_the_hyphen_twin_of_an_op(lib):
+    assert invoke("add", "foo_bar", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib)).exit_code == 0
+    before = tree(lib)
+    result = invoke("add", "foo-bar", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 2 and "already has an op 'foo_bar'" in result.output
+    assert tree(lib) == before
+
+
+def test_add_that_conflicts_with_an_edit_writes_nothing(lib):
+    init = lib / "team_ops/__init__.py"
+    init.write_text(init.read_text().replace("from .ops.muladd import muladd  # noqa: E402\n",
+                                             "from .ops.muladd import muladd  # noqa: E402  (my comment)\n"))
+    before = tree(lib)
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 1
+    assert "conflicts with your edits in team_ops/__init__.py; nothing was written" in result.output
+    assert tree(lib) == before
+
+
+def test_add_keeps_edits_in_shared_files(lib):
+    readme = lib / "README.md"
+    readme.write_text(readme.read_text() + "\n## Our team's notes\n")
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 0, result.output
+    text = readme.read_text()
+    assert "## Our team's notes" in text and "`torch.ops.team.gelu`" in text
+
+
+def test_add_failing_midway_restores_everything(lib, monkeypatch):
+    import kernelgen.fsutil as fsutil
+
+    before = tree(lib)
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky_replace(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(fsutil.os, "replace", flaky_replace)
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 1 and "nothing was changed" in result.output
+    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    assert tree(lib) == before
+    assert not [p for p in lib.iterdir() if p.name.startswith(".kernelgen-staging")]
+
+
+def test_add_needs_an_up_to_date_package(lib):
+    answers = lib / ".copier-answers.yml"
+    answers.write_text(answers.read_text().replace("_template_version: '3'", "_template_version: '2'"))
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 1 and "run `kernelgen update" in result.output
+
+
+def test_add_outside_a_package(tmp_path):
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(tmp_path))
+    assert result.exit_code == 1 and "is this a directory generated by kernelgen?" in result.output
+
+
+def test_hyphen_and_underscore_twins_are_refused(tmp_path):
+    assert invoke("new", "foo_bar", "--inputs", "x", "--expr", "x", "--defaults", "-o", str(tmp_path)).exit_code == 0
+    result = invoke("new", "foo-bar", "--inputs", "x", "--expr", "x", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 1 and "is the same package as 'foo-bar'" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["foo_bar"]
+
+
+def test_update_after_add_is_a_no_op_that_writes_nothing(lib):
+    assert invoke("add", "mm", "--kind", "matmul", "--defaults", "--package", str(lib)).exit_code == 0
+    stamps = {p: p.stat().st_mtime_ns for p in lib.rglob("*") if p.is_file()}
+    result = invoke("update", str(lib))
+    assert result.exit_code == 0 and "is up to date" in result.output
+    assert {p: p.stat().st_mtime_ns for p in lib.rglob("*") if p.is_file()} == stamps
+
+
+
+
+def _build(root: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "KERNELGEN_REQUIRE_CUDA"}
+    env["KERNELGEN_CPU_ONLY"] = "1"  # the registration path is the same; CPU-only builds twice as fast
+    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+
+
+@pytest.mark.build
+def test_packages_sharing_a_namespace_load_together_and_a_clash_raises(tmp_path):
+    """Two packages in namespace `team` load in one process; a third that redefines team::mm
+    raises ImportError naming the op and the package that holds it, and the process lives on."""
+    pytest.importorskip("torch", reason="building a generated op needs torch")
+    commands = [
+        ["new", "alpha", "--op", "scale2", "--inputs", "x", "--expr", "x*2", "--namespace", "team", "--dtypes", "fp32"],
+        ["add", "mm", "--kind", "matmul", "--dtypes", "fp32", "--package", str(tmp_path / "alpha")],
+        ["new", "beta", "--op", "plus1", "--inputs", "x", "--expr", "x+1", "--namespace", "team", "--dtypes", "fp32"],
+        ["new", "gamma", "--op", "mm", "--kind", "matmul", "--namespace", "team", "--dtypes", "fp32"],
+    ]
+    for argv in commands:
+        extra = ["-o", str(tmp_path)] if argv[0] == "new" else []
+        result = invoke(*argv, "--defaults", *extra)
+        assert result.exit_code == 0, result.output
+    for name in ("alpha", "beta", "gamma"):
+        _build(tmp_path / name)
+    script = textwrap.dedent("""
+        import torch, alpha, beta
+        x = torch.arange(4.0)
+        assert torch.equal(torch.ops.team.scale2(x), x * 2) and torch.equal(beta.plus1(x), x + 1)
+        assert torch.allclose(alpha.mm(torch.eye(3), torch.ones(3, 2)), torch.ones(3, 2))
+        try:
+            import gamma
+        except ImportError as err:
+            print("IMPORTERROR", err)
+        print("ALIVE")
+    """)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(tmp_path / n) for n in ("alpha", "beta", "gamma")))
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.strip().splitlines()
+    assert lines[-1] == "ALIVE"
+    assert lines[0].startswith("IMPORTERROR gamma: cannot load: the op team::mm is already defined")
+    assert "the package 'alpha'" in lines[0]
