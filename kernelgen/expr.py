@@ -4,23 +4,29 @@ An expression such as ``x * sigmoid(1.702 * x)`` is parsed with :mod:`ast` and c
 against a whitelist. Only these are accepted:
 
 * the binary operators ``+ - * /``, unary ``-`` and ``+``, and ``**`` with a numeric exponent;
-* finite int or float literals;
+* finite int or float literals (an int must be exact as a float64: at most 2**53);
 * the declared input names;
 * the functions in :data:`FUNCTIONS`.
 
 Anything else (attributes, subscripts, strings, comparisons, lambdas, keyword arguments, unknown
 names, ...) raises :class:`~kernelgen.errors.ExprError` naming the offending token and its
-column. Because the emitters only ever print whitelisted nodes, numbers formatted by ``repr`` of
-a finite float, and names that passed the identifier checks of :mod:`kernelgen.spec`, no text from
-the user reaches the generated C++ or Python verbatim: injection is impossible by construction.
+column. Before parsing, the text must be one line of printable ASCII without ``#`` (a comment
+would vanish from the tree); a tab counts as a space.
 
-Sub-expressions made only of literals are folded to a number at parse time.
+Nothing the user typed reaches a generated file. The emitters print whitelisted nodes only, every
+number as ``repr`` of a finite Python float (a float literal in C++ and Python alike, so both
+compute with the same value), and names that passed the identifier checks of :mod:`kernelgen.spec`.
+Even the expression shown in comments and docstrings is :attr:`ParsedExpr.canonical`, printed
+from the tree, never the raw text.
+
+Sub-expressions made only of literals are folded to a number at parse time, in float64.
 """
 
 from __future__ import annotations
 
 import ast
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Union
@@ -29,6 +35,8 @@ from .errors import ExprError
 
 MAX_EXPR_LENGTH = 2000
 MAX_DEPTH = 64
+#: The largest integer literal accepted: every integer up to it is exact in float64.
+MAX_EXACT_INT = 2**53
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,7 @@ FUNCTIONS: dict[str, Function] = {
 
 @dataclass(frozen=True)
 class Num:
-    value: float | int
+    value: float  # always a finite Python float
 
 
 @dataclass(frozen=True)
@@ -94,7 +102,7 @@ class BinOp:
 @dataclass(frozen=True)
 class Power:
     base: Node
-    exponent: float | int
+    exponent: float
 
 
 @dataclass(frozen=True)
@@ -128,11 +136,20 @@ _NODE_WORDS = {
 
 @dataclass(frozen=True)
 class ParsedExpr:
-    """A validated expression over ``inputs``; emit code with :meth:`cpp` and :meth:`torch`."""
+    """A validated expression over ``inputs``; emit code with :meth:`cpp` and :meth:`torch`.
+
+    ``source`` is the canonical text (:attr:`canonical`), never the text the user typed.
+    """
 
     source: str
     inputs: tuple[str, ...]
     tree: Node
+
+    @property
+    def canonical(self) -> str:
+        """The expression re-printed from the tree in Python syntax: names, float literals,
+        ``+ - * / **``, calls, parentheses, commas and spaces. Parsing it gives the same tree."""
+        return _emit(self.tree, _CanonicalStyle())
 
     def cpp(self, acc_type: str = "acc_t") -> str:
         """The C++ expression, evaluated in the op-math type ``acc_type``."""
@@ -173,29 +190,71 @@ def parse(source: str, inputs: tuple[str, ...] | list[str]) -> ParsedExpr:
 
     Raises :class:`ExprError` with a one-line message naming the bad token.
     """
+    if not isinstance(source, str):
+        raise ExprError(f"--expr must be a string, not {type(source).__name__}", "expr")
     inputs = tuple(inputs)
-    text = source.strip()
-    if not text:
-        raise ExprError("--expr is empty; give a scalar expression such as 'a * b + c'")
-    if len(text) > MAX_EXPR_LENGTH:
-        raise ExprError(f"--expr is {len(text)} characters long; the limit is {MAX_EXPR_LENGTH}")
-    if "\n" in text or "\r" in text:
-        raise ExprError("--expr must be a single line")
+    text = _check_text(source)
     try:
-        module = ast.parse(text, mode="eval")
+        with warnings.catch_warnings():  # "invalid escape sequence" and the like: not for the user
+            warnings.simplefilter("ignore")
+            module = ast.parse(text, mode="eval")
     except SyntaxError as err:
         col = f" at column {err.offset}" if err.offset else ""
-        raise ExprError(f"--expr is not a valid expression{col}: {err.msg}") from None
+        raise ExprError(f"--expr is not a valid expression{col}: {_one_line(str(err.msg))}", "expr") from None
+    except (ValueError, RecursionError, MemoryError):  # pragma: no cover - _check_text prevents them
+        raise ExprError("--expr is not a valid expression", "expr") from None
     tree = _Converter(text, inputs).convert(module.body, depth=0)
     if isinstance(tree, Num):
-        raise ExprError(f"--expr {text!r} uses no input; it must use at least one of: " + ", ".join(inputs))
+        raise ExprError(
+            f"--expr {_clip(text)!r} uses no input; it must use at least one of: " + ", ".join(inputs), "expr"
+        )
     used = _variables(tree)
     unused = [name for name in inputs if name not in used]
     if unused:
         raise ExprError(
-            f"input {unused[0]!r} is declared in --inputs but not used in --expr {text!r}"
+            f"input {unused[0]!r} is declared in --inputs but not used in --expr {_clip(text)!r}", "expr"
         )
-    return ParsedExpr(text, inputs, tree)
+    canonical = _emit(tree, _CanonicalStyle())
+    if len(canonical) > MAX_EXPR_LENGTH:  # so that the canonical text always parses again
+        raise ExprError(
+            f"--expr is {len(canonical)} characters long once written out (numbers in full, spaces "
+            f"around operators); the limit is {MAX_EXPR_LENGTH}",
+            "expr",
+        )
+    return ParsedExpr(canonical, inputs, tree)
+
+
+def _check_text(source: str) -> str:
+    """The stripped text, if it is one line of printable ASCII without a comment."""
+    text = source.strip(" \t\r\n")
+    if not text:
+        raise ExprError("--expr is empty; give a scalar expression such as 'a * b + c'", "expr")
+    if len(text) > MAX_EXPR_LENGTH:
+        raise ExprError(f"--expr is {len(text)} characters long; the limit is {MAX_EXPR_LENGTH}", "expr")
+    text = text.replace("\t", " ")  # one for one: columns stay right
+    for index, char in enumerate(text):
+        if char in "\n\r":
+            raise ExprError("--expr must be a single line", "expr")
+        if char == "#":
+            raise ExprError(
+                f"comments are not allowed in --expr ('#' at column {index + 1}); remove it and what follows",
+                "expr",
+            )
+        if not " " <= char <= "~":
+            raise ExprError(
+                f"--expr has the character U+{ord(char):04X} at column {index + 1}; "
+                "only printable ASCII is allowed (letters, digits, operators, parentheses, spaces)",
+                "expr",
+            )
+    return text
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 class _Converter:
@@ -207,22 +266,24 @@ class _Converter:
         segment = ast.get_source_segment(self.text, node) or type(node).__name__
         col = getattr(node, "col_offset", None)
         at = f" at column {col + 1}" if col is not None else ""
-        return f"{segment!r}{at}"
+        return f"{_clip(segment)!r}{at}"
 
     def _fail(self, node: ast.AST, what: str) -> ExprError:
-        return ExprError(f"unsupported {what} {self._where(node)} in --expr")
+        return ExprError(f"unsupported {what} {self._where(node)} in --expr", "expr")
 
     def convert(self, node: ast.AST, depth: int) -> Node:
         if depth > MAX_DEPTH:
-            raise ExprError(f"--expr is nested more than {MAX_DEPTH} levels deep")
+            raise ExprError(f"--expr is nested more than {MAX_DEPTH} levels deep", "expr")
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise self._fail(node, "literal")
+            if isinstance(value, int):
+                if abs(value) > MAX_EXACT_INT:
+                    raise self._fail(node, "integer literal (larger than 2**53, not exact in float64)")
+                value = float(value)
             if not math.isfinite(value):
                 raise self._fail(node, "non-finite literal")
-            if isinstance(value, int) and abs(value) > 2**53:
-                raise self._fail(node, "integer literal (too large to be exact in float64)")
             return Num(value)
         if isinstance(node, ast.Name):
             if node.id in self.inputs:
@@ -230,17 +291,20 @@ class _Converter:
             if node.id in FUNCTIONS:
                 raise ExprError(
                     f"function {node.id!r} at column {node.col_offset + 1} must be called, "
-                    f"as in {node.id}(x)"
+                    f"as in {node.id}(x)",
+                    "expr",
                 )
             raise ExprError(
-                f"unknown name {node.id!r} at column {node.col_offset + 1} in --expr; "
-                f"the inputs are: {', '.join(self.inputs)}"
+                f"unknown name {_clip(node.id)!r} at column {node.col_offset + 1} in --expr; "
+                f"the inputs are: {', '.join(self.inputs)}",
+                "expr",
             )
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.UAdd):
                 return self.convert(node.operand, depth + 1)
             if isinstance(node.op, ast.USub):
-                operand = self.convert(node.operand, depth + 1)
+                # -2.0 is one number: at the depth of the minus, as the canonical text prints it
+                operand = self.convert(node.operand, depth if isinstance(node.operand, ast.Constant) else depth + 1)
                 if isinstance(operand, Num):
                     return Num(-operand.value)
                 return Neg(operand)
@@ -256,7 +320,7 @@ class _Converter:
             if isinstance(left, Num) and isinstance(right, Num):
                 return self._fold(node, lambda x, y: _fold_binop(op, x, y), left.value, right.value)
             if op == "/" and isinstance(right, Num) and right.value == 0:
-                raise ExprError(f"division by zero in {self._where(node)} in --expr")
+                raise ExprError(f"division by zero in {self._where(node)} in --expr", "expr")
             return BinOp(op, left, right)
         if isinstance(node, ast.Call):
             return self._call(node, depth)
@@ -269,7 +333,8 @@ class _Converter:
         if not isinstance(exponent, Num):
             raise ExprError(
                 f"'**' needs a numeric exponent, got {self._where(node.right)}; "
-                "use pow(x, y) for a tensor exponent"
+                "use pow(x, y) for a tensor exponent",
+                "expr",
             )
         if isinstance(base, Num):
             return self._fold(node, math.pow, base.value, exponent.value)
@@ -282,15 +347,17 @@ class _Converter:
         func = FUNCTIONS.get(name)
         if func is None:
             raise ExprError(
-                f"unknown function {name!r} at column {node.func.col_offset + 1} in --expr; "
-                f"allowed: {', '.join(sorted(FUNCTIONS))}"
+                f"unknown function {_clip(name)!r} at column {node.func.col_offset + 1} in --expr; "
+                f"allowed: {', '.join(sorted(FUNCTIONS))}",
+                "expr",
             )
         if node.keywords:
             raise self._fail(node.keywords[0], "keyword argument")
         if len(node.args) != func.arity:
             raise ExprError(
                 f"{name}() takes {func.arity} argument{'s' if func.arity > 1 else ''}, "
-                f"got {len(node.args)} in {self._where(node)}"
+                f"got {len(node.args)} in {self._where(node)}",
+                "expr",
             )
         args = tuple(self.convert(arg, depth + 1) for arg in node.args)
         if all(isinstance(arg, Num) for arg in args):
@@ -298,13 +365,14 @@ class _Converter:
         return Call(name, args)
 
     def _fold(self, node: ast.AST, fn: Callable[..., float], *values: float) -> Num:
+        """Evaluate a constant sub-expression in float64; a non-finite result is refused."""
         try:
-            result = fn(*values)
-        except (ValueError, ZeroDivisionError, OverflowError):
+            result = fn(*(float(value) for value in values))
+        except (ValueError, ZeroDivisionError, OverflowError, TypeError):
             result = math.nan
-        if isinstance(result, complex) or not math.isfinite(result):
-            raise ExprError(f"constant sub-expression {self._where(node)} is not a finite number")
-        return Num(result)
+        if not isinstance(result, (int, float)) or isinstance(result, bool) or not math.isfinite(result):
+            raise ExprError(f"constant sub-expression {self._where(node)} is not a finite number", "expr")
+        return Num(float(result))
 
 
 def _fold_binop(op: str, a: float, b: float) -> float:
@@ -364,18 +432,26 @@ def _needs_positive(node: Node) -> bool:
 # Emitters. Precedence: 1 for + -, 2 for * /, 3 for unary minus, 4 for ** and atoms.
 
 
+def _float_literal(value: float) -> str:
+    """``repr`` of a finite float: the shortest text that reads back as exactly ``value``, and a
+    valid float literal in C++ and Python alike (``2.0``, ``1e-07``, ``8.112963841460668e+31``)."""
+    text = repr(float(value))
+    if not math.isfinite(value) or not set(text) <= set("0123456789.e+-"):
+        raise AssertionError(f"not a finite float literal: {text}")  # pragma: no cover
+    return text
+
+
 class _CppStyle:
     def __init__(self, acc: str) -> None:
         self.acc = acc
 
-    def num(self, value: float | int) -> str:
-        text = repr(value) if isinstance(value, float) else str(value)
-        return f"{self.acc}({text})"
+    def num(self, value: float) -> str:
+        return f"{self.acc}({_float_literal(value)})"
 
     def call(self, func: str, args: list[str]) -> str:
         return f"opmath::{func}({', '.join(args)})"
 
-    def power(self, base: str, exponent: float | int) -> str:
+    def power(self, base: str, exponent: float) -> str:
         if exponent == 2:
             return f"opmath::square({base})"
         if exponent == 0.5:
@@ -384,19 +460,29 @@ class _CppStyle:
 
 
 class _TorchStyle:
-    def num(self, value: float | int) -> str:
-        return repr(value) if isinstance(value, float) else str(value)
+    def num(self, value: float) -> str:
+        return _float_literal(value)
 
     def call(self, func: str, args: list[str]) -> str:
         return f"{FUNCTIONS[func].torch}({', '.join(args)})"
 
 
-def _emit(node: Node, style: _CppStyle | _TorchStyle) -> str:
+class _CanonicalStyle(_TorchStyle):
+    """Python syntax over kernelgen's own function names: what --expr would be, written by us."""
+
+    def call(self, func: str, args: list[str]) -> str:
+        return f"{func}({', '.join(args)})"
+
+
+_Style = Union[_CppStyle, _TorchStyle]  # noqa: UP007 (a runtime alias)
+
+
+def _emit(node: Node, style: _Style) -> str:
     text, _ = _emit_prec(node, style)
     return text
 
 
-def _emit_prec(node: Node, style: _CppStyle | _TorchStyle) -> tuple[str, int]:
+def _emit_prec(node: Node, style: _Style) -> tuple[str, int]:
     if isinstance(node, Num):
         text = style.num(node.value)
         return (text, 3 if text.startswith("-") else 4)
@@ -404,7 +490,8 @@ def _emit_prec(node: Node, style: _CppStyle | _TorchStyle) -> tuple[str, int]:
         return node.name, 4
     if isinstance(node, Neg):
         inner, prec = _emit_prec(node.operand, style)
-        return "-" + (inner if prec >= 3 else f"({inner})"), 3
+        # -(-x), never --x: in C++ that is a decrement
+        return "-" + (inner if prec >= 3 and not inner.startswith("-") else f"({inner})"), 3
     if isinstance(node, BinOp):
         mine = 1 if node.op in "+-" else 2
         left, lp = _emit_prec(node.left, style)
@@ -419,7 +506,8 @@ def _emit_prec(node: Node, style: _CppStyle | _TorchStyle) -> tuple[str, int]:
         base, bp = _emit_prec(node.base, style)
         if isinstance(style, _CppStyle):
             return style.power(base, node.exponent), 4
-        if bp < 4:
+        # ** is right-associative: (x ** 2.0) ** 3.0 needs its parentheses
+        if bp < 4 or isinstance(node.base, Power):
             base = f"({base})"
         exponent = style.num(node.exponent)
         if exponent.startswith("-"):
@@ -427,7 +515,7 @@ def _emit_prec(node: Node, style: _CppStyle | _TorchStyle) -> tuple[str, int]:
         return f"{base} ** {exponent}", 4
     if isinstance(node, Call):
         args = [_emit_prec(arg, style)[0] for arg in node.args]
-        if isinstance(style, _TorchStyle):
+        if type(style) is _TorchStyle:
             return _torch_call(node, args), 4
         return style.call(node.func, args), 4
     raise AssertionError(f"unknown node {node!r}")  # pragma: no cover

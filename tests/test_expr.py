@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import random
+import re
+import time
 
 import pytest
 
@@ -18,13 +21,24 @@ from kernelgen.expr import FUNCTIONS, parse
         ("a - (b - c)", "abc", "a - (b - c)", "a - (b - c)"),
         ("a / (b * c)", "abc", "a / (b * c)", "a / (b * c)"),
         ("(a + b) * c", "abc", "(a + b) * c", "(a + b) * c"),
-        ("-x**2", "x", "-opmath::square(x)", "-x ** 2"),
-        ("(-x)**2", "x", "opmath::square(-x)", "(-x) ** 2"),
+        ("-x**2", "x", "-opmath::square(x)", "-x ** 2.0"),
+        ("(-x)**2", "x", "opmath::square(-x)", "(-x) ** 2.0"),
         ("x**0.5 + x**-1.5", "x", "opmath::sqrt(x) + opmath::pow(x, acc_t(-1.5))", "x ** 0.5 + x ** (-1.5)"),
         ("+x", "x", "x", "x"),
-        ("x / 2", "x", "x / acc_t(2)", "x / 2"),
-        ("min(x, 0) + max(2.5, x)", "x", "opmath::min(x, acc_t(0)) + opmath::max(acc_t(2.5), x)",
-         "torch.clamp(x, max=0) + torch.clamp(x, min=2.5)"),
+        ("x / 2", "x", "x / acc_t(2.0)", "x / 2.0"),
+        ("min(x, 0) + max(2.5, x)", "x", "opmath::min(x, acc_t(0.0)) + opmath::max(acc_t(2.5), x)",
+         "torch.clamp(x, max=0.0) + torch.clamp(x, min=2.5)"),
+        # every number is a float literal, folded in float64: never a C++ integer literal
+        ("x*(9007199254740992*9007199254740992)", "x", "x * acc_t(8.112963841460668e+31)",
+         "x * 8.112963841460668e+31"),
+        ("0x10 * x + 1_000", "x", "acc_t(16.0) * x + acc_t(1000.0)", "16.0 * x + 1000.0"),
+        ("x * (1 / 3)", "x", "x * acc_t(0.3333333333333333)", "x * 0.3333333333333333"),
+        # -(-x), never --x (a decrement in C++)
+        ("--x", "x", "-(-x)", "-(-x)"),
+        ("-(-x * 2)", "x", "-(-x * acc_t(2.0))", "-(-x * 2.0)"),
+        # ** is right-associative: the inner power keeps its parentheses
+        ("(x**2)**0.5", "x", "opmath::sqrt(opmath::square(x))", "(x ** 2.0) ** 0.5"),
+        ("x**2**0.5", "x", f"opmath::pow(x, acc_t({2**0.5!r}))", f"x ** {2**0.5!r}"),
         ("pow(x, y)", "xy", "opmath::pow(x, y)", "torch.pow(x, y)"),
         ("exp(1.0) * x", "x", f"acc_t({math.e!r}) * x", f"{math.e!r} * x"),
     ],
@@ -108,8 +122,6 @@ def test_rejects_with_a_message_naming_the_token(source, message):
 def test_emitted_code_contains_only_whitelisted_tokens():
     # Whatever the user typed, the C++ is built from our own spellings: no user text passes through.
     parsed = parse("x * sigmoid(1.702 * x) + exp(-abs(y)) / (1 + y ** 2)", ("x", "y"))
-    import re
-
     tokens = set(re.findall(r"[A-Za-z_][A-Za-z0-9_:]*", parsed.cpp()))
     assert tokens <= {"x", "y", "acc_t", "opmath::sigmoid", "opmath::exp", "opmath::abs", "opmath::square"}
 
@@ -125,3 +137,172 @@ def test_fused_torch_baseline():
     assert parse("a*b+c", ("a", "b", "c")).fused_torch() == "torch.addcmul(c, a, b)"
     assert parse("c + a*b", ("a", "b", "c")).fused_torch() == "torch.addcmul(c, a, b)"
     assert parse("a*b-c", ("a", "b", "c")).fused_torch() is None
+
+
+# ---- hardening: the text that reaches generated files is ours, never the user's -------------
+
+SAFE_CANONICAL = re.compile(r"[A-Za-z0-9_ .+\-*/(),e]*")
+
+
+@pytest.mark.parametrize(
+    "source, column",
+    [
+        ("a*b+c # */ evil", 7),
+        ("a*b+c#", 6),
+        ("'''#' + a*b*c", 4),  # the quote never gets a chance to hide it: '#' is refused first
+    ],
+)
+def test_comments_are_refused_with_their_column(source, column):
+    with pytest.raises(ExprError) as info:
+        parse(source, ("a", "b", "c"))
+    message = str(info.value)
+    assert "comments are not allowed in --expr" in message and f"column {column}" in message
+    assert info.value.param == "expr" and "\n" not in message
+
+
+@pytest.mark.parametrize("char", ["\x00", "\udcff", "é", "９", "\u2028", "\x0b", "\x0c", "\x85", "\ufeff", "\x7f", "\x1b"])
+def test_non_printable_or_non_ascii_characters_are_refused(char):
+    with pytest.raises(ExprError) as info:
+        parse(f"a*b{char}+c", ("a", "b", "c"))
+    message = str(info.value)
+    assert f"U+{ord(char):04X} at column 4" in message and "printable ASCII" in message
+    message.encode("ascii")  # printable on any terminal, even for a lone surrogate from a bad argv byte
+    assert "\n" not in message
+
+
+def test_tabs_count_as_spaces_and_surrounding_newlines_are_stripped():
+    parsed = parse("\ta\t*\tb + c\n", ("a", "b", "c"))
+    assert parsed.canonical == "a * b + c"
+
+
+@pytest.mark.parametrize(
+    "source, canonical",
+    [
+        ("a*b+c", "a * b + c"),
+        ("a   *(b)+  (c)", "a * b + c"),
+        ("+a * b - -c", "a * b - -c"),
+        ("a * sigmoid(1.702*b) / c", "a * sigmoid(1.702 * b) / c"),
+        ("min(a, 0) * max(b, c) ** 2", "min(a, 0.0) * max(b, c) ** 2.0"),
+        ("a ** -1 * b * c", "a ** (-1.0) * b * c"),
+        ("(a - b) - c + (a - (b - c))", "a - b - c + (a - (b - c))"),
+        ("a * 1e-7 + b * 5e-324 + c * 1e16", "a * 1e-07 + b * 5e-324 + c * 1e+16"),
+        ("exp(1) * a * b * c", f"{2.718281828459045!r} * a * b * c"),
+    ],
+)
+def test_source_is_the_canonical_text_printed_from_the_tree(source, canonical):
+    parsed = parse(source, ("a", "b", "c"))
+    assert parsed.canonical == canonical
+    assert parsed.source == parsed.canonical
+    assert SAFE_CANONICAL.fullmatch(parsed.canonical)
+    again = parse(parsed.canonical, ("a", "b", "c"))
+    assert again.tree == parsed.tree and again.canonical == canonical
+
+
+def test_numbers_are_the_same_float_literal_in_cpp_and_torch():
+    parsed = parse("x * 3 + 0.1 * x ** 3 - min(x, 2) / 7 + 9007199254740992 * x", ("x",))
+    cpp_numbers = re.findall(r"acc_t\(([^()]*)\)", parsed.cpp())
+    torch_numbers = re.findall(r"(?<![\w.])\d[\d.e+-]*", parsed.torch())
+    assert cpp_numbers == ["3.0", "0.1", "3.0", "2.0", "7.0", "9007199254740992.0"]
+    assert sorted(torch_numbers) == sorted(["3.0", "0.1", "3.0", "2.0", "7.0", "9007199254740992.0"])
+    for text in cpp_numbers:
+        assert "." in text or "e" in text  # a float literal in C++, never an int
+        assert repr(float(text)) == text  # and it reads back as exactly the value
+
+
+def _balanced_sum(terms: list[str]) -> str:
+    if len(terms) == 1:
+        return terms[0]
+    half = len(terms) // 2
+    return f"({_balanced_sum(terms[:half])})+({_balanced_sum(terms[half:])})"
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("x * (" + "*".join(["9007199254740992"] * 40) + ")", "is not a finite number"),
+        ("x * 10 ** 400", "is not a finite number"),
+        ("x * (2 ** 1023 * 2)", "is not a finite number"),
+        ("x * 9007199254740993", "larger than 2**53"),
+        ("x * 1e309", "non-finite literal"),
+        ("x * exp(1000)", "is not a finite number"),
+        ("x * sigmoid(-1000)", "is not a finite number"),
+        (_balanced_sum(["x*(1/3)"] * 128), "once written out"),
+    ],
+)
+def test_constant_folding_is_float64_and_never_overflows(source, message):
+    with pytest.raises(ExprError) as info:
+        parse(source, ("x",))
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_huge_product_of_literals_folds_to_a_finite_float():
+    parsed = parse("x * (9007199254740992 * 9007199254740992 * 9007199254740992)", ("x",))
+    assert parsed.canonical == f"x * {float(2**159)!r}"
+    assert parsed.cpp() == f"x * acc_t({float(2**159)!r})"
+
+
+def _random_expression(rng: random.Random, names: tuple[str, ...], depth: int = 0) -> str:
+    """A random expression from the grammar, often valid, sometimes not."""
+    choice = rng.randrange(9 if depth < 5 else 3)
+    if choice == 0:
+        return rng.choice(names)
+    if choice == 1:
+        return rng.choice(["0", "1", "2", "2.5", "1e-7", "1e308", "9007199254740992", "0x1F", "1_0", ".5", "3."])
+    if choice == 2:
+        return rng.choice(names) + rng.choice(["", " "])
+    if choice in (3, 4):
+        op = rng.choice(["+", "-", "*", "/", "**", " ** ", "//", "%", "@"])
+        return _random_expression(rng, names, depth + 1) + op + _random_expression(rng, names, depth + 1)
+    if choice == 5:
+        return rng.choice(["-", "+", "~", "not "]) + _random_expression(rng, names, depth + 1)
+    if choice == 6:
+        return "(" + _random_expression(rng, names, depth + 1) + ")"
+    func = rng.choice([*sorted(FUNCTIONS), "foo", "__import__", "eval"])
+    args = [_random_expression(rng, names, depth + 1) for _ in range(rng.choice([1, 1, 2, 3]))]
+    return f"{func}({', '.join(args)})"
+
+
+INJECTIONS = [
+    "'''", '"""', "'", '"', "\\N{DIGIT ONE}", "\\x00", "\\", "*/", "/*", "//", "{{ x }}", "{% raw %}", "{#", "#",
+    "\n", "\r", "\r\n", "\u2028", "\u2029", "\x0b", "\x0c", "\x85", "\x00", "\t", "\udcff", "é", "；",
+    '"); system("id"); ("', "x.__class__", "__import__('os')", "f'{x}'", "lambda: x", "[x]", "x if x else y",
+    "1e999", "0b101", "1j", "True", "None", "...", "$", "`", "?", ";", ":", "=", "==", "@", "!",
+]
+
+
+def test_fuzz_parse_raises_only_expr_error_and_canonical_text_is_safe():
+    rng = random.Random(20260523)
+    pool = [chr(c) for c in range(32, 127)] + ["\x00", "\n", "\r", "\t", "\x0b", "\x0c", "\x85", "\u2028", "\udcff", "ÿ", "\ufeff"]
+    accepted = tried = 0
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline and tried < 20000:
+        names = rng.choice([("x",), ("x", "y")])
+        kind = tried % 4
+        if kind == 0:
+            text = "".join(rng.choice(pool) for _ in range(rng.randrange(1, 40)))
+        elif kind == 1:
+            text = _random_expression(rng, names)
+        elif kind == 2:
+            base = _random_expression(rng, names)
+            cut = rng.randrange(len(base) + 1)
+            text = base[:cut] + rng.choice(INJECTIONS) + base[cut:]
+        else:
+            text = " ".join(rng.choice([*INJECTIONS, *names, "+", "*", "(", ")", "exp(", "1.5"]) for _ in range(rng.randrange(1, 8)))
+        tried += 1
+        try:
+            parsed = parse(text, names)
+        except ExprError as err:
+            assert "\n" not in str(err) and "\r" not in str(err), repr(text)
+            str(err).encode("ascii", "backslashreplace")
+            continue
+        except Exception as err:  # anything else is a bug
+            raise AssertionError(f"parse({text!r}) raised {type(err).__name__}: {err}") from err
+        accepted += 1
+        canonical = parsed.canonical
+        assert parsed.source == canonical
+        assert SAFE_CANONICAL.fullmatch(canonical), (text, canonical)
+        again = parse(canonical, names)
+        assert again.tree == parsed.tree and again.canonical == canonical, (text, canonical)
+        assert re.fullmatch(r"[A-Za-z0-9_ .+\-*/(),:]*", parsed.cpp()), parsed.cpp()
+        assert re.fullmatch(r"[A-Za-z0-9_ .+\-*/(),=]*", parsed.torch()), parsed.torch()
+    assert tried >= 1000 and accepted >= 100, (tried, accepted)
