@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import expr as expr_mod
+from . import names as names_mod
 from .errors import AnswersError, InvalidNameError, SpecError
 
 KINDS: dict[str, str] = {
@@ -49,71 +50,142 @@ RESERVED = frozenset(
     ["torch", "std", "at", "c10", "acc_t", "scalar_t", "opmath", "n", "i", "idx", "out", "ctx", "grad", "grad_out", "self", "reference", "kernelgen", "setuptools", "numpy", "triton", "pytest", "math", "os", "sys", "ops", "tests", "benchmarks", "csrc", "cuda", "build", "dist"]
 )
 
-_IDENT = re.compile(r"[a-z][a-z0-9_]*\Z")
-_ARCH = re.compile(r"(\d+)\.(\d+)(a|f)?(\+PTX)?\Z")
+_IDENT = re.compile(r"[a-z][a-z0-9_]*\Z", re.ASCII)
+# major.minor, at most 3 ASCII digits each ([0-9], not \d, which matches '９')
+_ARCH = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})(a|f)?(\+PTX)?", re.ASCII)
+MAX_NAME_LENGTH = 64
+MAX_INPUTS = 16
+MAX_ARCH_ENTRIES = 32
 
 
-def normalize_op_name(raw: str) -> str:
-    """Validate ``raw`` and return the identifier form (hyphens become underscores)."""
-    return _check_identifier(raw, what="op name", param="op_name", allow_hyphens=True)
+def _show(value: object, limit: int = 40) -> str:
+    """``value`` for a one-line message: ASCII only (any terminal prints it), at most ``limit``
+    characters of it (a 100k-character argument must not flood the terminal)."""
+    text = value if isinstance(value, str) else repr(value)
+    return ascii(text if len(text) <= limit else text[: limit - 3] + "...")
 
 
-def _check_identifier(raw: str, *, what: str, param: str, allow_hyphens: bool = False) -> str:
+def normalize_op_name(raw: str, *, check_installed: bool = False) -> str:
+    """Validate ``raw`` and return the identifier form (hyphens become underscores).
+
+    An op name becomes a C++ namespace at global scope and, by default, the package name too:
+    besides the identifier rules it must not be a C or CUDA library name nor shadow a module
+    torch or kernelgen's test stack imports. With ``check_installed`` (for a *new* package), a
+    module importable in this environment is refused too; off by default because a package the
+    user already installed is importable under its own name (``kernelgen add`` must accept it).
+    """
+    name = _check_identifier(raw, what="op name", param="op_name", allow_hyphens=True)
+    return _check_module_name(name, raw, what="op name", param="op_name", check_installed=check_installed)
+
+
+def normalize_package_name(raw: str, *, check_installed: bool = False) -> str:
+    """Like :func:`normalize_op_name` for a package name, which is a Python package only (never a
+    C++ identifier), so C and CUDA library names such as ``gamma`` are fine."""
+    name = _check_identifier(raw, what="package name", param="name", allow_hyphens=True, c_names=False)
+    return _check_module_name(name, raw, what="package name", param="name", check_installed=check_installed)
+
+
+def _check_module_name(name: str, raw: str, *, what: str, param: str, check_installed: bool) -> str:
+    if name in names_mod.MODULE_NAMES:
+        raise InvalidNameError(
+            f"the {what} {_show(raw)} is reserved: it would shadow the module {name!r} that torch, "
+            "kernelgen or the generated tests import",
+            param,
+        )
+    if check_installed:
+        where = names_mod.installed_module(name)
+        if where is not None:
+            raise InvalidNameError(
+                f"the {what} {_show(raw)} would shadow the installed module {name!r} ({_show(where, 80)}); "
+                "choose another name",
+                param,
+            )
+    return name
+
+
+def _check_identifier(
+    raw: str, *, what: str, param: str, allow_hyphens: bool = False, c_names: bool = True
+) -> str:
+    if raw is not None and not isinstance(raw, str):
+        raise InvalidNameError(f"the {what} must be a string, not {type(raw).__name__}", param)
     if raw is None or raw.strip() == "":
         raise InvalidNameError(f"the {what} is empty", param)
+    if len(raw) > MAX_NAME_LENGTH:
+        raise InvalidNameError(
+            f"the {what} {_show(raw)} is longer than {MAX_NAME_LENGTH} characters ({len(raw)})", param
+        )
     if raw != raw.strip():
-        raise InvalidNameError(f"the {what} {raw!r} has leading or trailing spaces", param)
+        raise InvalidNameError(f"the {what} {_show(raw)} has leading or trailing spaces", param)
     if "/" in raw or "\\" in raw or ".." in raw or raw in (".", "~") or raw.startswith("~"):
         raise InvalidNameError(
-            f"the {what} {raw!r} looks like a path; give a bare name and use --output for the directory",
+            f"the {what} {_show(raw)} looks like a path; give a bare name and use --output for the directory",
             param,
         )
     name = raw.replace("-", "_") if allow_hyphens else raw
     if name[0].isdigit():
-        raise InvalidNameError(f"the {what} {raw!r} starts with a digit; identifiers cannot", param)
+        raise InvalidNameError(f"the {what} {_show(raw)} starts with a digit; identifiers cannot", param)
     if not name.isidentifier() or not name.isascii():
         raise InvalidNameError(
-            f"the {what} {raw!r} is not an identifier (use lowercase ASCII letters, digits"
+            f"the {what} {_show(raw)} is not an identifier (use lowercase ASCII letters, digits"
             f"{', hyphens' if allow_hyphens else ''} and underscores)",
             param,
         )
     if keyword.iskeyword(name) or keyword.issoftkeyword(name) or name in CPP_KEYWORDS:
-        raise InvalidNameError(f"the {what} {raw!r} is a C++ or Python keyword", param)
+        raise InvalidNameError(f"the {what} {_show(raw)} is a C++ or Python keyword", param)
     if name.startswith("_") or name.endswith("_") or "__" in name:
         raise InvalidNameError(
-            f"the {what} {raw!r} starts or ends with '_' or contains '__' "
+            f"the {what} {_show(raw)} starts or ends with '_' or contains '__' "
             "(reserved for the compiler and the generated code)",
             param,
         )
     if not _IDENT.match(name):
         raise InvalidNameError(
-            f"the {what} {raw!r} must be lowercase (letters, digits and underscores, "
+            f"the {what} {_show(raw)} must be lowercase (letters, digits and underscores, "
             "starting with a letter)",
             param,
         )
     if name in RESERVED or name in sys.stdlib_module_names or name in expr_mod.FUNCTIONS:
         raise InvalidNameError(
-            f"the {what} {raw!r} is reserved: it would shadow a module or a name the generated "
+            f"the {what} {_show(raw)} is reserved: it would shadow a module or a name the generated "
             "code uses",
             param,
         )
-    if len(name) > 64:
-        raise InvalidNameError(f"the {what} {raw!r} is longer than 64 characters", param)
+    if c_names and name in names_mod.C_AND_CUDA_NAMES:
+        raise InvalidNameError(
+            f"the {what} {_show(raw)} is a C standard library or CUDA name (it would clash with "
+            f"::{name} in the generated C++); choose another name",
+            param,
+        )
     return name
 
 
 def parse_dtypes(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Parse ``float32,bf16`` (or a list) into canonical names, in canonical order."""
-    items = value.split(",") if isinstance(value, str) else list(value)
+    """Parse ``float32,bf16`` (or a list) into canonical names, in canonical order.
+
+    Empty is an error, and so is an empty item (``fp32,,bf16``, a trailing comma): a typo, not a
+    request for the defaults.
+    """
+    if isinstance(value, str):
+        if not value.strip():
+            raise SpecError("--dtypes is empty; choose from " + ", ".join(DTYPES), "dtypes")
+        items: list[object] = list(value.split(","))
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise SpecError(f"--dtypes must be a comma-separated string, not {type(value).__name__}", "dtypes")
     chosen: set[str] = set()
-    for item in items:
+    for index, item in enumerate(items):
+        if not isinstance(item, str):
+            raise SpecError(f"--dtypes item {index + 1} is a {type(item).__name__}, not a dtype name", "dtypes")
         key = item.strip().lower()
         if not key:
-            continue
-        if key not in _DTYPE_ALIASES:
             raise SpecError(
-                f"unsupported dtype {item.strip()!r}; choose from {', '.join(DTYPES)}", "dtypes"
+                f"--dtypes has an empty item (item {index + 1}); separate dtypes with single commas, "
+                "e.g. float32,bfloat16",
+                "dtypes",
             )
+        if key not in _DTYPE_ALIASES:
+            raise SpecError(f"unsupported dtype {_show(item.strip())}; choose from {', '.join(DTYPES)}", "dtypes")
         chosen.add(_DTYPE_ALIASES[key])
     if not chosen:
         raise SpecError("--dtypes is empty; choose from " + ", ".join(DTYPES), "dtypes")
@@ -122,51 +194,124 @@ def parse_dtypes(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
 
 def parse_arch_list(value: str) -> str:
     """Validate a TORCH_CUDA_ARCH_LIST-style string and return it normalized with ';'."""
-    items = [item for item in re.split(r"[;\s,]+", value.strip()) if item]
+    if not isinstance(value, str):
+        raise SpecError(f"--arch-list must be a string, not {type(value).__name__}", "arch_list")
+    items = [item for item in re.split(r"[;\s,]+", value.strip(), flags=re.ASCII) if item]
     if not items:
         raise SpecError("--arch-list is empty; for example '8.0;9.0+PTX'", "arch_list")
+    if len(items) > MAX_ARCH_ENTRIES:
+        raise SpecError(f"--arch-list has {len(items)} entries; at most {MAX_ARCH_ENTRIES}", "arch_list")
     for item in items:
-        match = _ARCH.match(item)
+        match = _ARCH.fullmatch(item)
         if not match:
             raise SpecError(
-                f"bad --arch-list entry {item!r}; expected entries like 8.0, 9.0a or 9.0+PTX",
+                f"bad --arch-list entry {_show(item)}; expected entries like 8.0, 9.0a or 9.0+PTX "
+                "(ASCII digits, at most 3 per number)",
                 "arch_list",
             )
         if (int(match.group(1)), int(match.group(2))) < (7, 5):
             raise SpecError(
-                f"--arch-list entry {item!r} is older than 7.5, which CUDA 13's nvcc cannot target",
+                f"--arch-list entry {_show(item)} is older than 7.5, which CUDA 13's nvcc cannot target",
                 "arch_list",
             )
     return ";".join(items)
 
 
 def parse_inputs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    items = value.split(",") if isinstance(value, str) else list(value)
-    names = tuple(item.strip() for item in items)
-    if not names or names == ("",):
+    """Parse ``a,b,c`` (or a list) into input names, each a safe identifier that collides with
+    nothing the generated code uses (see :func:`check_input_names`)."""
+    if isinstance(value, str):
+        items: list[object] = list(value.split(",", MAX_INPUTS + 1))
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise SpecError(f"--inputs must be a comma-separated string, not {type(value).__name__}", "inputs")
+    if not items or (len(items) == 1 and isinstance(items[0], str) and not items[0].strip()):
         raise SpecError("--inputs is empty; give one or more names, such as 'a,b,c'", "inputs")
-    seen: set[str] = set()
-    for name in names:
-        _check_identifier(name, what="input name", param="inputs")
-        if name in seen:
+    if len(items) > MAX_INPUTS:
+        raise SpecError(f"--inputs declares more than {MAX_INPUTS} tensors", "inputs")
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise SpecError(f"an input name must be a string, not {type(item).__name__}", "inputs")
+        name = _check_identifier(item.strip(), what="input name", param="inputs")
+        if name in names:
             raise SpecError(f"input {name!r} is declared twice in --inputs", "inputs")
-        seen.add(name)
-    if len(names) > 16:
-        raise SpecError("--inputs declares more than 16 tensors", "inputs")
-    return names
+        names.append(name)
+    return check_input_names(tuple(names))
+
+
+def check_input_names(inputs: tuple[str, ...]) -> tuple[str, ...]:
+    """Refuse input names that collide with an identifier of the elementwise templates.
+
+    The identifiers are read from the templates themselves (:func:`kernelgen.names.template_names`):
+    an input named like a template local (``dtype``, ``stream``, ``t``, ...) is refused unless it
+    is one of the few common names known to be safe (:data:`kernelgen.names.SAFE_INPUT_NAMES`),
+    and so is an input equal to a local the templates derive from another input (``a_contig``
+    beside ``a``, from ``{{ x }}_contig``).
+    """
+    used = names_mod.op_template_names(frozenset(kind for kind in KINDS if kind != "elementwise"))
+    for name in inputs:
+        files = used.identifiers.get(name)
+        if files and name not in names_mod.SAFE_INPUT_NAMES:
+            raise SpecError(
+                f"input name {name!r} is used by the generated code ({files[0]}"
+                f"{f' and {len(files) - 1} more' if len(files) > 1 else ''}); choose another name",
+                "inputs",
+            )
+    derived: dict[str, str] = {}
+    for name in inputs:
+        for prefix, suffix in sorted(used.affixes):
+            local = f"{prefix}{name}{suffix}"
+            pattern = f"{prefix}{{{{ input }}}}{suffix}"
+            if local in inputs:
+                raise SpecError(
+                    f"input {local!r} clashes with the local {local!r} the generated code derives from "
+                    f"input {name!r} ({pattern}); rename one of them",
+                    "inputs",
+                )
+            if local in used.identifiers:
+                raise SpecError(
+                    f"input {name!r} would make the local {local!r} ({pattern}), a name the generated "
+                    "code already uses; choose another name",
+                    "inputs",
+                )
+            if local in derived:
+                raise SpecError(
+                    f"inputs {derived[local]!r} and {name!r} would both make the local {local!r}; rename one",
+                    "inputs",
+                )
+            derived[local] = name
+    return inputs
 
 
 def check_namespace(ns: str, *, derived_from_op: bool) -> str:
-    """Refuse a torch.ops namespace that PyTorch owns or that starts with '_' (minimal version)."""
-    owned = {"aten", "prim", "prims", "sparse", "quantized", "profiler", "inductor", "mkl", "quantization",
-             "torchvision", "c10d", "onednn", "mkldnn", "_quantized", "fbgemm", "xnnpack", "nvprims", "debugprims",
-             "higher_order", "cuda", "cudnn", "rngprims", "streams", "triton", "torch"}
-    if ns.startswith("_") or ns in owned:
-        where = "derived from the op name" if derived_from_op else "given by --namespace"
-        raise SpecError(f"namespace {ns!r} ({where}) is one PyTorch owns (torch.ops.{ns}); importing the op would "
-                        "abort Python: pick your own with --namespace <team>, e.g. --namespace myteam",
-                        "op_name" if derived_from_op else "namespace")
-    return ns
+    """Validate the effective torch.ops namespace ``ns`` and return it.
+
+    Besides the identifier rules (which refuse a leading '_'), ``ns`` must not be a namespace
+    PyTorch owns: defining an op in one (torch.ops.sparse, torch.ops.aten, ...) aborts Python on
+    import. Those are the recorded ones (:mod:`kernelgen.names`) plus, unless
+    KERNELGEN_NO_TORCH_QUERY=1, whatever the installed torch registers. ``derived_from_op`` says
+    the namespace was not given but taken from the op (or package) name: the error then names the
+    op (param "op_name") rather than --namespace.
+    """
+    param = "op_name" if derived_from_op else "namespace"
+    what = "op name (the default namespace)" if derived_from_op else "namespace"
+    name = _check_identifier(ns, what=what, param=param)
+    if name in names_mod.torch_namespaces():
+        fix = "pick your own with --namespace <team>, e.g. --namespace myteam"
+        if derived_from_op:
+            raise SpecError(
+                f"the op name {name!r} would also be the torch.ops namespace, and {name!r} is a namespace "
+                f"PyTorch owns (torch.ops.{name}; importing the op would abort Python); {fix}",
+                param,
+            )
+        raise SpecError(
+            f"{name!r} is a namespace PyTorch owns (torch.ops.{name}; importing the op would abort "
+            f"Python); {fix}",
+            param,
+        )
+    return name
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from kernelgen.errors import InvalidNameError, SpecError
-from kernelgen.spec import DEFAULT_ARCH_LIST, OpSpec, normalize_op_name, parse_arch_list, parse_dtypes
+from kernelgen.spec import (
+    DEFAULT_ARCH_LIST,
+    OpSpec,
+    PackageSpec,
+    normalize_op_name,
+    parse_arch_list,
+    parse_dtypes,
+)
 
 
 def test_hyphens_become_underscores():
@@ -57,6 +64,12 @@ def test_dtypes_aliases_and_order():
         parse_dtypes("float32,int8")
     with pytest.raises(SpecError, match="empty"):
         parse_dtypes(" , ")
+    with pytest.raises(SpecError, match=r"empty item \(item 2\)"):
+        parse_dtypes("fp32,,bf16")
+    with pytest.raises(SpecError, match="empty item"):
+        parse_dtypes("fp32,")
+    with pytest.raises(SpecError, match="--dtypes is empty"):
+        parse_dtypes("")
 
 
 def test_arch_list():
@@ -79,7 +92,7 @@ def test_kind_specific_options():
 
 
 def test_default_expression_sums_the_inputs():
-    assert OpSpec.create("op", inputs="p,q").expr == "p + q"
+    assert OpSpec.create("op", inputs="gate,up").expr == "gate + up"
 
 
 def test_namespace_is_validated():
@@ -89,8 +102,7 @@ def test_namespace_is_validated():
 
 
 def test_answers_round_trip():
-    spec = OpSpec.create("fused-gelu", inputs="x", expr="x*sigmoid(1.702*x)", dtypes="fp32,bf16")
-    answers = spec.answers()
-    again = OpSpec.create(answers["name"], kind=answers["kind"], inputs=answers["inputs"], expr=answers["expr"],
-                          dtypes=answers["dtypes"], arch_list=answers["arch_list"], namespace=answers["namespace"])
-    assert again == spec
+    spec = OpSpec.create("gelu", inputs="x", expr="x*sigmoid(1.702*x)", dtypes="fp32,bf16")
+    assert spec.expr == "x * sigmoid(1.702 * x)"  # recorded in canonical form, not as typed
+    again = PackageSpec.from_answers(PackageSpec.for_new_op(spec).answers())
+    assert again.ops == (spec,)

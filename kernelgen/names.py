@@ -1,0 +1,341 @@
+"""Names a generated op must not take: the data behind the name checks of :mod:`kernelgen.spec`.
+
+Four kinds of names are collected here:
+
+* :data:`C_AND_CUDA_NAMES`: types, functions, macros and built-in variables of the C standard
+  library and of CUDA. An op name becomes a C++ namespace at global scope, so ``floor`` or
+  ``int64_t`` would clash with ``::floor`` / ``::int64_t`` from <cmath> and <cstdint>.
+* :data:`MODULE_NAMES` and :func:`installed_module`: Python modules an op package must not shadow.
+* :func:`torch_namespaces`: the torch.ops namespaces PyTorch owns (defining an op in one aborts
+  Python on import).
+* :func:`template_names`: the identifiers the templates themselves use, derived from the template
+  files at run time, so that an input name cannot collide with a local of the generated code.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# ---------------------------------------------------------------------------------------------
+# C and CUDA. Written down from the C11 standard library headers <stdio.h>, <stdlib.h>,
+# <string.h>, <math.h>, <stdint.h>, <stddef.h>, <assert.h>, <ctype.h>, <time.h>, <signal.h>,
+# <setjmp.h>, <stdarg.h>, <errno.h> (plus the POSIX extras glibc's <math.h> declares by default
+# with g++), and from the CUDA C++ Programming Guide (built-in vector types and variables,
+# half/bfloat16 types, the common device functions).
+
+_STDIO = """
+    fopen freopen fclose fflush setbuf setvbuf fprintf printf sprintf snprintf vfprintf vprintf
+    vsprintf vsnprintf fscanf scanf sscanf vfscanf vscanf vsscanf fgetc fgets fputc fputs getc
+    getchar gets putc putchar puts ungetc fread fwrite fgetpos fseek fsetpos ftell rewind clearerr
+    feof ferror perror remove rename tmpfile tmpnam stdin stdout stderr fileno popen pclose getline
+"""
+_STDLIB = """
+    atof atoi atol atoll strtod strtof strtold strtol strtoll strtoul strtoull rand srand
+    aligned_alloc calloc free malloc realloc abort atexit at_quick_exit exit getenv quick_exit
+    system bsearch qsort abs labs llabs div ldiv lldiv mblen mbtowc wctomb mbstowcs wcstombs
+    posix_memalign setenv unsetenv putenv mkstemp realpath
+"""
+_STRING = """
+    memcpy memmove memset memcmp memchr strcpy strncpy strcat strncat strcmp strncmp strcoll
+    strxfrm strchr strrchr strspn strcspn strpbrk strstr strtok strerror strlen strdup strndup
+    strnlen
+"""
+# <math.h>: each function also exists with an f (float) and an l (long double) suffix.
+_MATH = """
+    acos asin atan atan2 cos sin tan acosh asinh atanh cosh sinh tanh exp exp2 expm1 frexp ilogb
+    ldexp log log10 log1p log2 logb modf scalbn scalbln cbrt fabs hypot pow sqrt erf erfc lgamma
+    tgamma ceil floor nearbyint rint lrint llrint round lround llround trunc fmod remainder
+    remquo copysign nan nextafter nexttoward fdim fmax fmin fma
+"""
+_MATH_OTHER = """
+    fpclassify isfinite isinf isnan isnormal signbit isgreater isgreaterequal isless islessequal
+    islessgreater isunordered j0 j1 jn y0 y1 yn gamma drem significand exp10 pow10 sincos
+    float_t double_t huge_val infinity
+"""
+_TYPES_AND_MACROS = """
+    size_t ssize_t ptrdiff_t max_align_t nullptr_t wchar_t wint_t intptr_t uintptr_t intmax_t
+    uintmax_t off_t fpos_t va_list jmp_buf time_t clock_t div_t ldiv_t lldiv_t sig_atomic_t
+    tm errno assert static_assert offsetof setjmp longjmp signal raise va_start va_arg va_end
+    va_copy clock time difftime mktime strftime gmtime localtime asctime ctime NULL EOF FILE
+    isalnum isalpha isblank iscntrl isdigit isgraph islower isprint ispunct isspace isupper
+    isxdigit tolower toupper
+"""
+# CUDA: types, built-in variables and device functions an identifier could collide with.
+_CUDA = """
+    dim3 half half2 nv_half nv_half2 bfloat16 nv_bfloat16 nv_bfloat162 cudaStream_t cudaError_t
+    cudaEvent_t cudaDeviceProp threadIdx blockIdx blockDim gridDim warpSize clock64 rsqrt rsqrtf
+    rcbrt rcbrtf sinpi cospi sinpif cospif sincospi sincospif normcdf normcdff normcdfinv
+    normcdfinvf erfinv erfinvf erfcinv erfcinvf erfcx erfcxf rhypot rhypotf norm norm3d norm4d
+    rnorm rnorm3d rnorm4d saturate fdividef min max umin umax llmin llmax ullmin ullmax
+    atomicAdd atomicSub atomicExch atomicMin atomicMax atomicCAS
+"""
+
+
+def _words(*blocks: str) -> set[str]:
+    return {word for block in blocks for word in block.split()}
+
+
+def _c_and_cuda_names() -> frozenset[str]:
+    names = _words(_STDIO, _STDLIB, _STRING, _MATH, _MATH_OTHER, _TYPES_AND_MACROS, _CUDA)
+    names |= {f"{fn}{suffix}" for fn in _words(_MATH) for suffix in ("f", "l")}
+    # <stdint.h>: int8_t ... uint64_t and their least/fast variants.
+    for bits in (8, 16, 32, 64):
+        for sign in ("", "u"):
+            names |= {f"{sign}int{bits}_t", f"{sign}int_least{bits}_t", f"{sign}int_fast{bits}_t"}
+    # CUDA's built-in vector types (float4, uchar2, ...) and their make_<type> constructors;
+    # CUDA 13 adds 16- and 32-byte aligned variants of the 4-vectors of 64-bit types.
+    for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong",
+                 "ulonglong", "float", "double"):
+        for width in (1, 2, 3, 4):
+            names |= {f"{base}{width}", f"make_{base}{width}"}
+    for base in ("long", "ulong", "longlong", "ulonglong", "double"):
+        names |= {f"{base}4_16a", f"{base}4_32a"}
+    return frozenset(names)
+
+
+#: C standard library and CUDA names (see the comment above for the sources).
+C_AND_CUDA_NAMES: frozenset[str] = _c_and_cuda_names()
+
+# ---------------------------------------------------------------------------------------------
+# Python modules. sys.stdlib_module_names covers the standard library; these are the import
+# names of torch's dependencies (importlib.metadata.requires("torch") for torch 2.14, with the
+# CUDA wheels, all under `nvidia` and `cuda`), of kernelgen's own dependencies (click, jinja2,
+# copier and what copier pulls in, pyyaml), and of the test and build stack of a generated package
+# (pytest and its dependencies, setuptools, build, ninja, numpy, matplotlib).
+
+MODULE_NAMES: frozenset[str] = frozenset(
+    _words("""
+    torch torchgen functorch triton nvidia cuda filelock typing_extensions setuptools
+    pkg_resources distutils sympy mpmath networkx jinja2 markupsafe fsspec optree opt_einsum
+    yaml click copier colorama dunamai funcy jinja2_ansible_filters packaging pathspec platformdirs
+    plumbum pydantic pydantic_core annotated_types typing_inspection pygments questionary
+    prompt_toolkit wcwidth pytest pluggy iniconfig py exceptiongroup tomli numpy build
+    pyproject_hooks wheel pip ninja matplotlib mypy ruff hypothesis kernelgen
+    """)
+)
+
+
+def installed_module(name: str) -> str | None:
+    """Where ``name`` would be imported from in this environment, or None.
+
+    Only real modules and packages count (not namespace packages, which any directory of that
+    name on sys.path makes), and not one found right in the current directory (``python -m``
+    puts it on sys.path, and the package being generated there would be found). Never raises.
+    """
+    if name in sys.modules:
+        return "already imported"
+    try:
+        spec = importlib.util.find_spec(name)
+    except Exception:  # a broken finder or a module whose import fails: not our concern here
+        return None
+    if spec is None or spec.origin in (None, "namespace"):
+        return None
+    origin = str(spec.origin)
+    if origin in ("built-in", "frozen"):
+        return origin
+    try:
+        path = Path(origin).resolve()
+        where = path.parent.parent if path.name == "__init__.py" else path.parent
+        if where == Path.cwd().resolve():
+            return None
+    except (OSError, ValueError):
+        return None
+    return origin
+
+
+# ---------------------------------------------------------------------------------------------
+# torch.ops namespaces. Collected from torch 2.14.1+cu130 (Python 3.11) after importing torch and
+# torch._inductor, torch.distributed (tensor, fsdp, pipelining, symmetric memory), torch.export,
+# torch.onnx, torch.ao.quantization and torch.nn.attention.flex_attention: the prefixes before
+# '::' of torch._C._dispatch_get_all_op_names() and of torch._C._jit_get_all_schemas(), plus the
+# attributes of torch.ops itself (load_library, higher_order, ...).
+RECORDED_FROM_TORCH = "2.14.1+cu130"
+RECORDED_TORCH_NAMESPACES: frozenset[str] = frozenset([
+    "_c10d_functional", "_c10d_functional_autograd", "_dir", "_dtensor", "_inductor_test",
+    "_native", "_quantized", "_test", "aten", "c10d", "c10d_functional", "coor", "cuda",
+    "debug_mode_ops", "debugprims", "export", "flex_lib", "fsdp", "higher_order", "import_module",
+    "inductor", "inductor_prims", "load_library", "loaded_libraries", "mempool", "mkl", "mkldnn",
+    "mkldnn_prepacked", "onednn", "onnx", "onnx_symbolic", "pippy", "prim", "prims", "profiler",
+    "quantization", "quantized", "quantized_decomposed", "rngprims", "sparse", "static_runtime",
+    "streams", "symm_mem", "tr_c10d",
+])
+
+#: Namespaces of older torch releases and of libraries commonly loaded beside torch (written down,
+#: not collected): nvprims (torch 2.0), cudnn and xnnpack kernels, torchvision, fbgemm, triton.
+OTHER_TORCH_NAMESPACES: frozenset[str] = frozenset(
+    ["nvprims", "cudnn", "xnnpack", "torchvision", "torchaudio", "torchao", "fbgemm", "triton", "torch"]
+)
+
+#: Set to 1 to skip asking the installed torch (tests use it to exercise the recorded list alone).
+NO_TORCH_QUERY_ENV = "KERNELGEN_NO_TORCH_QUERY"
+
+
+@functools.lru_cache(maxsize=1)
+def live_torch_namespaces() -> frozenset[str]:
+    """The namespaces the installed torch registers, asked from its dispatcher (empty when torch
+    is not installed or fails to import). Imports torch (about 2 s) once per process."""
+    try:
+        if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
+            return frozenset()
+        import torch
+
+        names = set(torch._C._dispatch_get_all_op_names())
+        names |= {schema.name for schema in torch._C._jit_get_all_schemas()}
+        found = {name.split("::", 1)[0] for name in names if "::" in name}
+        found |= {attr for attr in dir(torch.ops) if not attr.startswith("__")}
+        return frozenset(found)
+    except Exception:  # a broken torch install must not break name checking
+        return frozenset()
+
+
+def torch_namespaces() -> frozenset[str]:
+    """Every torch.ops namespace PyTorch owns: the recorded lists, plus the installed torch's."""
+    recorded = RECORDED_TORCH_NAMESPACES | OTHER_TORCH_NAMESPACES
+    if os.environ.get(NO_TORCH_QUERY_ENV) == "1":
+        return recorded
+    return recorded | live_torch_namespaces()
+
+
+# ---------------------------------------------------------------------------------------------
+# Identifiers the templates use. Derived from the template files, never written down: the
+# templates change, and a list would go stale.
+
+#: Input names that are common and safe although the templates use them as identifiers: every
+#: use of them in the templates is a comprehension variable or a parameter of a function that
+#: takes no input (tests/test_hardening.py checks that this stays true).
+SAFE_INPUT_NAMES: frozenset[str] = frozenset(["a", "b", "c", "d", "x", "y", "z", "w", "bias", "gate", "up"])
+
+_JINJA_TAG = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.DOTALL)
+_FOR_INPUTS = re.compile(r"\{%[-+]?\s*for\s+([A-Za-z_]\w*)\s+in\s+([^%]*?)\s*[-+]?%\}")
+_PLACEHOLDER = re.compile(r"([A-Za-z0-9_]*)\{\{[-+]?\s*([^{}]*?)\s*[-+]?\}\}([A-Za-z0-9_]*)")
+_SET_EXPR = re.compile(r"\{%[-+]?\s*set\s+([A-Za-z_]\w*)\s*=\s*([^%]*?)\s*[-+]?%\}")
+_SET_BLOCK = re.compile(r"\{%[-+]?\s*set\s+([A-Za-z_]\w*)\s*[-+]?%\}(.*?)\{%[-+]?\s*endset\s*[-+]?%\}", re.DOTALL)
+_INPUT_LIST = re.compile(r"(?:\w+\.)?inputs\s*(?:\[[^\]]*\]\s*)?(?:\|\s*join\b.*)?\Z", re.DOTALL)
+_INPUT_INDEX = re.compile(r"(?:\w+\.)?inputs\s*\[\s*-?\d+\s*\]\Z")
+_PY_STRIP = re.compile(
+    r"""(?P<str>(?P<prefix>[rRbBfFuU]{0,2})(?P<q>\"\"\"|'''|"|')(?P<body>(?:\\.|(?!(?P=q))[^\\])*)(?P=q))"""
+    r"""|\#[^\n]*"""
+)
+_C_STRIP = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.DOTALL)
+_IDENTIFIER = re.compile(r"(?<![A-Za-z0-9_.\x00\x01])(?<!->)([A-Za-z_][A-Za-z0-9_]*)(?![A-Za-z0-9_\x00\x01])")
+_C_SUFFIXES = (".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp")
+
+
+@dataclass(frozen=True)
+class TemplateNames:
+    """What the templates use: identifiers (with the files using them) and input-derived names."""
+
+    #: identifier -> the template files (relative paths) that use it in code
+    identifiers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: (prefix, suffix) pairs the templates glue to an input name: ("", "_ptr") for {{ x }}_ptr
+    affixes: frozenset[tuple[str, str]] = frozenset()
+    #: relative paths of the files that render input names outside strings
+    input_files: frozenset[str] = frozenset()
+
+
+def _python_code(text: str) -> str:
+    """``text`` without comments and string literals (the {...} parts of f-strings are kept)."""
+    def keep(match: re.Match[str]) -> str:
+        if match.group("str") is None:
+            return " "
+        if "f" in match.group("prefix").lower():
+            return " " + " ".join(re.findall(r"\{([^{}]*)\}", match.group("body"))) + " "
+        return " "
+
+    return _PY_STRIP.sub(keep, text)
+
+
+def input_variables(text: str) -> set[str]:
+    """The template variables that render input names: ``{% for v in inputs %}`` loop variables,
+    ``{% set args = inputs | join(", ") %}``, and ``{% set typed %}`` blocks looping over inputs."""
+    found = {m.group(1) for m in _FOR_INPUTS.finditer(text) if re.search(r"\binputs\b", m.group(2))}
+    found |= {m.group(1) for m in _SET_EXPR.finditer(text) if _INPUT_LIST.match(m.group(2))}
+    found |= {m.group(1) for m in _SET_BLOCK.finditer(text) if re.search(r"\binputs\b", m.group(2))}
+    return found
+
+
+def template_code(text: str, suffix: str) -> str | None:
+    """The code of a Python (``.py``) or C-family template: Jinja tags replaced by a marker
+    (``\\x01`` for a tag rendering input names, ``\\x00`` for any other), comments and string
+    literals removed (the ``{...}`` parts of f-strings kept). None for other kinds of file."""
+    if suffix != ".py" and suffix not in _C_SUFFIXES:
+        return None
+    variables = input_variables(text)
+
+    def mark(match: re.Match[str]) -> str:  # tags first: they may hold quotes
+        inner = re.fullmatch(r"\{\{[-+]?\s*(.*?)\s*[-+]?\}\}", match.group(), re.DOTALL)
+        return "\x01" if inner and _is_input(inner.group(1), variables) else "\x00"
+
+    code = _JINJA_TAG.sub(mark, text)
+    return _python_code(code) if suffix == ".py" else _C_STRIP.sub(" ", code)
+
+
+def _is_input(expression: str, variables: set[str]) -> bool:
+    return expression in variables or _INPUT_INDEX.match(expression) is not None
+
+
+def scan_template(text: str, suffix: str) -> tuple[set[str], set[tuple[str, str]], bool]:
+    """Identifiers used in code, input-derived affixes, and whether input names appear in code."""
+    variables = input_variables(text)
+    affixes = {
+        (m.group(1), m.group(3))
+        for m in _PLACEHOLDER.finditer(text)
+        if _is_input(m.group(2), variables) and (m.group(1) or m.group(3))
+    }
+    code = template_code(text, suffix)
+    if code is None:
+        return set(), affixes, False
+    return set(_IDENTIFIER.findall(code)), affixes, "\x01" in code
+
+
+@functools.lru_cache(maxsize=8)
+def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> TemplateNames:
+    """Scan every ``*.jinja`` file under ``root`` (except top-level ``exclude_dirs``, and Markdown).
+
+    Only Python and C/C++/CUDA files are scanned for identifiers, outside Jinja tags, comments and
+    string literals, and not after '.' or '->' (members do not collide with variables). A token
+    glued to a tag (``launch_{{ op_name }}``) is not an identifier on its own; when the tag is an
+    input (a ``{% for v in inputs %}`` variable or ``inputs[i]``) the glued text is an affix.
+    """
+    identifiers: dict[str, list[str]] = {}
+    affixes: set[tuple[str, str]] = set()
+    input_files: set[str] = set()
+    try:
+        paths = sorted(root.rglob("*.jinja"))
+    except OSError:
+        return TemplateNames()
+    for path in paths:
+        rel = path.relative_to(root)
+        if rel.parts[0] in exclude_dirs or path.name.endswith(".md.jinja"):
+            continue
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found, glued, uses_inputs = scan_template(text, Path(path.name[: -len(".jinja")]).suffix)
+        affixes |= glued
+        if uses_inputs:
+            input_files.add(rel.as_posix())
+        for name in found:
+            identifiers.setdefault(name, []).append(rel.as_posix())
+    return TemplateNames(
+        {name: tuple(files) for name, files in identifiers.items()}, frozenset(affixes), frozenset(input_files)
+    )
+
+
+def op_template_names(exclude_dirs: frozenset[str] = frozenset()) -> TemplateNames:
+    """:func:`template_names` of kernelgen's own templates (empty if they cannot be found)."""
+    from .errors import KernelgenError
+    from .render import template_dir  # here, not at the top: render imports spec, which imports us
+
+    try:
+        root = template_dir()
+    except KernelgenError:
+        return TemplateNames()
+    return template_names(root, exclude_dirs)
