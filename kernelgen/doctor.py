@@ -3,6 +3,9 @@
 Every check is a function of a :class:`Probe`, the only thing that looks at the machine (PATH,
 environment, subprocesses, files, torch). Tests pass a fake Probe, so each check is tested against
 the situation it is about rather than the machine the tests happen to run on.
+
+Every subprocess runs in its own session with a timeout (:attr:`Probe.timeout`, 20 s): a hanging
+nvcc or compiler is killed with its whole process group and reported as a failed check.
 """
 
 from __future__ import annotations
@@ -10,13 +13,21 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 OK, WARN, FAIL = "ok", "warn", "fail"
+
+#: The answers file of a generated package; its top-level ``arch_list`` is the requested arch list.
+ANSWERS_FILE = ".copier-answers.yml"
+
+#: What the compiler check compiles: it needs the C++ standard headers, as torch extensions do.
+_PROBE_PROGRAM = "#include <cstdio>\n#include <vector>\nint main() { std::vector<int> v{1}; std::printf(\"%d\", v[0]); }\n"
 
 
 @dataclass
@@ -25,6 +36,20 @@ class Check:
     status: str
     detail: str
     fix: str = ""
+
+
+@dataclass
+class RunResult:
+    """How a subprocess went: ``returncode`` is None when it could not start or was killed."""
+
+    returncode: int | None
+    output: str = ""  # stdout and stderr together
+    timed_out: bool = False
+    error: str = ""  # why it could not start
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0
 
 
 @dataclass
@@ -37,20 +62,42 @@ class TorchInfo:
 class Probe:
     """Everything the checks may ask of the machine. Override in tests."""
 
-    def __init__(self) -> None:
+    #: Seconds a probe subprocess may take (nvcc --version takes well under one).
+    DEFAULT_TIMEOUT = 20.0
+
+    def __init__(self, timeout: float | None = None) -> None:
         self.environ: dict[str, str] = dict(os.environ)
         self.python_version = sys.version_info[:3]
+        self.timeout = self.DEFAULT_TIMEOUT if timeout is None else timeout
+        self._runs: dict[tuple[tuple[str, ...], str | None], RunResult] = {}
 
     def which(self, name: str) -> str | None:
         return shutil.which(name, path=self.environ.get("PATH"))
 
-    def run(self, argv: list[str]) -> str | None:
-        """stdout + stderr of argv, or None if it cannot run."""
+    def run(self, argv: list[str], *, input: str | None = None) -> RunResult:
+        """Run argv (stdin: ``input``, or nothing) in a new session, at most :attr:`timeout`
+        seconds; on timeout its whole process group is killed. Results are remembered, so a hanging
+        program costs one timeout, not one per check that asks."""
+        key = (tuple(argv), input)
+        if key not in self._runs:
+            self._runs[key] = self._run(argv, input)
+        return self._runs[key]
+
+    def _run(self, argv: list[str], input: str | None) -> RunResult:
         try:
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=self.environ)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout + done.stderr
+            proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace",
+                env=self.environ, start_new_session=True,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as err:
+            return RunResult(None, error=_one_line(getattr(err, "strerror", None) or str(err)))
+        try:
+            output, _ = proc.communicate(input, timeout=self.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(proc)
+            return RunResult(None, timed_out=True, error=f"did not finish within {self.timeout:g} s (killed)")
+        return RunResult(proc.returncode, output or "")
 
     def exists(self, path: str) -> bool:
         return Path(path).exists()
@@ -67,6 +114,26 @@ class Probe:
         return TorchInfo(torch.__version__, torch.version.cuda, gpus)
 
 
+def _kill_group(proc: subprocess.Popen[str]) -> None:
+    """Kill ``proc`` and everything it started (its session's process group), then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        proc.kill()
+    try:
+        proc.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, OSError, ValueError):  # a grandchild that left the group
+        for stream in (proc.stdin, proc.stdout):
+            if stream is not None:
+                stream.close()
+        proc.wait()
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _major(version: str | None) -> str | None:
     return version.split(".")[0] if version else None
 
@@ -81,7 +148,7 @@ def find_nvcc(probe: Probe) -> str | None:
 
 def toolkit_root(probe: Probe, nvcc: str) -> str:
     """Where the toolkit really is: nvcc --dryrun names its own bin directory (_HERE_)."""
-    out = probe.run([nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull]) or ""
+    out = probe.run([nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull]).output
     match = re.search(r"^#\$ _HERE_=(.+)$", out, re.MULTILINE)
     if match:
         return str(Path(match.group(1).strip()).parent)
@@ -120,8 +187,12 @@ def check_nvcc(probe: Probe, info: TorchInfo | None) -> Check:
     if nvcc is None:
         return Check("nvcc", FAIL, "nvcc not found (not on PATH, no $CUDA_HOME/bin/nvcc, no /usr/local/cuda)",
                      "install the CUDA toolkit, or export CUDA_HOME=/path/to/cuda")
-    out = probe.run([nvcc, "--version"]) or ""
-    match = re.search(r"release (\d+)\.(\d+)", out)
+    result = probe.run([nvcc, "--version"])
+    if result.returncode is None:
+        return Check("nvcc", FAIL, f"{nvcc} --version: {result.error}",
+                     "check the CUDA toolkit installation (a wrapper script that waits? an unreachable network disk?)")
+    out = result.output
+    match = re.search(r"release ([0-9]+)\.([0-9]+)", out)
     if not match:
         return Check("nvcc", FAIL, f"{nvcc} does not report a version", "reinstall the CUDA toolkit")
     version = f"{match.group(1)}.{match.group(2)}"
@@ -164,36 +235,121 @@ def check_ninja(probe: Probe) -> Check:
     if ninja is None:
         return Check("ninja", WARN, "ninja not found: builds are serial and slow, and JIT mode (KERNELGEN_JIT=1) fails",
                      "pip install ninja")
-    version = (probe.run([ninja, "--version"]) or "").strip()
-    return Check("ninja", OK, f"ninja {version} at {ninja}")
+    result = probe.run([ninja, "--version"])
+    if not result.ok:
+        why = result.error or f"exit status {result.returncode}"
+        return Check("ninja", WARN, f"{ninja} --version fails ({why}): builds fall back to serial, JIT mode fails",
+                     "pip install --force-reinstall ninja")
+    return Check("ninja", OK, f"ninja {_one_line(result.output)} at {ninja}")
 
 
 def check_compiler(probe: Probe) -> Check:
-    cxx = probe.environ.get("CXX") or probe.which("c++") or probe.which("g++")
-    if cxx is None:
-        return Check("C++ compiler", FAIL, "no C++ compiler (c++, g++ or $CXX)", "install g++ (e.g. apt-get install g++)")
-    out = probe.run([cxx, "--version"]) or ""
-    match = re.search(r"(\d+)\.(\d+)\.\d+", out)
+    """The compiler torch would use ($CXX, else c++) exists, runs, is new enough, and compiles a
+    program that includes standard headers."""
+    name = "C++ compiler"
+    env_cxx = probe.environ.get("CXX", "").strip()
+    if env_cxx:
+        try:
+            argv = shlex.split(env_cxx)
+        except ValueError as err:
+            return Check(name, FAIL, f"CXX={env_cxx!r} cannot be parsed ({err})", "export CXX=g++")
+        found = argv[0] if "/" in argv[0] else probe.which(argv[0])
+        if found is None:
+            return Check(name, FAIL, f"CXX={env_cxx!r}: {argv[0]} not found on PATH",
+                         "export CXX to an installed compiler (e.g. CXX=g++), or unset it")
+        argv[0] = found
+        cxx = f"$CXX ({env_cxx})"
+    else:
+        found = probe.which("c++") or probe.which("g++")
+        if found is None:
+            return Check(name, FAIL, "no C++ compiler (c++, g++ or $CXX)", "install g++ (e.g. apt-get install g++)")
+        argv, cxx = [found], found
+    version = probe.run([*argv, "--version"])
+    if not version.ok:
+        why = version.error or f"exit status {version.returncode}: {_one_line(version.output, 120)}"
+        return Check(name, FAIL, f"{cxx} does not run ({why})",
+                     "install g++ (e.g. apt-get install g++), or export CXX to a working compiler")
+    out = version.output
+    match = re.search(r"([0-9]+)\.([0-9]+)\.[0-9]+", out)
     if "clang" not in out and match and int(match.group(1)) < 10:
-        return Check("C++ compiler", FAIL, f"{cxx} is GCC {match.group(0)}; torch's headers need C++20 (GCC 10 or newer)",
+        return Check(name, FAIL, f"{cxx} is GCC {match.group(0)}; torch's headers need C++20 (GCC 10 or newer)",
                      "install GCC 10+ and export CXX=g++-N")
-    return Check("C++ compiler", OK, f"{cxx}: {out.splitlines()[0] if out else 'unknown version'}")
+    compiled = probe.run([*argv, "-std=c++17", "-x", "c++", "-c", "-", "-o", os.devnull], input=_PROBE_PROGRAM)
+    if not compiled.ok:
+        why = compiled.error or f"exit status {compiled.returncode}: {_one_line(compiled.output, 160)}"
+        return Check(name, FAIL, f"{cxx} cannot compile a C++ program that includes <vector> ({why})",
+                     "install the C++ standard library headers (e.g. apt-get install g++ libstdc++-dev)")
+    first = out.splitlines()[0] if out.strip() else "unknown version"
+    return Check(name, OK, f"{cxx}: {_one_line(first)}")
 
 
 def read_arch_list(op_dir: Path) -> str | None:
-    """The ARCH_LIST of a generated op (from <pkg>/_build.py), or None."""
-    for build in sorted(op_dir.glob("*/_build.py")):
-        match = re.search(r'^ARCH_LIST = "([^"]*)"', build.read_text(), re.MULTILINE)
+    """The ARCH_LIST a generated package builds for (from <pkg>/_build.py, which the user may
+    edit), or None."""
+    try:
+        builds = sorted(op_dir.glob("*/_build.py"))
+    except OSError:
+        return None
+    for build in builds:
+        try:
+            text = build.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        match = re.search(r'^ARCH_LIST = "([^"\n]*)"', text, re.MULTILINE)
         if match:
             return match.group(1)
     return None
+
+
+def op_arch_list(op_dir: Path) -> tuple[Check, str | None]:
+    """Check the package directory given with --op, and return the arch list it builds for.
+
+    The requested arch list is the top-level ``arch_list`` of its answers file (every format of
+    the file has it there); an ARCH_LIST edited in <pkg>/_build.py wins, as it does in the build.
+    Any problem is one failed check, whatever the file holds.
+    """
+    from .answers import load_answers
+    from .errors import KernelgenError
+    from .spec import parse_arch_list
+
+    name = "op dir"
+    fix = "pass the directory of a package generated by kernelgen (it holds .copier-answers.yml)"
+    if not op_dir.is_dir():
+        return Check(name, FAIL, f"{op_dir} is not a directory", fix), None
+    try:
+        answers = load_answers(op_dir / ANSWERS_FILE)
+    except KernelgenError as err:
+        return Check(name, FAIL, _one_line(err.message), fix), None
+    except Exception as err:  # a defensive reader must still never raise a traceback here
+        return Check(name, FAIL, f"cannot read {op_dir / ANSWERS_FILE}: {_one_line(str(err))}", fix), None
+    recorded = answers.get("arch_list") if isinstance(answers, dict) else None
+    regenerate = "fix arch_list in .copier-answers.yml (e.g. arch_list: 8.0;9.0+PTX), then run kernelgen update"
+    if recorded is None:
+        return Check(name, FAIL, f"{op_dir / ANSWERS_FILE} has no arch_list", regenerate), None
+    if not isinstance(recorded, str):
+        return Check(name, FAIL, f"arch_list in {op_dir / ANSWERS_FILE} must be a string, not "
+                     f"{type(recorded).__name__}", regenerate), None
+    try:
+        arch_list = parse_arch_list(recorded)
+    except KernelgenError as err:
+        return Check(name, FAIL, f"arch_list in {op_dir / ANSWERS_FILE}: {_one_line(err.message)}", regenerate), None
+    built = read_arch_list(op_dir)
+    if built is not None and built != arch_list:
+        try:
+            built = parse_arch_list(built)
+        except KernelgenError as err:
+            return Check(name, FAIL, f"ARCH_LIST in {op_dir}/*/_build.py: {_one_line(err.message)}",
+                         f"fix ARCH_LIST in {op_dir}/*/_build.py (e.g. \"8.0;9.0+PTX\")"), None
+        return Check(name, OK, f"{op_dir}: builds for ARCH_LIST={built} (edited in _build.py; "
+                     f"the answers file records {arch_list})"), built
+    return Check(name, OK, f"{op_dir}: builds for arch_list {arch_list}"), arch_list
 
 
 def arch_covers(arch_list: str, capability: tuple[int, int]) -> str:
     """'sass' if machine code for the capability is built, 'ptx' if only PTX that can JIT to it, else ''."""
     best = ""
     for item in re.split(r"[;\s]+", arch_list.strip()):
-        match = re.match(r"(\d+)\.(\d+)([af]?)(\+PTX)?$", item)
+        match = re.fullmatch(r"([0-9]+)\.([0-9]+)([af]?)(\+PTX)?", item)
         if not match:
             continue
         arch = (int(match.group(1)), int(match.group(2)))
@@ -211,10 +367,9 @@ def check_gpu(probe: Probe, info: TorchInfo | None, op_dir: Path | None) -> Chec
     cc = f"{capability[0]}.{capability[1]}"
     if op_dir is None:
         return Check("GPU", OK, f"{name}, compute capability {cc}" + (f" (+{len(info.gpus) - 1} more)" if len(info.gpus) > 1 else ""))
-    arch_list = read_arch_list(op_dir)
+    _, arch_list = op_arch_list(op_dir)
     if arch_list is None:
-        return Check("GPU", FAIL, f"{op_dir} has no <pkg>/_build.py with ARCH_LIST: not a kernelgen op",
-                     "pass the directory of an op generated by kernelgen")
+        return Check("GPU", WARN, f"{name} ({cc}): cannot tell whether {op_dir} covers it (see op dir)")
     override = probe.environ.get("TORCH_CUDA_ARCH_LIST")
     effective = override or arch_list
     source = "TORCH_CUDA_ARCH_LIST" if override else "ARCH_LIST"
@@ -231,7 +386,7 @@ def check_gpu(probe: Probe, info: TorchInfo | None, op_dir: Path | None) -> Chec
 def run_checks(probe: Probe | None = None, op_dir: Path | None = None) -> list[Check]:
     probe = probe or Probe()
     info = probe.torch()
-    return [
+    checks = [
         check_python(probe),
         check_torch(probe, info),
         check_nvcc(probe, info),
@@ -239,8 +394,11 @@ def run_checks(probe: Probe | None = None, op_dir: Path | None = None) -> list[C
         check_cuda_files(probe),
         check_ninja(probe),
         check_compiler(probe),
-        check_gpu(probe, info, op_dir),
     ]
+    if op_dir is not None:  # reported with or without a GPU
+        checks.append(op_arch_list(op_dir)[0])
+    checks.append(check_gpu(probe, info, op_dir))
+    return checks
 
 
 def format_checks(checks: list[Check]) -> str:

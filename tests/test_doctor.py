@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -10,7 +14,7 @@ from click.testing import CliRunner
 
 from kernelgen import doctor
 from kernelgen.cli import main
-from kernelgen.doctor import FAIL, OK, WARN, Probe, TorchInfo
+from kernelgen.doctor import FAIL, OK, WARN, Probe, RunResult, TorchInfo
 
 NVCC_13 = "Cuda compilation tools, release 13.0, V13.0.88\n"
 DRYRUN = "#$ _HERE_=/opt/cuda-13.0/bin\n#$ _THERE_=/opt/cuda-13.0/bin\n"
@@ -32,9 +36,12 @@ class FakeProbe(Probe):
     def exists(self, path):
         return str(path) in self.files
 
-    def run(self, argv):
+    def run(self, argv, *, input=None):
         key = " ".join(argv[:2])
-        return self.outputs.get(key, self.outputs.get(argv[0]))
+        out = self.outputs.get(key, self.outputs.get(argv[0]))
+        if out is None:
+            return RunResult(None, error="No such file or directory")
+        return out if isinstance(out, RunResult) else RunResult(0, out)
 
     def torch(self):
         return self.info
@@ -118,11 +125,90 @@ def test_compiler_checks():
     assert doctor.check_compiler(healthy(environ={"CXX": "/usr/bin/c++"})).status == OK
 
 
-def _op(tmp_path: Path, arch_list: str) -> Path:
-    pkg = tmp_path / "op" / "op"
-    pkg.mkdir(parents=True)
-    (pkg / "_build.py").write_text(f'ARCH_LIST = "{arch_list}"\n')
-    return tmp_path / "op"
+def test_a_compiler_that_does_not_run_or_compile_fails():
+    # $CXX names a program that is not there: before, this was reported as "ok"
+    check = doctor.check_compiler(healthy(environ={"CXX": "/opt/nowhere/g++"}))
+    assert check.status == FAIL and "/opt/nowhere/g++" in check.detail and "does not run" in check.detail
+    check = doctor.check_compiler(healthy(environ={"CXX": "clang++-99"}))
+    assert check.status == FAIL and "not found on PATH" in check.detail
+    check = doctor.check_compiler(healthy(environ={"CXX": "g++ 'unbalanced"}))
+    assert check.status == FAIL and "cannot be parsed" in check.detail
+    broken = healthy(outputs={"/usr/bin/c++ --version": RunResult(1, "c++: fatal error: no input files\n")})
+    assert doctor.check_compiler(broken).status == FAIL
+    no_headers = healthy(outputs={"/usr/bin/c++ --version": "c++ (GCC) 12.2.0",
+                                  "/usr/bin/c++ -std=c++17": RunResult(1, "fatal error: vector: No such file or directory")})
+    check = doctor.check_compiler(no_headers)
+    assert check.status == FAIL and "cannot compile" in check.detail and "vector: No such file" in check.detail
+
+
+def _script(path: Path, body: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f"#!/bin/sh\n{body}\n")
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def test_a_missing_or_broken_cxx_really_fails(tmp_path):
+    probe = Probe()
+    probe.environ["CXX"] = str(tmp_path / "no-such-compiler")
+    check = doctor.check_compiler(probe)
+    assert check.status == FAIL and "no-such-compiler" in check.detail
+    # it runs and reports a version, but compiles nothing
+    probe.environ["CXX"] = str(_script(tmp_path / "fake-g++", 'if [ "$1" = --version ]; then echo "g++ (GCC) 12.2.0"; exit 0; fi\n'
+                                                               'echo "internal compiler error" >&2; exit 4'))
+    check = doctor.check_compiler(probe)
+    assert check.status == FAIL and "cannot compile" in check.detail and "exit status 4" in check.detail
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_hanging_nvcc_times_out_and_leaves_no_process(tmp_path):
+    pids = tmp_path / "pids"
+    # nvcc that never answers, and starts a child of its own that would outlive a plain kill
+    nvcc = _script(tmp_path / "bin" / "nvcc", f"sleep 300 &\necho $! >> {pids}\necho $$ >> {pids}\nwait")
+    probe = Probe(timeout=0.5)
+    probe.environ = {"PATH": f"{nvcc.parent}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}"}
+    started = time.monotonic()
+    check = doctor.check_nvcc(probe, None)
+    assert check.status == FAIL and "did not finish within 0.5 s" in check.detail and "\n" not in check.detail
+    # the other checks asking the same nvcc do not wait again
+    doctor.check_cuda_home(probe)
+    doctor.check_cuda_files(probe)
+    assert time.monotonic() - started < 5
+    recorded = [int(line) for line in pids.read_text().split()]
+    assert len(recorded) == 4  # --version and --dryrun: shell and sleep each
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in recorded) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in recorded)
+
+
+def test_probe_run_reports_exit_status_and_missing_programs(tmp_path):
+    probe = Probe(timeout=10)
+    assert probe.run([sys.executable, "-c", "print('hi')"]) == RunResult(0, "hi\n")
+    assert probe.run([sys.executable, "-c", "import sys; sys.exit(3)"]).returncode == 3
+    assert probe.run([sys.executable, "-c", "import sys; print(sys.stdin.read())"], input="abc").output == "abc\n"
+    missing = probe.run([str(tmp_path / "missing")])
+    assert missing.returncode is None and not missing.ok and missing.error
+
+
+def _op(tmp_path: Path, arch_list: str, *, answers: str | None = None, build: str | None = None) -> Path:
+    """A generated package directory: its answers file records ``arch_list`` (package format)."""
+    root = tmp_path / "op"
+    (root / "op").mkdir(parents=True)
+    if answers is None:
+        answers = f"name: op\npackage: op\nnamespace: op\narch_list: '{arch_list}'\nops:\n- name: op\n  kind: matmul\n"
+    (root / doctor.ANSWERS_FILE).write_text(answers)
+    if build is not None:
+        (root / "op" / "_build.py").write_text(f'ARCH_LIST = "{build}"\n')
+    return root
 
 
 @pytest.mark.parametrize("arch_list, capability, status", [
@@ -145,7 +231,65 @@ def test_gpu_env_override_and_no_gpu(tmp_path):
     assert doctor.check_gpu(probe, TorchInfo("2.14.1", "13.0", []), None).status == WARN
     not_an_op = tmp_path / "empty"
     not_an_op.mkdir()
-    assert doctor.check_gpu(probe, CUDA_TORCH, not_an_op).status == FAIL
+    assert doctor.check_gpu(probe, CUDA_TORCH, not_an_op).status == WARN
+    by = by_name(doctor.run_checks(healthy(), not_an_op))
+    assert by["op dir"].status == FAIL and "kernelgen answers file" not in by["op dir"].detail
+
+
+def test_an_arch_list_edited_in_build_py_is_what_counts(tmp_path):
+    op = _op(tmp_path, "8.0", build="8.0;9.0")
+    check, arch_list = doctor.op_arch_list(op)
+    assert check.status == OK and arch_list == "8.0;9.0" and "edited in _build.py" in check.detail
+    probe = healthy()
+    assert doctor.check_gpu(probe, CUDA_TORCH, op).status == OK
+    bad = _op(tmp_path / "bad", "8.0", build="9.0; -Xcompiler")
+    assert doctor.op_arch_list(bad)[0].status == FAIL
+
+
+NO_GPU = TorchInfo("2.14.1+cpu", None, [])
+
+
+@pytest.mark.parametrize("answers, fragment", [
+    (None, "not found"),  # no answers file at all
+    ("name: [unclosed\n", "not valid YAML"),
+    ("- a\n- b\n", "not a kernelgen answers file"),
+    ("name: op\n", "has no arch_list"),
+    ("name: op\narch_list: 9.0\n", "must be a string, not float"),
+    ("name: op\narch_list: [8.0]\n", "must be a string, not list"),
+    ("name: op\narch_list: '９.０'\n", "bad --arch-list entry"),
+    ("name: op\narch_list: '9.0;7.0'\n", "older than 7.5"),
+    ("name: op\narch_list: ''\n", "--arch-list is empty"),
+    ("\x00\x01", "NUL"),
+])
+def test_op_dir_problems_are_reported_without_a_gpu(tmp_path, answers, fragment):
+    op = _op(tmp_path, "8.0", answers=answers or "")
+    if answers is None:
+        (op / doctor.ANSWERS_FILE).unlink()
+    checks = by_name(doctor.run_checks(healthy(torch=NO_GPU), op))
+    check = checks["op dir"]
+    assert check.status == FAIL and fragment in check.detail, check
+    assert "\n" not in check.detail and check.fix
+    assert checks["GPU"].status == WARN
+
+
+@pytest.mark.parametrize("answers", [
+    "name: muladd\nop_name: muladd\nkind: elementwise\narch_list: 8.0;9.0+PTX\n",  # template versions 1 and 2
+    "name: lib\npackage: lib\nnamespace: team\narch_list: 8.0;9.0+PTX\nops: []\n",  # the package format
+])
+def test_both_answers_formats_give_the_arch_list(tmp_path, answers):
+    check, arch_list = doctor.op_arch_list(_op(tmp_path, "", answers=answers))
+    assert check.status == OK and arch_list == "8.0;9.0+PTX"
+
+
+def test_op_dir_that_is_a_file_or_a_fifo(tmp_path):
+    a_file = tmp_path / "file"
+    a_file.write_text("")
+    assert doctor.op_arch_list(a_file)[0].status == FAIL
+    op = tmp_path / "pkg"
+    op.mkdir()
+    os.mkfifo(op / doctor.ANSWERS_FILE)  # must not hang
+    check, _ = doctor.op_arch_list(op)
+    assert check.status == FAIL and "not a regular file" in check.detail
 
 
 def test_cli_output_json_and_exit_code(monkeypatch, tmp_path):
@@ -159,3 +303,7 @@ def test_cli_output_json_and_exit_code(monkeypatch, tmp_path):
     monkeypatch.setattr(doctor, "Probe", lambda: healthy())
     result = CliRunner().invoke(main, ["doctor", "--op", str(_op(tmp_path, "8.0;9.0+PTX"))])
     assert result.exit_code == 0, result.output
+    assert "ok    op dir" in result.output
+    monkeypatch.setattr(doctor, "Probe", lambda: healthy(torch=NO_GPU))
+    result = CliRunner().invoke(main, ["doctor", "--op", str(_op(tmp_path / "bad", "", answers="name: x\narch_list: 12\n"))])
+    assert result.exit_code == 1 and "fail  op dir" in result.output and "Traceback" not in result.output
