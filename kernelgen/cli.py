@@ -17,7 +17,7 @@ import click
 from . import __version__
 from .errors import KernelgenError, SpecError
 from .fsutil import Terminated, terminate_as_exception
-from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, PackageSpec, check_namespace, normalize_op_name
+from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, PackageSpec, check_namespace, normalize_op_name, normalize_package_name
 
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
@@ -60,7 +60,8 @@ def _op_options(func: Any) -> Any:
 
 def _usage_error(err: SpecError) -> click.UsageError:
     flag = _PARAM_FLAGS.get(err.param or "")
-    return click.UsageError(f"{flag}: {err.message}" if flag and flag != "OP_NAME" else err.message)
+    prefix = flag and flag != "OP_NAME" and not err.message.startswith(flag)
+    return click.UsageError(f"{flag}: {err.message}" if prefix else err.message)
 
 
 def _fail(err: KernelgenError) -> click.ClickException:
@@ -142,7 +143,7 @@ def new(
                 else:
                     if op_name is None:
                         raise click.UsageError("missing NAME (the package's name; --op names its first op)")
-                    package = normalize_op_name(op_name)
+                    package = normalize_package_name(op_name)
                     op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
                                      namespace if namespace is not None else package, defaults)
                     if namespace is None:

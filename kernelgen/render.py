@@ -30,7 +30,7 @@ from typing import Any
 
 from . import fsutil
 from .errors import DestinationError, RenderError
-from .spec import OpSpec, PackageSpec, normalize_op_name
+from .spec import OpSpec, PackageSpec, normalize_package_name
 
 ANSWERS_FILE = ".copier-answers.yml"
 #: The exact output of the templates for the recorded answers: the common ancestor that
@@ -136,7 +136,7 @@ def with_record(files: dict[str, bytes]) -> dict[str, bytes]:
 
 def _check_siblings(parent: Path, name: str) -> None:
     """Refuse `foo-bar` beside an existing `foo_bar` (and the reverse): one package, two names."""
-    identifier = normalize_op_name(name)
+    identifier = normalize_package_name(name)
     try:
         siblings = [entry.name for entry in os.scandir(parent)]
     except OSError:

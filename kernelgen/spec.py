@@ -401,7 +401,7 @@ class PackageSpec:
         ``op``, in the op's namespace."""
         if name is None:
             return cls(op.name, op.op_name, op.namespace, op.arch_list, (op,))
-        package = normalize_op_name(name)
+        package = normalize_package_name(name)
         return cls(name, package, op.namespace, op.arch_list, ()).with_op(op)
 
     def op(self, op_name: str) -> OpSpec | None:
@@ -450,7 +450,7 @@ class PackageSpec:
             op_fields["name"] = data.get("op_name", data.get("name"))
             data = {key: data.get(key) for key in ("name", "namespace", "arch_list")} | {"ops": [op_fields]}
         name = field_of(data, "name", str)
-        package = normalize_op_name(name)
+        package = normalize_package_name(name)
         namespace = field_of(data, "namespace", str, required=False)
         arch_list = field_of(data, "arch_list", str, required=False) or DEFAULT_ARCH_LIST
         raw_ops = data.get("ops")

@@ -207,7 +207,7 @@ def test_prompts_when_interactive(tmp_path, monkeypatch):
     result = CliRunner().invoke(main, ["new", "-o", str(tmp_path)], input="gelu\nelementwise\nx\nx*sigmoid(1.702*x)\nfloat32,bfloat16\n9.0\n")
     assert result.exit_code == 0, result.output
     answers = (tmp_path / "gelu" / ".copier-answers.yml").read_text()
-    assert "expr: x*sigmoid(1.702*x)" in answers and "- bfloat16" in answers and "arch_list: '9.0'" in answers
+    assert "expr: x * sigmoid(1.702 * x)" in answers and "- bfloat16" in answers and "arch_list: '9.0'" in answers
 
 
 def test_answers_file_regenerates_the_same_op(tmp_path):

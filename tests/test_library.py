@@ -174,13 +174,13 @@ def test_packages_sharing_a_namespace_load_together_and_a_clash_raises(tmp_path)
         ["new", "alpha", "--op", "scale2", "--inputs", "x", "--expr", "x*2", "--namespace", "team", "--dtypes", "fp32"],
         ["add", "mm", "--kind", "matmul", "--dtypes", "fp32", "--package", str(tmp_path / "alpha")],
         ["new", "beta", "--op", "plus1", "--inputs", "x", "--expr", "x+1", "--namespace", "team", "--dtypes", "fp32"],
-        ["new", "gamma", "--op", "mm", "--kind", "matmul", "--namespace", "team", "--dtypes", "fp32"],
+        ["new", "clash", "--op", "mm", "--kind", "matmul", "--namespace", "team", "--dtypes", "fp32"],
     ]
     for argv in commands:
         extra = ["-o", str(tmp_path)] if argv[0] == "new" else []
         result = invoke(*argv, "--defaults", *extra)
         assert result.exit_code == 0, result.output
-    for name in ("alpha", "beta", "gamma"):
+    for name in ("alpha", "beta", "clash"):
         _build(tmp_path / name)
     script = textwrap.dedent("""
         import torch, alpha, beta
@@ -188,15 +188,15 @@ def test_packages_sharing_a_namespace_load_together_and_a_clash_raises(tmp_path)
         assert torch.equal(torch.ops.team.scale2(x), x * 2) and torch.equal(beta.plus1(x), x + 1)
         assert torch.allclose(alpha.mm(torch.eye(3), torch.ones(3, 2)), torch.ones(3, 2))
         try:
-            import gamma
+            import clash
         except ImportError as err:
             print("IMPORTERROR", err)
         print("ALIVE")
     """)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(tmp_path / n) for n in ("alpha", "beta", "gamma")))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(tmp_path / n) for n in ("alpha", "beta", "clash")))
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.strip().splitlines()
     assert lines[-1] == "ALIVE"
-    assert lines[0].startswith("IMPORTERROR gamma: cannot load: the op team::mm is already defined")
+    assert lines[0].startswith("IMPORTERROR clash: cannot load: the op team::mm is already defined")
     assert "the package 'alpha'" in lines[0]

@@ -5,8 +5,8 @@
 #   bash docs/device/library.sh check    # memcheck of the library's CUDA tests, every op's benchmark
 # Needs, generated on the dev machine (copier is not installed on the device) by
 #   bash docs/device/library_prepare.sh
-# .device/lib_before_add (examples/myteam-ops before its last `kernelgen add`) and .device/ns/{alpha,beta,gamma}
-# (three packages in the namespace `team`; gamma redefines team::mm, which alpha holds).
+# .device/lib_before_add (examples/myteam-ops before its last `kernelgen add`) and .device/ns/{alpha,beta,clash}
+# (three packages in the namespace `team`; clash redefines team::mm, which alpha holds).
 # Prints a summary; logs go to $OUT/library_logs.tar.gz.
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; LOGS=/tmp/kglib; mkdir -p "$FINAL_OUT" "$LOGS"
@@ -56,8 +56,8 @@ if [ "$MODE" = check ]; then
 fi
 if [ "$MODE" = build ]; then
 # 3. Two packages sharing a namespace in one process, and a third that clashes.
-for p in alpha beta gamma; do (cd .device/ns/$p && python3 setup.py build_ext --inplace > "$LOGS/build_$p.log" 2>&1; echo "build $p rc=$?") & done; wait
-PYTHONPATH=.device/ns/alpha:.device/ns/beta:.device/ns/gamma python3 - <<'PYEOF' 2>&1 | tee "$LOGS/namespace.log"
+for p in alpha beta clash; do (cd .device/ns/$p && python3 setup.py build_ext --inplace > "$LOGS/build_$p.log" 2>&1; echo "build $p rc=$?") & done; wait
+PYTHONPATH=.device/ns/alpha:.device/ns/beta:.device/ns/clash python3 - <<'PYEOF' 2>&1 | tee "$LOGS/namespace.log"
 import torch, alpha, beta
 x = torch.randn(1 << 20, device="cuda")
 assert torch.equal(torch.ops.team.scale2(x), x * 2) and torch.equal(beta.plus1(x), x + 1)
@@ -65,10 +65,10 @@ a, b = torch.randn(256, 128, device="cuda"), torch.randn(128, 64, device="cuda")
 torch.testing.assert_close(alpha.mm(a, b), a @ b, rtol=1e-4, atol=1e-4)
 print("alpha and beta share torch.ops.team on the GPU:", sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("team::")))
 try:
-    import gamma
-    print("UNEXPECTED: gamma imported")
+    import clash
+    print("UNEXPECTED: clash imported")
 except ImportError as err:
-    print("gamma raised ImportError:", err)
+    print("clash raised ImportError:", err)
 print("process alive; team::mm still works:", torch.allclose(torch.ops.team.mm(a, b), a @ b, rtol=1e-4, atol=1e-4))
 PYEOF
 

@@ -1,4 +1,4 @@
-"""Benchmark muladd::muladd (a*b+c) against PyTorch.
+"""Benchmark muladd::muladd (a * b + c) against PyTorch.
 
     python benchmarks/bench_muladd.py [--dtypes float32,bfloat16] [--sizes 4096,268435456]
                                           [--json out.json] [--plot out.png] [--device cpu]
@@ -76,7 +76,7 @@ def main(argv=None) -> None:
         sys.exit(f"unsupported dtype {unknown[0]!r}; muladd supports {', '.join(DTYPES)}")
     use_compile = device.type == "cuda" and not args.no_compile
     harness.run(cases(device, dtypes, sizes, use_compile), op="muladd", device=device, args=args,
-                title="muladd: a*b+c")
+                title="muladd: a * b + c")
 
 
 if __name__ == "__main__":

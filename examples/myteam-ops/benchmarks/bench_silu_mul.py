@@ -1,4 +1,4 @@
-"""Benchmark myteam::silu_mul (x*sigmoid(x)*y) against PyTorch.
+"""Benchmark myteam::silu_mul (x * sigmoid(x) * y) against PyTorch.
 
     python benchmarks/bench_silu_mul.py [--dtypes float32,bfloat16] [--sizes 4096,268435456]
                                           [--json out.json] [--plot out.png] [--device cpu]
@@ -73,7 +73,7 @@ def main(argv=None) -> None:
         sys.exit(f"unsupported dtype {unknown[0]!r}; silu_mul supports {', '.join(DTYPES)}")
     use_compile = device.type == "cuda" and not args.no_compile
     harness.run(cases(device, dtypes, sizes, use_compile), op="silu_mul", device=device, args=args,
-                title="silu_mul: x*sigmoid(x)*y")
+                title="silu_mul: x * sigmoid(x) * y")
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ _OP = "myteam::muladd"
 
 
 def muladd(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor:
-    """Compute ``a*b+c`` elementwise, in one pass over memory.
+    """Compute ``a * b + c`` elementwise, in one pass over memory.
 
     Args:
         a: a tensor of dtype float32, float64, float16, bfloat16.

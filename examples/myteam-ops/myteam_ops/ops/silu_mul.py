@@ -12,7 +12,7 @@ _OP = "myteam::silu_mul"
 
 
 def silu_mul(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Compute ``x*sigmoid(x)*y`` elementwise, in one pass over memory.
+    """Compute ``x * sigmoid(x) * y`` elementwise, in one pass over memory.
 
     Args:
         x: a tensor of dtype float32, float64, float16, bfloat16.

@@ -8,7 +8,7 @@
 namespace muladd {
 
 // ---- EDIT HERE: the kernel body ---------------------------------------------------------------
-// Generated from --expr "a*b+c".
+// Generated from --expr "a * b + c".
 // acc_t is the op-math type: float for float16, bfloat16 and float32 inputs (each element is
 // widened once, computed in float, and rounded once when stored), double for float64.
 // If you change the formula, change reference() in ops/muladd.py to match: the tests compare against it

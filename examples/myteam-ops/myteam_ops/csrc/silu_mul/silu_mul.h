@@ -8,7 +8,7 @@
 namespace silu_mul {
 
 // ---- EDIT HERE: the kernel body ---------------------------------------------------------------
-// Generated from --expr "x*sigmoid(x)*y".
+// Generated from --expr "x * sigmoid(x) * y".
 // acc_t is the op-math type: float for float16, bfloat16 and float32 inputs (each element is
 // widened once, computed in float, and rounded once when stored), double for float64.
 // If you change the formula, change reference() in ops/silu_mul.py to match: the tests compare against it
