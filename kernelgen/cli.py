@@ -17,7 +17,16 @@ import click
 from . import __version__
 from .errors import KernelgenError, SpecError
 from .fsutil import Terminated, terminate_as_exception
-from .spec import DEFAULT_ARCH_LIST, DTYPES, KINDS, OpSpec, PackageSpec, check_namespace, normalize_op_name, normalize_package_name
+from .spec import (
+    DEFAULT_ARCH_LIST,
+    DTYPES,
+    KINDS,
+    OpSpec,
+    PackageSpec,
+    check_namespace,
+    normalize_op_name,
+    normalize_package_name,
+)
 
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
