@@ -14,3 +14,7 @@ kernelgen new matmul --kind matmul --defaults --output examples --force
 kernelgen new myteam-ops --op muladd --inputs a,b,c --expr "a*b+c" --namespace myteam --defaults --output examples --force
 kernelgen add matmul --kind matmul --defaults --package examples/myteam-ops
 kernelgen add silu_mul --inputs x,y --expr "x*sigmoid(x)*y" --defaults --package examples/myteam-ops
+# Backends mix in one library: the same formulas in Triton beside CUDA C++, raced by the benchmarks.
+kernelgen add gelu --inputs x --expr "x * sigmoid(1.702 * x)" --defaults --package examples/myteam-ops
+kernelgen add gelu_tl --backend triton --inputs x --expr "x * sigmoid(1.702 * x)" --defaults --package examples/myteam-ops
+kernelgen add muladd_tl --backend triton --inputs a,b,c --expr "a*b+c" --defaults --package examples/myteam-ops

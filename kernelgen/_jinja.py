@@ -8,6 +8,7 @@ update``) always derives it with the current parser.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -43,11 +44,30 @@ def expression(source: str, inputs: list[str]) -> dict[str, Any]:
     return {
         "canonical": parsed.source,
         "cpp": parsed.cpp("acc_t"),
+        "triton": parsed.triton("ACC"),
         "torch": parsed.torch(),
         "positive_domain": parsed.positive_domain,
         "functions": list(parsed.functions),
         "fused_torch": parsed.fused_torch(),
     }
+
+
+def _shape(source: str, inputs: list[str]) -> str:
+    """The canonical expression with its inputs renamed by position: equal for the same formula."""
+    names = {name: f"_{index}" for index, name in enumerate(inputs)}
+    return re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: names.get(m.group(0), m.group(0)), parse(source, tuple(inputs)).source)
+
+
+def twins(ops: list[dict[str, Any]], op_name: str) -> list[dict[str, Any]]:
+    """The other elementwise ops of the package that compute the same formula (a benchmark races them)."""
+    me = next(op for op in ops if op["name"] == op_name)
+    shape = _shape(me["expr"], me["inputs"])
+    return [
+        {**op, "backend": op.get("backend", "cuda")}
+        for op in ops
+        if op["name"] != op_name and op["kind"] == "elementwise" and len(op["inputs"]) == len(me["inputs"])
+        and _shape(op["expr"], op["inputs"]) == shape
+    ]
 
 
 def answers_yaml(answers: dict[str, Any]) -> str:
@@ -60,6 +80,7 @@ class KernelgenExtension(Extension):
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
         environment.globals["kg_expression"] = expression
+        environment.globals["kg_twins"] = twins
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION

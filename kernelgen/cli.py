@@ -18,9 +18,11 @@ from . import __version__
 from .errors import KernelgenError, SpecError
 from .fsutil import Terminated, terminate_as_exception
 from .spec import (
+    BACKENDS,
     DEFAULT_ARCH_LIST,
     DTYPES,
     KINDS,
+    TRITON_KINDS,
     OpSpec,
     PackageSpec,
     check_namespace,
@@ -30,7 +32,7 @@ from .spec import (
 
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
-    "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace",
+    "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace", "backend": "--backend",
 }
 
 
@@ -54,6 +56,9 @@ def _op_options(func: Any) -> Any:
     """The options that describe one op: shared by `new` and `add`."""
     options = [
         click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`)."),
+        click.option("--backend", type=click.Choice(BACKENDS), default=None,
+                     help="cuda: a CUDA C++ kernel compiled into the package's _C [default]; triton: a Triton kernel, "
+                          "no C++ (elementwise only)."),
         click.option("--inputs", default=None, help="elementwise: comma-separated input names, e.g. a,b,c."),
         click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c".'),
         click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}]."),
@@ -84,7 +89,7 @@ def _interrupted(err: BaseException) -> NoReturn:
 
 def _collect_op(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
-    arch_list: str | None, namespace: str | None, defaults: bool,
+    arch_list: str | None, namespace: str | None, defaults: bool, backend: str | None = None,
 ) -> OpSpec:
     """Prompt for what is missing (on a terminal) and validate everything into an OpSpec."""
     interactive = _interactive(defaults)
@@ -107,7 +112,7 @@ def _collect_op(
         op_name, kind=kind, inputs=inputs, expr=expr,
         dtypes=dtypes if dtypes is not None else ",".join(DTYPES),
         arch_list=arch_list if arch_list is not None else DEFAULT_ARCH_LIST,
-        namespace=namespace,
+        namespace=namespace, backend=backend or "cuda",
     )
 
 
@@ -119,7 +124,7 @@ def _collect_op(
 @click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate a package from a recorded .copier-answers.yml.")
 @click.option("--op", "first_op", default=None, help="Name of the package's first op [default: NAME]: `kernelgen new myteam-ops --op muladd ...`.")
 def new(
-    op_name: str | None, kind: str | None, inputs: str | None, expr: str | None,
+    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, expr: str | None,
     dtypes: str | None, arch_list: str | None, namespace: str | None, output: Path,
     force: bool, defaults: bool, answers_file: Path | None, first_op: str | None,
 ) -> None:
@@ -141,20 +146,21 @@ def new(
     try:
         with terminate_as_exception():
             if answers_file is not None:
-                if any(value is not None for value in (op_name, kind, inputs, expr, dtypes, arch_list, namespace, first_op)):
+                if any(value is not None for value in (op_name, kind, backend, inputs, expr, dtypes, arch_list, namespace, first_op)):
                     raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
                 from .answers import load_answers
 
                 pkg = PackageSpec.from_answers(load_answers(answers_file), where=str(answers_file))
             else:
                 if first_op is None:
-                    pkg = PackageSpec.for_new_op(_collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults))
+                    pkg = PackageSpec.for_new_op(
+                        _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend))
                 else:
                     if op_name is None:
                         raise click.UsageError("missing NAME (the package's name; --op names its first op)")
                     package = normalize_package_name(op_name)
                     op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
-                                     namespace if namespace is not None else package, defaults)
+                                     namespace if namespace is not None else package, defaults, backend)
                     if namespace is None:
                         check_namespace(package, derived_from_op=True)
                     pkg = PackageSpec.for_new_op(op, name=op_name)
@@ -176,7 +182,7 @@ def new(
 @click.option("--package", "package_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="The kernelgen package to add the op to.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 def add(
-    op_name: str | None, kind: str | None, inputs: str | None, expr: str | None,
+    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, expr: str | None,
     dtypes: str | None, arch_list: str | None, namespace: str | None, defaults: bool,
     package_dir: Path, dry_run: bool,
 ) -> None:
@@ -202,7 +208,7 @@ def add(
             if arch_list is not None and arch_list != recorded.arch_list:
                 raise SpecError(f"the package builds for {recorded.arch_list!r}, for all its ops (omit --arch-list, "
                                 "or change ARCH_LIST in the package's _build.py)", "arch_list")
-            op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults)
+            op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults, backend)
             result, _, pkg = plan(root, new_op=op)
             if result.conflicts:
                 raise KernelgenError(
@@ -327,6 +333,7 @@ def list_kinds() -> None:
     """Show the kinds of op kernelgen generates."""
     for kind, description in KINDS.items():
         click.echo(f"{kind:<12} {description}")
+    click.echo(f"\nbackends: cuda (CUDA C++, every kind), triton (Triton, no C++: {', '.join(TRITON_KINDS)}); --backend")
     click.echo("\nevery op gets: csrc/<op>.cpp (schema, checks, CPU), csrc/cuda/<op>_cuda.cpp (CUDA tensor side),")
     click.echo("csrc/cuda/<op>_kernel.cu (kernel),")
     click.echo("ops.py (register_fake, register_autograd), setup.py, tests/, benchmarks/, README.md")

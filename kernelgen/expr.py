@@ -159,6 +159,11 @@ class ParsedExpr:
         """The PyTorch expression over tensors named like the inputs."""
         return _emit(self.tree, _TorchStyle())
 
+    def triton(self, acc: str = "ACC") -> str:
+        """The Triton expression over blocks named like the inputs, already converted to the
+        op-math dtype ``acc`` (a ``tl.constexpr`` naming tl.float32 or tl.float64)."""
+        return _emit(self.tree, _TritonStyle(acc))
+
     @property
     def positive_domain(self) -> bool:
         """True if the expression is only smooth for positive inputs (log, sqrt, x / y, ...)."""
@@ -467,6 +472,44 @@ class _TorchStyle:
         return f"{FUNCTIONS[func].torch}({', '.join(args)})"
 
 
+class _TritonStyle:
+    """Triton language. Literals are materialized in the op-math dtype (a bare Python float would
+    be a float32 constant, wrong in float64). exp, log, rsqrt and erf are Triton's own; sqrt is the
+    correctly rounded sqrt_rn (tl.sqrt is an approximation); tanh, sin, cos and pow come from
+    libdevice, which picks the float or double routine from the argument's dtype, as opmath.h does
+    for the CUDA kernel (Triton's own sin/cos are approximations that lose accuracy on large
+    arguments)."""
+
+    _TL = frozenset({"exp", "log", "rsqrt", "erf", "abs"})
+    _LIBDEVICE = frozenset({"tanh", "sin", "cos", "pow"})
+
+    def __init__(self, acc: str) -> None:
+        self.acc = acc
+
+    def num(self, value: float) -> str:
+        return f"tl.full((), {_float_literal(value)}, {self.acc})"
+
+    def call(self, func: str, args: list[str]) -> str:
+        if func in self._TL:
+            return f"tl.{func}({', '.join(args)})"
+        if func in self._LIBDEVICE:
+            return f"libdevice.{func}({', '.join(args)})"
+        if func == "sqrt":
+            return f"tl.sqrt_rn({args[0]})"
+        if func == "sigmoid":
+            return f"(1.0 / (1.0 + tl.exp(-({args[0]}))))"
+        # torch.minimum/maximum propagate NaN; so must we (plain tl.minimum would not)
+        spelled = {"min": "tl.minimum", "max": "tl.maximum"}[func]
+        return f"{spelled}({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"
+
+    def power(self, base: str, exponent: float) -> str:
+        if exponent == 2:
+            return f"({base}) * ({base})"
+        if exponent == 0.5:
+            return f"tl.sqrt_rn({base})"
+        return f"libdevice.pow({base}, {self.num(exponent)})"
+
+
 class _CanonicalStyle(_TorchStyle):
     """Python syntax over kernelgen's own function names: what --expr would be, written by us."""
 
@@ -474,7 +517,7 @@ class _CanonicalStyle(_TorchStyle):
         return f"{func}({', '.join(args)})"
 
 
-_Style = Union[_CppStyle, _TorchStyle]  # noqa: UP007 (a runtime alias)
+_Style = Union[_CppStyle, _TorchStyle, _TritonStyle]  # noqa: UP007 (a runtime alias)
 
 
 def _emit(node: Node, style: _Style) -> str:
@@ -504,7 +547,7 @@ def _emit_prec(node: Node, style: _Style) -> tuple[str, int]:
         return f"{left} {node.op} {right}", mine
     if isinstance(node, Power):
         base, bp = _emit_prec(node.base, style)
-        if isinstance(style, _CppStyle):
+        if isinstance(style, (_CppStyle, _TritonStyle)):
             return style.power(base, node.exponent), 4
         # ** is right-associative: (x ** 2.0) ** 3.0 needs its parentheses
         if bp < 4 or isinstance(node.base, Power):

@@ -97,7 +97,7 @@ def render_package(pkg: PackageSpec) -> dict[str, bytes]:
     """
     files: dict[str, bytes] = {}
     parts: list[tuple[str, dict[str, Any]]] = [("package", pkg.answers())]
-    parts += [(op.kind, pkg.op_answers(op)) for op in pkg.ops]
+    parts += [(op.part, pkg.op_answers(op)) for op in pkg.ops]
     with tempfile.TemporaryDirectory(prefix="kernelgen-render-") as tmp:
         for index, (part, answers) in enumerate(parts):
             out = Path(tmp) / str(index)

@@ -28,6 +28,11 @@ KINDS: dict[str, str] = {
     ),
 }
 
+#: Where an op's kernel comes from: CUDA C++ compiled into the package's _C, or Triton (Python).
+BACKENDS: tuple[str, ...] = ("cuda", "triton")
+#: The kinds the Triton backend generates.
+TRITON_KINDS: tuple[str, ...] = ("elementwise",)
+
 #: Canonical dtype names, in the order the generated dispatch lists them.
 DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "bfloat16")
 _DTYPE_ALIASES = {
@@ -331,6 +336,7 @@ class OpSpec:
     inputs: tuple[str, ...] = ()
     expr: str = ""  # the canonical expression, re-printed from the parse tree (never raw user text)
     parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
+    backend: str = "cuda"  # "cuda" (C++/CUDA, compiled into the package's _C) or "triton" (Python only)
 
     @classmethod
     def create(
@@ -343,10 +349,17 @@ class OpSpec:
         dtypes: str | list[str] | tuple[str, ...] = DTYPES,
         arch_list: str = DEFAULT_ARCH_LIST,
         namespace: str | None = None,
+        backend: str = "cuda",
     ) -> OpSpec:
         op_name = normalize_op_name(name)
         if kind not in KINDS:
             raise SpecError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}", "kind")
+        if backend not in BACKENDS:
+            raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}", "backend")
+        if backend == "triton" and kind not in TRITON_KINDS:
+            raise SpecError(
+                f"the Triton backend generates {', '.join(TRITON_KINDS)} ops, not {kind}: a {kind} op is "
+                "generated in CUDA C++ only (use --backend cuda)", "backend")
         if namespace is None:
             ns = check_namespace(op_name, derived_from_op=True)
         else:
@@ -362,7 +375,7 @@ class OpSpec:
             if expr is None:
                 expr = " + ".join(input_names)
             parsed = expr_mod.parse(expr, input_names)
-            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed)
+            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend)
         if inputs is not None or expr is not None:
             raise SpecError(f"--inputs and --expr are only for --kind elementwise, not {kind}", "kind")
         return cls(name, op_name, kind, ns, dtype_tuple, arch)
@@ -370,6 +383,8 @@ class OpSpec:
     def record(self) -> dict[str, object]:
         """What the package's answers file records of this op (enough to render it again)."""
         data: dict[str, object] = {"name": self.op_name, "kind": self.kind, "dtypes": list(self.dtypes)}
+        if self.backend != "cuda":  # recorded only when not the default, so older records stay valid
+            data["backend"] = self.backend
         if self.kind == "elementwise":
             data["inputs"] = list(self.inputs)
             data["expr"] = self.expr
@@ -378,7 +393,14 @@ class OpSpec:
     def source_basenames(self) -> frozenset[str]:
         """Basenames of the op's compiled sources. JIT builds (torch.utils.cpp_extension.load)
         name object files by basename, so two ops of a package must not share one."""
+        if self.backend != "cuda":
+            return frozenset()
         return frozenset({f"{self.op_name}.cpp", f"{self.op_name}_cuda.cpp", f"{self.op_name}_kernel.cu"})
+
+    @property
+    def part(self) -> str:
+        """The template subdirectory that renders this op (see templates/copier.yml)."""
+        return self.kind if self.backend == "cuda" else f"{self.kind}_{self.backend}"
 
 
 #: Module names at the top of a generated package that an op module or export must not shadow.
@@ -470,6 +492,7 @@ class PackageSpec:
                 dtypes=field_of(raw, "dtypes", list, required=False) or DTYPES,
                 arch_list=arch_list,
                 namespace=namespace if namespace is not None else package,
+                backend=field_of(raw, "backend", str, required=False) or "cuda",
             ))
         first, *rest = ops
         spec = cls(name, package, first.namespace, first.arch_list, (first,))
@@ -490,7 +513,7 @@ class PackageSpec:
     def op_answers(self, op: OpSpec) -> dict[str, object]:
         """The copier answers that render one op of this package."""
         data = self.answers()
-        data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes)})
+        data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
         if op.kind == "elementwise":
             data.update({"inputs": list(op.inputs), "expr": op.expr})
         return data

@@ -200,3 +200,71 @@ def test_packages_sharing_a_namespace_load_together_and_a_clash_raises(tmp_path)
     assert lines[-1] == "ALIVE"
     assert lines[0].startswith("IMPORTERROR clash: cannot load: the op team::mm is already defined")
     assert "the package 'alpha'" in lines[0]
+
+
+def test_triton_backend_is_python_only(tmp_path):
+    result = invoke("new", "tpkg", "--op", "gelu_tl", "--backend", "triton", "--inputs", "x",
+                    "--expr", "x * sigmoid(1.702 * x)", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    root = tmp_path / "tpkg"
+    files = tree(root)
+    assert not [f for f in files if f.startswith("tpkg/csrc/gelu_tl")]
+    ops = (root / "tpkg/ops/gelu_tl.py").read_text()
+    assert "@torch.library.triton_op(_OP, mutates_args=())" in ops and "wrap_triton(_gelu_tl_kernel)" in ops
+    assert "tl.program_id(0).to(tl.int64) * BLOCK" in ops  # int64 offsets
+    assert '@torch.library.register_kernel(_OP, "cpu")' in ops and "register_autograd" in ops
+    build = (root / "tpkg/_build.py").read_text()
+    assert "EXTENSION_OPS = (\n)" in build and "HAS_EXTENSION = bool(EXTENSION_OPS)" in build
+    assert "backend: triton" in (root / ".copier-answers.yml").read_text()
+    # Adding a CUDA op of the same formula: the Triton op's benchmark races it.
+    assert invoke("add", "gelu", "--inputs", "x", "--expr", "x*sigmoid(1.702*x)", "--defaults",
+                  "--package", str(root)).exit_code == 0
+    bench = (root / "benchmarks/bench_gelu_tl.py").read_text()
+    assert '"gelu": lambda: tpkg.gelu(*inputs)' in bench
+    assert "EXTENSION_OPS = (\n    \"gelu\",\n)" in (root / "tpkg/_build.py").read_text()
+
+
+def test_triton_matmul_is_refused(lib):
+    before = tree(lib)
+    result = invoke("add", "mm", "--kind", "matmul", "--backend", "triton", "--defaults", "--package", str(lib))
+    assert result.exit_code == 2 and "generated in CUDA C++ only" in result.output
+    assert tree(lib) == before
+
+
+@pytest.mark.build
+def test_triton_package_installs_without_a_compiler_and_passes_its_cpu_tests(tmp_path):
+    """No C++: the package imports with no build step; its suite runs on CPU (GPU tests skip), and
+    the generated kernel, run by Triton's interpreter on the CPU, matches the reference."""
+    pytest.importorskip("triton", reason="the Triton backend needs triton")
+    for argv in (["new", "tpkg", "--op", "gelu_tl", "--backend", "triton", "--inputs", "x",
+                  "--expr", "x * sigmoid(1.702 * x)", "-o", str(tmp_path)],
+                 ["add", "quad_tl", "--backend", "triton", "--inputs", "a,b,c,d", "--expr",
+                  "a * b + min(c, d) - abs(a) / 3", "--package", str(tmp_path / "tpkg")]):
+        result = invoke(*argv, "--defaults")
+        assert result.exit_code == 0, result.output
+    root = tmp_path / "tpkg"
+    env = {k: v for k, v in os.environ.items() if k not in ("CUDA_HOME", "KERNELGEN_REQUIRE_CUDA")}
+    env["PATH"] = "/usr/bin:/bin"  # no nvcc anywhere
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=root, env=env,
+                           capture_output=True, text=True, timeout=900)
+    assert tests.returncode == 0, tests.stdout[-4000:] + tests.stderr[-2000:]
+    assert " passed" in tests.stdout and " failed" not in tests.stdout
+    check = textwrap.dedent("""
+        import torch, triton, triton.language as tl
+        from tpkg.ops import gelu_tl as m, quad_tl as q
+        for mod, name, n_in in ((m, "gelu_tl", 1), (q, "quad_tl", 4)):
+            kernel = getattr(mod, f"_{name}_kernel")
+            for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64), (torch.bfloat16, tl.float32)):
+                n = 3000  # three programs of 1024, the last one ragged
+                xs = [torch.randn(n, dtype=dtype) for _ in range(n_in)]
+                out = torch.full((n,), float("nan"), dtype=dtype)
+                kernel[(triton.cdiv(n, 1024),)](*xs, out, n, BLOCK=1024, ACC=acc)
+                opmath = torch.float32 if dtype == torch.bfloat16 else dtype
+                want = mod.reference(*(x.to(opmath) for x in xs)).to(dtype)
+                tol = dict(rtol=1.6e-2, atol=8e-3) if dtype == torch.bfloat16 else dict(rtol=1e-5, atol=1e-6)
+                torch.testing.assert_close(out, want, **tol)
+        print("INTERPRETER OK")
+    """)
+    interp = subprocess.run([sys.executable, "-c", check], cwd=root, env=dict(env, TRITON_INTERPRET="1"),
+                            capture_output=True, text=True, timeout=300)
+    assert interp.returncode == 0 and "INTERPRETER OK" in interp.stdout, interp.stderr[-3000:]

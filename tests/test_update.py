@@ -168,7 +168,7 @@ def test_update_never_writes_through_a_symlink(op, new_templates, tmp_path):
 
     sh.rmtree(op / "benchmarks")
     (op / "benchmarks").symlink_to(outside)
-    edit(new_templates / "elementwise/benchmarks/bench_{{op_name}}.py.jinja", '"""Benchmark', '"""v2: Benchmark')
+    edit(new_templates / "_shared/bench_elementwise.py.jinja", '"""Benchmark', '"""v2: Benchmark')
     before = tree(op)
     result = CliRunner().invoke(main, ["update", str(op)])
     assert result.exit_code == 1 and "refusing to write through the symlink" in result.output

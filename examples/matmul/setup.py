@@ -32,16 +32,20 @@ assert _spec is not None and _spec.loader is not None
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 
-# Must run before torch.utils.cpp_extension is imported: that module reads CUDA_HOME once, at
-# import time, and guesses wrong when nvcc is reached through a wrapper in /usr/local/bin.
-with_cuda = build.configure_environment()
+if not build.HAS_EXTENSION:
+    # Only Triton ops: nothing to compile, no toolkit needed.
+    setup()
+else:
+    # Must run before torch.utils.cpp_extension is imported: that module reads CUDA_HOME once, at
+    # import time, and guesses wrong when nvcc is reached through a wrapper in /usr/local/bin.
+    with_cuda = build.configure_environment()
 
-from torch.utils.cpp_extension import BuildExtension  # noqa: E402
+    from torch.utils.cpp_extension import BuildExtension
 
-build.write_build_info(with_cuda)
+    build.write_build_info(with_cuda)
 
-setup(
-    ext_modules=[build.extension(with_cuda, relative_to=ROOT)],
-    cmdclass={"build_ext": BuildExtension},
-    package_data={"matmul": ["_build_info.json"]},
-)
+    setup(
+        ext_modules=[build.extension(with_cuda, relative_to=ROOT)],
+        cmdclass={"build_ext": BuildExtension},
+        package_data={"matmul": ["_build_info.json"]},
+    )

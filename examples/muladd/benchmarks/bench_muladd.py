@@ -1,4 +1,4 @@
-"""Benchmark muladd::muladd (a * b + c) against PyTorch.
+"""Benchmark muladd::muladd (a * b + c, CUDA C++ backend) against PyTorch.
 
     python benchmarks/bench_muladd.py [--dtypes float32,bfloat16] [--sizes 4096,268435456]
                                           [--json out.json] [--plot out.png] [--device cpu]

@@ -24,6 +24,12 @@ NAMESPACE = "muladd"
 OPS = (
     "muladd",
 )
+#: The ops compiled into _C (the CUDA C++ backend). Triton ops are Python only: a package with no
+#: C++ op builds no extension at all, so it installs instantly and needs no compiler.
+EXTENSION_OPS = (
+    "muladd",
+)
+HAS_EXTENSION = bool(EXTENSION_OPS)
 PACKAGE_DIR = Path(__file__).resolve().parent
 ROOT = PACKAGE_DIR.parent
 BUILD_INFO = PACKAGE_DIR / "_build_info.json"

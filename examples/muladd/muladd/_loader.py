@@ -97,6 +97,8 @@ def load() -> bool:
     """Register torch.ops.muladd.* (the ops in _build.OPS); returns True if the CUDA kernels were built."""
     if f"{_build.PACKAGE}._C" not in sys.modules:  # importlib.reload(): already registered, by us
         check_no_clash()
+    if not _build.HAS_EXTENSION:
+        return False  # only Triton ops: they register themselves when ops/<op>.py is imported
     if os.environ.get("KERNELGEN_JIT") == "1":
         return _load_jit()
     recorded = _recorded()

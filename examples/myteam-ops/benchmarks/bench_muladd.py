@@ -1,4 +1,4 @@
-"""Benchmark myteam::muladd (a * b + c) against PyTorch.
+"""Benchmark myteam::muladd (a * b + c, CUDA C++ backend) against PyTorch.
 
     python benchmarks/bench_muladd.py [--dtypes float32,bfloat16] [--sizes 4096,268435456]
                                           [--json out.json] [--plot out.png] [--device cpu]
@@ -8,6 +8,7 @@ An elementwise op is memory-bound, so the figure of merit is bandwidth: bytes ac
   eager     reference() in ops/muladd.py, run op by op by PyTorch (one kernel per operation)
   compile   torch.compile(reference): Inductor's fused Triton kernel
   addcmul   torch.addcmul(c, a, b), PyTorch's own fused kernel for this expression
+  muladd_tl   the same expression on the Triton backend (myteam_ops.muladd_tl)
 and reports the percentage of a device-to-device copy measured in the same run, the practical
 roofline: no kernel that reads and writes memory once can beat it by much.
 """
@@ -42,6 +43,7 @@ def cases(device: torch.device, dtypes: list[str], sizes: list[int], use_compile
             impls = {
                 "muladd": lambda: myteam_ops.muladd(*inputs),
                 "eager": lambda: reference(*inputs),
+                "muladd_tl": lambda: myteam_ops.muladd_tl(*inputs),
             }
             if use_compile:
                 torch._dynamo.reset()  # one compiled kernel per dtype and size, none reused stale

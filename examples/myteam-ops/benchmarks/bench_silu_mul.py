@@ -1,4 +1,4 @@
-"""Benchmark myteam::silu_mul (x * sigmoid(x) * y) against PyTorch.
+"""Benchmark myteam::silu_mul (x * sigmoid(x) * y, CUDA C++ backend) against PyTorch.
 
     python benchmarks/bench_silu_mul.py [--dtypes float32,bfloat16] [--sizes 4096,268435456]
                                           [--json out.json] [--plot out.png] [--device cpu]

@@ -1,4 +1,4 @@
-"""Tests of myteam::muladd on CPU and CUDA, for every dtype it supports.
+"""Tests of myteam::muladd (CUDA C++ backend) on CPU and CUDA, for every dtype it supports.
 
 Run: pytest -q                      (add -m "not large" to skip the >2**31-element CUDA test)
 CUDA tests skip, with the reason, when no GPU is visible or the extension was built without CUDA.

@@ -1,0 +1,22 @@
+#pragma once
+// gelu.h: the scalar formula of myteam::gelu, shared by the CPU loop
+// (gelu.cpp) and the CUDA kernel (cuda/gelu_kernel.cu), so that both backends compute
+// exactly the same thing. Keep ATen out of this header: the kernel's compile time depends on it.
+
+#include "../opmath.h"
+
+namespace gelu {
+
+// ---- EDIT HERE: the kernel body ---------------------------------------------------------------
+// Generated from --expr "x * sigmoid(1.702 * x)".
+// acc_t is the op-math type: float for float16, bfloat16 and float32 inputs (each element is
+// widened once, computed in float, and rounded once when stored), double for float64.
+// If you change the formula, change reference() in ops/gelu.py to match: the tests compare against it
+// and the default backward is derived from it.
+template <typename acc_t>
+OPMATH_FN acc_t gelu_expr(acc_t x) {
+  return x * opmath::sigmoid(acc_t(1.702) * x);
+}
+// ---- end of EDIT HERE -------------------------------------------------------------------------
+
+}  // namespace gelu

@@ -1,0 +1,82 @@
+"""The Python face of myteam::gelu: the public function, the reference, the fake
+implementation for torch.compile, and the autograd formula.
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["gelu", "reference"]
+
+_OP = "myteam::gelu"
+
+
+def gelu(x: torch.Tensor) -> torch.Tensor:
+    """Compute ``x * sigmoid(1.702 * x)`` elementwise, in one pass over memory.
+
+    Args:
+        x: a tensor of dtype float32, float64, float16, bfloat16.
+            Any strides are accepted.
+
+    Returns:
+        A new contiguous tensor with the shape, dtype and device of the input.
+        float16 and bfloat16 are computed in float32 and rounded once.
+
+    Differentiable with respect to every input. Raises RuntimeError, naming the argument, on a
+    device, shape or dtype mismatch or an unsupported dtype, and TypeError for a non-tensor.
+    """
+    # Checked here because such inputs never reach the C++ checks: the dispatcher routes a sparse
+    # tensor to a SparseCPU/SparseCUDA kernel that does not exist and fails with a wall of text.
+    for name, t in (("x", x), ):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"gelu: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.layout != torch.strided:
+            raise RuntimeError(f"gelu: {name} must be a dense tensor, got layout {t.layout}")
+    return torch.ops.myteam.gelu.default(x)
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    """The specification of gelu in plain PyTorch.
+
+    The tests compare the kernels against it, the benchmark races against it, and the default
+    backward below is derived from it. Keep it in step with gelu_expr in csrc/gelu/gelu.h.
+    """
+    return x * torch.sigmoid(1.702 * x)
+
+
+# ---- torch.compile support --------------------------------------------------------------------
+# While tracing, torch.compile runs ops on FakeTensors, which have shapes, dtypes and devices but
+# no data. A custom op needs a "fake" implementation that computes the output's metadata without
+# touching data. It must agree with the C++ code: same shape, dtype and device as the first input,
+# contiguous strides.
+@torch.library.register_fake(_OP)
+def _gelu_fake(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device)
+
+
+# ---- autograd ---------------------------------------------------------------------------------
+def _setup_context(ctx, inputs, output) -> None:
+    # The backward needs the inputs (not the output) to evaluate the derivative.
+    ctx.save_for_backward(*inputs)
+
+
+def _backward(ctx, grad_out: torch.Tensor):
+    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
+    # The default backward is the vector-Jacobian product of reference(), computed by
+    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
+    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
+    # PyTorch kernels. When the backward matters for speed, write a fused backward kernel: declare
+    # a second op (say gelu_backward) in csrc/ the same way as gelu, and call it here.
+    # ------------------------------------------------------------------------------------------
+    saved = ctx.saved_tensors
+    dtype = saved[0].dtype
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+    def in_opmath(*xs: torch.Tensor) -> torch.Tensor:
+        return reference(*(x.to(opmath) for x in xs))
+
+    _, vjp = torch.func.vjp(in_opmath, *saved)
+    return vjp(grad_out.to(opmath))
+
+
+torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)

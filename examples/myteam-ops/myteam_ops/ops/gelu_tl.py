@@ -1,0 +1,158 @@
+"""The Python face of myteam::gelu_tl on the Triton backend: the kernel and its launcher, the
+registration (torch.library.triton_op), the CPU implementation, the reference and the autograd
+formula. There is no C++: Triton compiles the kernel on its first call for each dtype (and caches
+it on disk), so editing this file and re-running the tests is the whole loop.
+
+Why Triton first: write the op in Triton, measure it against torch.compile and, if the package has
+one, a CUDA C++ op of the same formula (benchmarks/bench_gelu_tl.py races them), and move to
+CUDA C++ (`kernelgen add ... --backend cuda`) only when the numbers say so.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.library import wrap_triton
+
+try:
+    import triton
+    import triton.language as tl
+    from triton.language.extra import libdevice
+except ImportError:  # a CPU-only install: the CPU implementation below still works
+    triton = None
+
+#: True when the CUDA implementation can run (triton is installed).
+TRITON_AVAILABLE: bool = triton is not None
+
+__all__ = ["gelu_tl", "reference", "TRITON_AVAILABLE"]
+
+_OP = "myteam::gelu_tl"
+_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16, )
+
+
+def gelu_tl(x: torch.Tensor) -> torch.Tensor:
+    """Compute ``x * sigmoid(1.702 * x)`` elementwise, in one pass over memory.
+
+    Args:
+        x: a tensor of dtype float32, float64, float16, bfloat16.
+            Any strides are accepted.
+
+    Returns:
+        A new contiguous tensor with the shape, dtype and device of the input.
+        float16 and bfloat16 are computed in float32 and rounded once.
+
+    Differentiable with respect to every input. Raises RuntimeError, naming the argument, on a
+    device, shape or dtype mismatch or an unsupported dtype, and TypeError for a non-tensor.
+    """
+    for name, t in (("x", x), ):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"gelu_tl: {name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.layout != torch.strided:
+            raise RuntimeError(f"gelu_tl: {name} must be a dense tensor, got layout {t.layout}")
+    return torch.ops.myteam.gelu_tl.default(x)
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    """The specification of gelu_tl in plain PyTorch.
+
+    The tests compare the kernel against it, the benchmark races against it, the CPU
+    implementation and the default backward are derived from it. Keep it in step with the
+    expression in _gelu_tl_kernel below.
+    """
+    return x * torch.sigmoid(1.702 * x)
+
+
+def _check_inputs(x: torch.Tensor) -> None:
+    # The same checks, and the same messages, as the CUDA C++ backend's.
+    if x.dtype not in _DTYPES:
+        raise RuntimeError(f"gelu_tl: x has dtype {x.dtype}, but gelu_tl supports float32, float64, float16, bfloat16")
+
+
+# ---- the kernel ---------------------------------------------------------------------------------
+# Each program handles BLOCK consecutive elements of the flattened, contiguous inputs. Offsets are
+# int64: program_id * BLOCK in int32 would overflow past 2**31 elements. The mask covers the ragged
+# tail. Loads are widened to the op-math dtype ACC (float32 for float16/bfloat16/float32, float64
+# for float64), the expression runs there, and the result is rounded once when stored.
+if TRITON_AVAILABLE:
+
+    @triton.jit
+    def _gelu_tl_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask).to(ACC)
+        # ---- EDIT HERE: the kernel body (keep reference() above in step) ----------------------------
+        result = x * (1.0 / (1.0 + tl.exp(-(tl.full((), 1.702, ACC) * x))))
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        tl.store(out_ptr + offsets, result.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+# Block sizes, fixed rather than autotuned: 16 elements per thread at 4 warps for 1- and 2-byte
+# types, 8 for 4-byte and 4 for 8-byte types (64, 32 or 32 bytes of each input in flight per
+# thread). triton.autotune would re-tune for every new size, stall the first call, and cannot run
+# inside CUDA graph capture. docs/benchmarks.md in kernelgen has the measurements behind this.
+_BLOCK = {1: 2048, 2: 2048, 4: 1024, 8: 512}
+_NUM_WARPS = 4
+
+
+# ---- registration -------------------------------------------------------------------------------
+# triton_op (not custom_op) makes the op's body visible to torch.compile: Inductor traces into it and
+# sees the Triton kernel (launched through wrap_triton) instead of an opaque call. It also uses the
+# body, run on fake tensors, as the op's fake implementation, so no register_fake is needed.
+@torch.library.triton_op(_OP, mutates_args=())
+def _gelu_tl_impl(x: torch.Tensor) -> torch.Tensor:
+    if x.device.type != "cuda":
+        # Tracing on CPU (opcheck, torch.compile) runs this body too: stay off the GPU path.
+        return _gelu_tl_cpu(x)
+    _check_inputs(x)
+    if not TRITON_AVAILABLE:
+        raise RuntimeError("gelu_tl: the CUDA implementation needs triton (pip install triton)")
+    # Row-major data for flat offsets; the *_contig locals keep any copies alive during the launch.
+    x_contig = x.contiguous()
+    out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
+    n = out.numel()
+    if n == 0:
+        return out
+    block = _BLOCK[out.element_size()]
+    acc = tl.float64 if out.dtype == torch.float64 else tl.float32
+    # The inputs' GPU must be current: Triton launches on the current device, on its current stream
+    # (the caller's stream, so CUDA graphs and side streams work).
+    with torch.cuda.device(x.device):
+        wrap_triton(_gelu_tl_kernel)[(triton.cdiv(n, block),)](
+x_contig, out, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS
+        )
+    return out
+
+
+# The CPU implementation: the reference, in op-math precision, rounded once.
+@torch.library.register_kernel(_OP, "cpu")
+def _gelu_tl_cpu(x: torch.Tensor) -> torch.Tensor:
+    _check_inputs(x)
+    dtype = x.dtype
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    return reference(x.contiguous().to(opmath)).to(dtype).contiguous()
+
+
+# ---- autograd -----------------------------------------------------------------------------------
+def _setup_context(ctx, inputs, output) -> None:
+    # The backward needs the inputs (not the output) to evaluate the derivative.
+    ctx.save_for_backward(*inputs)
+
+
+def _backward(ctx, grad_out: torch.Tensor):
+    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
+    # The default backward is the vector-Jacobian product of reference(), computed by
+    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
+    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
+    # PyTorch kernels. When the backward matters for speed, write a second Triton kernel for it.
+    # ------------------------------------------------------------------------------------------
+    saved = ctx.saved_tensors
+    dtype = saved[0].dtype
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+    def in_opmath(*xs: torch.Tensor) -> torch.Tensor:
+        return reference(*(x.to(opmath) for x in xs))
+
+    _, vjp = torch.func.vjp(in_opmath, *saved)
+    return vjp(grad_out.to(opmath))
+
+
+torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
