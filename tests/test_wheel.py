@@ -19,9 +19,11 @@ def test_wheel_installs_and_renders(tmp_path):
                    check=True, capture_output=True, text=True, timeout=600)
     wheel = next(dist.glob("kernelgen-*.whl"))
     names = zipfile.ZipFile(wheel).namelist()
-    assert "kernelgen/_templates/copier.yml" in names
-    assert "kernelgen/_templates/elementwise/{{op_name}}/csrc/cuda/{{op_name}}_kernel.cu.jinja" in names
-    assert "kernelgen/_templates/elementwise/.gitignore.jinja" in names
+    # Every template file ships, dot files and {{ }} names included.
+    templates = {f"kernelgen/_templates/{p.relative_to(REPO / 'templates').as_posix()}"
+                 for p in (REPO / "templates").rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    assert "kernelgen/_templates/package/.gitignore.jinja" in templates
+    assert templates <= set(names), sorted(templates - set(names))[:5]
     assert "kernelgen/py.typed" in names
 
     env_dir = tmp_path / "venv"
