@@ -25,18 +25,26 @@ from .expr import parse
 #: 3: a package is a library of ops: csrc/<op>/, ops/<op>.py, TORCH_LIBRARY_FRAGMENT, one _C,
 #:    a loader that refuses an op some other library already defines; the merge ancestor is the
 #:    compact record .kernelgen/generated.json.gz instead of the .kernelgen/base/ copy.
-TEMPLATE_VERSION = "3"
+#: 4: the C++ of every op is on the LibTorch stable ABI by default (torch/csrc/stable, abi3 wheel,
+#:    TORCH_TARGET_VERSION); `abi: full` (recorded, or absent in older answers) keeps the ATen code.
+TEMPLATE_VERSION = "4"
 
+#: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
+#: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.
 DTYPE_INFO: dict[str, dict[str, str]] = {
-    "float32": {"at": "at::kFloat", "torch": "torch.float32", "c": "float"},
-    "float64": {"at": "at::kDouble", "torch": "torch.float64", "c": "double"},
-    "float16": {"at": "at::kHalf", "torch": "torch.float16", "c": "at::Half"},
-    "bfloat16": {"at": "at::kBFloat16", "torch": "torch.bfloat16", "c": "at::BFloat16"},
+    "float32": {"at": "at::kFloat", "stable": "ScalarType::Float", "torch": "torch.float32", "c": "float",
+                "c_stable": "float"},
+    "float64": {"at": "at::kDouble", "stable": "ScalarType::Double", "torch": "torch.float64", "c": "double",
+                "c_stable": "double"},
+    "float16": {"at": "at::kHalf", "stable": "ScalarType::Half", "torch": "torch.float16", "c": "at::Half",
+                "c_stable": "torch::headeronly::Half"},
+    "bfloat16": {"at": "at::kBFloat16", "stable": "ScalarType::BFloat16", "torch": "torch.bfloat16",
+                 "c": "at::BFloat16", "c_stable": "torch::headeronly::BFloat16"},
 }
 
 # The answers a package records: the package-level ones. The per-op questions of copier.yml
 # (op_name, kind, ...) are rendering details; each op's answers are recorded inside `ops`.
-_RECORDED = ("name", "package", "namespace", "arch_list", "ops")
+_RECORDED = ("name", "package", "namespace", "arch_list", "abi", "ops")
 
 
 def expression(source: str, inputs: list[str]) -> dict[str, Any]:

@@ -18,7 +18,9 @@ from . import __version__
 from .errors import KernelgenError, SpecError
 from .fsutil import Terminated, terminate_as_exception
 from .spec import (
+    ABIS,
     BACKENDS,
+    DEFAULT_ABI,
     DEFAULT_ARCH_LIST,
     DTYPES,
     KINDS,
@@ -33,6 +35,7 @@ from .spec import (
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
     "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace", "backend": "--backend",
+    "abi": "--abi",
 }
 
 
@@ -65,6 +68,10 @@ def _op_options(func: Any) -> Any:
         click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}]; one per package."),
         click.option("--namespace", default=None, help="torch.ops namespace [default: the package name]; one per package. "
                      "Namespaces PyTorch owns (aten, prims, sparse, quantized, ...) and names starting with '_' are refused."),
+        click.option("--abi", type=click.Choice(ABIS), default=None,
+                     help=f"LibTorch ABI of the package's C++ [default: {DEFAULT_ABI}]; one per package. stable: "
+                          "torch/csrc/stable only, one abi3 binary for every torch >= the target version; full: "
+                          "the whole ATen/c10 C++ API, rebuilt for every torch upgrade."),
         click.option("--defaults", is_flag=True, help="Never prompt: use the default for every missing option."),
     ]
     for option in reversed(options):
@@ -90,6 +97,7 @@ def _interrupted(err: BaseException) -> NoReturn:
 def _collect_op(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
     arch_list: str | None, namespace: str | None, defaults: bool, backend: str | None = None,
+    abi: str | None = None,
 ) -> OpSpec:
     """Prompt for what is missing (on a terminal) and validate everything into an OpSpec."""
     interactive = _interactive(defaults)
@@ -112,7 +120,7 @@ def _collect_op(
         op_name, kind=kind, inputs=inputs, expr=expr,
         dtypes=dtypes if dtypes is not None else ",".join(DTYPES),
         arch_list=arch_list if arch_list is not None else DEFAULT_ARCH_LIST,
-        namespace=namespace, backend=backend or "cuda",
+        namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI,
     )
 
 
@@ -125,7 +133,7 @@ def _collect_op(
 @click.option("--op", "first_op", default=None, help="Name of the package's first op [default: NAME]: `kernelgen new myteam-ops --op muladd ...`.")
 def new(
     op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, expr: str | None,
-    dtypes: str | None, arch_list: str | None, namespace: str | None, output: Path,
+    dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, output: Path,
     force: bool, defaults: bool, answers_file: Path | None, first_op: str | None,
 ) -> None:
     """Generate a package in OUTPUT/NAME holding one op (NAME, or --op); grow it with `kernelgen add`.
@@ -134,6 +142,10 @@ def new(
     that PyTorch itself registers (aten, prims, sparse, quantized, profiler, ...: importing such
     a package would abort Python), nor start with '_'. `kernelgen new sparse --namespace myteam`
     is fine.
+
+    The C++ uses LibTorch's stable ABI (--abi stable, the default): one abi3 binary that loads on
+    every later torch. --abi full writes it against ATen instead, for ops that need C++ API the
+    stable ABI lacks, at the price of a rebuild on every torch upgrade.
 
     \b
     Example:
@@ -146,7 +158,8 @@ def new(
     try:
         with terminate_as_exception():
             if answers_file is not None:
-                if any(value is not None for value in (op_name, kind, backend, inputs, expr, dtypes, arch_list, namespace, first_op)):
+                if any(value is not None for value in (op_name, kind, backend, inputs, expr, dtypes, arch_list, namespace,
+                                                       abi, first_op)):
                     raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
                 from .answers import load_answers
 
@@ -154,13 +167,13 @@ def new(
             else:
                 if first_op is None:
                     pkg = PackageSpec.for_new_op(
-                        _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend))
+                        _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend, abi))
                 else:
                     if op_name is None:
                         raise click.UsageError("missing NAME (the package's name; --op names its first op)")
                     package = normalize_package_name(op_name)
                     op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
-                                     namespace if namespace is not None else package, defaults, backend)
+                                     namespace if namespace is not None else package, defaults, backend, abi)
                     if namespace is None:
                         check_namespace(package, derived_from_op=True)
                     pkg = PackageSpec.for_new_op(op, name=op_name)
@@ -183,13 +196,13 @@ def new(
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 def add(
     op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, expr: str | None,
-    dtypes: str | None, arch_list: str | None, namespace: str | None, defaults: bool,
+    dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, defaults: bool,
     package_dir: Path, dry_run: bool,
 ) -> None:
     """Add the op OP_NAME to the package in --package (default: the current directory).
 
     The op gets csrc/<op>/, ops/<op>.py, tests/test_<op>.py and benchmarks/bench_<op>.py, and is
-    registered as torch.ops.<namespace>.<op> in the package's one build. The package's shared
+    registered as torch.ops.<namespace>.<op> in the package's one build, on the package's ABI. The package's shared
     files (README, __init__.py, ...) are re-rendered and merged with your edits; on a conflict, or
     any other failure, nothing is written.
     """
@@ -208,7 +221,11 @@ def add(
             if arch_list is not None and arch_list != recorded.arch_list:
                 raise SpecError(f"the package builds for {recorded.arch_list!r}, for all its ops (omit --arch-list, "
                                 "or change ARCH_LIST in the package's _build.py)", "arch_list")
-            op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults, backend)
+            if abi is not None and abi != recorded.abi:
+                raise SpecError(f"the package is built on the {recorded.abi} ABI, for all its ops (one build); "
+                                f"omit --abi", "abi")
+            op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
+                             backend, recorded.abi)
             result, _, pkg = plan(root, new_op=op)
             if result.conflicts:
                 raise KernelgenError(
@@ -248,12 +265,13 @@ def list_ops(package_dir: Path, as_json: bool) -> None:
     if as_json:
         data = {
             "package": pkg.package, "name": pkg.name, "namespace": pkg.namespace, "arch_list": pkg.arch_list,
-            "template_version": str(answers.get("_template_version", "")),
+            "abi": pkg.abi, "template_version": str(answers.get("_template_version", "")),
             "ops": [{**op.record(), "torch_op": f"torch.ops.{pkg.namespace}.{op.op_name}"} for op in pkg.ops],
         }
         click.echo(json.dumps(data, indent=2))
         return
-    click.echo(f"{pkg.package} (namespace {pkg.namespace}, arch list {pkg.arch_list}): {len(pkg.ops)} op(s)")
+    click.echo(f"{pkg.package} (namespace {pkg.namespace}, arch list {pkg.arch_list}, {pkg.abi} ABI): "
+               f"{len(pkg.ops)} op(s)")
     for op in pkg.ops:
         detail = f"{', '.join(op.inputs)} -> {op.expr}" if op.kind == "elementwise" else "C = A @ B"
         click.echo(f"  torch.ops.{pkg.namespace}.{op.op_name:<20} {op.kind:<12} {detail}   [{', '.join(op.dtypes)}]")

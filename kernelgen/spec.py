@@ -33,6 +33,16 @@ BACKENDS: tuple[str, ...] = ("cuda", "triton")
 #: The kinds the Triton backend generates.
 TRITON_KINDS: tuple[str, ...] = ("elementwise",)
 
+#: Which LibTorch ABI the package's C++ is written against (one per package: one build).
+#: stable: torch/csrc/stable and torch/headeronly only; the binary (cp310-abi3) loads on every torch
+#:         at least as new as its target version, and needs no rebuild when torch is upgraded.
+#: full:   ATen and c10 (at::Tensor, TORCH_LIBRARY, ...): the whole C++ API, tied to the torch it
+#:         was built with. Packages recorded without an `abi` (template versions 1 to 3) are full.
+ABIS: tuple[str, ...] = ("stable", "full")
+DEFAULT_ABI = "stable"
+#: The ABI of a package whose answers file records none (made before `--abi` existed).
+LEGACY_ABI = "full"
+
 #: Canonical dtype names, in the order the generated dispatch lists them.
 DTYPES: tuple[str, ...] = ("float32", "float64", "float16", "bfloat16")
 _DTYPE_ALIASES = {
@@ -290,6 +300,13 @@ def check_input_names(inputs: tuple[str, ...]) -> tuple[str, ...]:
     return inputs
 
 
+def parse_abi(value: object) -> str:
+    """Validate an ABI name (``stable`` or ``full``)."""
+    if not isinstance(value, str) or value not in ABIS:
+        raise SpecError(f"unknown ABI {_show(value)}; choose from {', '.join(ABIS)}", "abi")
+    return value
+
+
 def check_namespace(ns: str, *, derived_from_op: bool) -> str:
     """Validate the effective torch.ops namespace ``ns`` and return it.
 
@@ -323,8 +340,8 @@ def check_namespace(ns: str, *, derived_from_op: bool) -> str:
 class OpSpec:
     """A validated op description. Build it with :meth:`create`, which checks every field.
 
-    ``namespace`` and ``arch_list`` are the values of the package the op is created for (a new
-    package takes them from the op's options); :class:`PackageSpec` holds them for every op.
+    ``namespace``, ``arch_list`` and ``abi`` are the values of the package the op is created for (a
+    new package takes them from the op's options); :class:`PackageSpec` holds them for every op.
     """
 
     name: str  # as the user typed it (may contain hyphens)
@@ -337,6 +354,7 @@ class OpSpec:
     expr: str = ""  # the canonical expression, re-printed from the parse tree (never raw user text)
     parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
     backend: str = "cuda"  # "cuda" (C++/CUDA, compiled into the package's _C) or "triton" (Python only)
+    abi: str = DEFAULT_ABI  # the package's: "stable" (LibTorch stable ABI) or "full" (ATen); see ABIS
 
     @classmethod
     def create(
@@ -350,8 +368,10 @@ class OpSpec:
         arch_list: str = DEFAULT_ARCH_LIST,
         namespace: str | None = None,
         backend: str = "cuda",
+        abi: str = DEFAULT_ABI,
     ) -> OpSpec:
         op_name = normalize_op_name(name)
+        abi = parse_abi(abi)
         if kind not in KINDS:
             raise SpecError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}", "kind")
         if backend not in BACKENDS:
@@ -375,10 +395,10 @@ class OpSpec:
             if expr is None:
                 expr = " + ".join(input_names)
             parsed = expr_mod.parse(expr, input_names)
-            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend)
+            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend, abi)
         if inputs is not None or expr is not None:
             raise SpecError(f"--inputs and --expr are only for --kind elementwise, not {kind}", "kind")
-        return cls(name, op_name, kind, ns, dtype_tuple, arch)
+        return cls(name, op_name, kind, ns, dtype_tuple, arch, abi=abi)
 
     def record(self) -> dict[str, object]:
         """What the package's answers file records of this op (enough to render it again)."""
@@ -416,21 +436,26 @@ class PackageSpec:
     namespace: str
     arch_list: str
     ops: tuple[OpSpec, ...]
+    abi: str = DEFAULT_ABI  # one per package: every C++ op of it is compiled into one _C
 
     @classmethod
     def for_new_op(cls, op: OpSpec, name: str | None = None) -> PackageSpec:
         """The package `kernelgen new` makes: named ``name`` (default: like its first op), holding
-        ``op``, in the op's namespace."""
+        ``op``, in the op's namespace and with the op's ABI."""
         if name is None:
-            return cls(op.name, op.op_name, op.namespace, op.arch_list, (op,))
+            return cls(op.name, op.op_name, op.namespace, op.arch_list, (op,), op.abi)
         package = normalize_package_name(name)
-        return cls(name, package, op.namespace, op.arch_list, ()).with_op(op)
+        return cls(name, package, op.namespace, op.arch_list, (), op.abi).with_op(op)
 
     def op(self, op_name: str) -> OpSpec | None:
         return next((op for op in self.ops if op.op_name == op_name), None)
 
     def with_op(self, op: OpSpec) -> PackageSpec:
-        """This package plus ``op``; refuses a name the package already uses."""
+        """This package plus ``op``; refuses a name the package already uses, and an op written
+        for the other ABI (the package is one build)."""
+        if op.abi != self.abi:
+            raise SpecError(f"the package {self.package!r} is built on the {self.abi} ABI, for all its ops "
+                            f"(omit --abi); op {op.op_name!r} asks for {op.abi}", "abi")
         for other in self.ops:
             if other.op_name == op.op_name:
                 same = "" if other.op_name == op.name else f" ({op.name!r} and {other.op_name!r} are the same identifier)"
@@ -451,7 +476,9 @@ class PackageSpec:
         """Rebuild a package from a recorded answers mapping, checking the type of every field.
 
         Reads both the library format (``package`` and ``ops``, template version 3 and later) and
-        the one-op format of template versions 1 and 2 (``op_name``, ``kind``, ... at the top).
+        the one-op format of template versions 1 and 2 (``op_name``, ``kind``, ... at the top). An
+        answers file with no ``abi`` (template versions 1 to 3) is a package on the full ABI: its
+        C++ was written against ATen, and `kernelgen update` must not rewrite it.
         """
         def field_of(mapping: dict[str, object], key: str, kind: type, *, required: bool = True) -> Any:
             value = mapping.get(key)
@@ -475,6 +502,11 @@ class PackageSpec:
         package = normalize_package_name(name)
         namespace = field_of(data, "namespace", str, required=False)
         arch_list = field_of(data, "arch_list", str, required=False) or DEFAULT_ARCH_LIST
+        abi = field_of(data, "abi", str, required=False)
+        if abi is None:
+            abi = LEGACY_ABI
+        elif abi not in ABIS:
+            raise AnswersError(f"{where}: 'abi' must be one of {', '.join(ABIS)}, not {_short(abi)}")
         raw_ops = data.get("ops")
         if not isinstance(raw_ops, list) or not raw_ops:
             raise AnswersError(f"{where}: 'ops' must be a non-empty list of ops")
@@ -493,9 +525,10 @@ class PackageSpec:
                 arch_list=arch_list,
                 namespace=namespace if namespace is not None else package,
                 backend=field_of(raw, "backend", str, required=False) or "cuda",
+                abi=abi,
             ))
         first, *rest = ops
-        spec = cls(name, package, first.namespace, first.arch_list, (first,))
+        spec = cls(name, package, first.namespace, first.arch_list, (first,), abi)
         for op in rest:
             spec = spec.with_op(op)
         return spec
@@ -507,6 +540,7 @@ class PackageSpec:
             "package": self.package,
             "namespace": self.namespace,
             "arch_list": self.arch_list,
+            "abi": self.abi,
             "ops": [op.record() for op in self.ops],
         }
 

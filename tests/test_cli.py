@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -17,10 +18,12 @@ def invoke(*args, input=None):
     return CliRunner().invoke(main, list(args), input=input, catch_exceptions=False)
 
 
-def test_new_writes_the_documented_tree(tmp_path):
-    result = invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
+@pytest.mark.parametrize("abi", ["stable", "full"])
+def test_new_writes_the_documented_tree(tmp_path, abi):
+    result = invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "--abi", abi, "-o", str(tmp_path))
     assert result.exit_code == 0, result.output
     files = {f for f in tree(tmp_path / "muladd") if not f.startswith(".kernelgen/")}
+    stable_only = {"muladd/csrc/stable_utils.h", "muladd/csrc/stable_cuda.h"} if abi == "stable" else set()
     assert {
         "setup.py", "pyproject.toml", "README.md", ".copier-answers.yml", ".gitignore",
         "muladd/__init__.py", "muladd/_build.py", "muladd/_loader.py", "muladd/ops/__init__.py", "muladd/ops/muladd.py",
@@ -30,7 +33,8 @@ def test_new_writes_the_documented_tree(tmp_path):
         "muladd/csrc/muladd/cuda/muladd_kernel.h",
         "tests/test_muladd.py",
         "benchmarks/bench_muladd.py", "benchmarks/harness.py", "benchmarks/run_all.py",
-    } == files
+    } | stable_only == files
+    assert f"abi: {abi}\n" in (tmp_path / "muladd" / ".copier-answers.yml").read_text()
     # The merge ancestor for `kernelgen update` is one compressed record, not a second copy of the sources.
     assert {f for f in tree(tmp_path / "muladd") if f.startswith(".kernelgen/")} == {
         ".kernelgen/generated.json.gz", ".kernelgen/README.md"}
@@ -41,26 +45,18 @@ def test_new_writes_the_documented_tree(tmp_path):
     assert all(record[f] == (tmp_path / "muladd" / f).read_bytes() for f in files)
 
 
-def test_generated_code_follows_the_rules(tmp_path):
-    invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
-    root = tmp_path / "muladd"
-    cu = (root / "muladd/csrc/muladd/cuda/muladd_kernel.cu").read_text()
-    cuda_cpp = (root / "muladd/csrc/muladd/cuda/muladd_cuda.cpp").read_text()
-    cpp = (root / "muladd/csrc/muladd/muladd.cpp").read_text()
-    for needle in ["C10_CUDA_KERNEL_LAUNCH_CHECK();", "int64_t n", "Pack<scalar_t, kVec>", "is_aligned("]:
+def _common_rules(root, cu, cuda_cpp, cpp):
+    for needle in ["int64_t n", "Pack<scalar_t, kVec>", "is_aligned("]:
         assert needle in cu, needle
-    for needle in ["CUDAGuard", "getCurrentCUDAStream()", "AT_DISPATCH_V2", ".contiguous()", "if (n == 0)",
-                   "at::kBFloat16", "at::kHalf", "TORCH_LIBRARY_IMPL(muladd, CUDA, m)"]:
+    for needle in ["contiguous(", "if (n == 0)"]:
         assert needle in cuda_cpp, needle
     assert "<<<" in cu and ", 0, stream>>>" in cu  # launched on the current stream
-    # nvcc never sees the ATen tensor headers: they are most of a build's time
-    for header in ["ATen/core/Tensor.h", "torch/library.h", "muladd_checks.h"]:
+    # nvcc never sees the tensor headers: they are most of a build's time
+    for header in ["ATen/core/Tensor.h", "torch/library.h", "torch/csrc/stable/tensor.h", "stable_utils.h",
+                   "muladd_checks.h"]:
         assert header not in cu and header not in (root / "muladd/csrc/muladd/muladd.h").read_text(), header
     for text in (cu, cuda_cpp, cpp):
         assert "#include <torch/extension.h>" not in text and "#include <ATen/cuda/CUDAContext.h>" not in text
-    # FRAGMENT: several ops and packages share a namespace; a second TORCH_LIBRARY would abort Python.
-    assert "TORCH_LIBRARY_FRAGMENT(muladd, m)" in cpp and "TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
-    assert "TORCH_LIBRARY(" not in cpp.replace("// ", "").split("namespace muladd {")[1]
     ops = (root / "muladd/ops/muladd.py").read_text()
     assert "register_fake" in ops and "register_autograd" in ops and "AUTOGRAD STUB" in ops
     build = (root / "muladd/_build.py").read_text()
@@ -69,6 +65,56 @@ def test_generated_code_follows_the_rules(tmp_path):
     compile(ops, "ops.py", "exec")
     compile((root / "tests/test_muladd.py").read_text(), "test_muladd.py", "exec")
     compile((root / "benchmarks/bench_muladd.py").read_text(), "bench.py", "exec")
+
+
+def _sources(root):
+    return [(root / f"muladd/csrc/muladd/{rel}").read_text()
+            for rel in ("cuda/muladd_kernel.cu", "cuda/muladd_cuda.cpp", "muladd.cpp")]
+
+
+def test_generated_code_follows_the_rules(tmp_path):
+    invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
+    root = tmp_path / "muladd"
+    cu, cuda_cpp, cpp = _sources(root)
+    _common_rules(root, cu, cuda_cpp, cpp)
+    assert "STD_CUDA_KERNEL_LAUNCH_CHECK();" in cu
+    for needle in ["kernelgen::DeviceGuard", "kernelgen::current_cuda_stream(", "THO_DISPATCH_V2", "torch::stable::empty(",
+                   "ScalarType::BFloat16", "ScalarType::Half", "STABLE_TORCH_LIBRARY_IMPL(muladd, CUDA, m)", "TORCH_BOX("]:
+        assert needle in cuda_cpp, needle
+    # Stable ABI: no ATen or c10 header anywhere in the package's C++, only torch/csrc/stable and torch/headeronly.
+    for path in (root / "muladd/csrc").rglob("*"):
+        if path.suffix in (".cpp", ".cu", ".h"):
+            includes = re.findall(r"^#include <([\w.]+)", path.read_text(), re.MULTILINE)
+            assert {inc for inc in includes if inc in ("ATen", "c10") or "." not in inc} <= {"torch", "cstdint", "cmath",
+                    "algorithm", "optional", "string", "utility", "vector", "sstream", "stdexcept", "type_traits"}, includes
+            torch_includes = re.findall(r"^#include <(torch/[\w/.]+)", path.read_text(), re.MULTILINE)
+            assert all(inc.startswith(("torch/csrc/stable/", "torch/headeronly/", "torch/csrc/inductor/aoti_torch/c/"))
+                       for inc in torch_includes), (path.name, torch_includes)
+    # FRAGMENT: several ops and packages share a namespace; a second library defining it would abort Python.
+    assert "STABLE_TORCH_LIBRARY_FRAGMENT(muladd, m)" in cpp and "STABLE_TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
+    assert "TORCH_LIBRARY(" not in cpp.replace("// ", "").split("namespace muladd {")[1]
+    # The checks come before the parallel loop: nothing may throw across torch_parallel_for.
+    assert cpp.index("check_inputs(a, b, c);\n") < cpp.index("torch::stable::parallel_for(")
+    build = (root / "muladd/_build.py").read_text()
+    assert "TORCH_TARGET_VERSION = (2, 10)" in build and "py_limited_api=True" in build
+    assert '"py_limited_api": "cp310"' in (root / "setup.py").read_text()
+    assert 'requires-python = ">=3.10"' in (root / "pyproject.toml").read_text()
+
+
+def test_full_abi_code_is_the_aten_code(tmp_path):
+    invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "--abi", "full", "-o", str(tmp_path))
+    root = tmp_path / "muladd"
+    cu, cuda_cpp, cpp = _sources(root)
+    _common_rules(root, cu, cuda_cpp, cpp)
+    assert "C10_CUDA_KERNEL_LAUNCH_CHECK();" in cu
+    for needle in ["CUDAGuard", "getCurrentCUDAStream()", "AT_DISPATCH_V2", ".contiguous()",
+                   "at::kBFloat16", "at::kHalf", "TORCH_LIBRARY_IMPL(muladd, CUDA, m)"]:
+        assert needle in cuda_cpp, needle
+    assert "TORCH_LIBRARY_FRAGMENT(muladd, m)" in cpp and "TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
+    assert "STABLE" not in cpp + cuda_cpp + cu and "torch/csrc/stable" not in cpp + cuda_cpp + cu
+    build = (root / "muladd/_build.py").read_text()
+    assert "TORCH_TARGET_VERSION" not in build and "py_limited_api" not in build
+    assert 'requires-python = ">=3.9"' in (root / "pyproject.toml").read_text()
 
 
 def test_hyphenated_name_is_announced(tmp_path):

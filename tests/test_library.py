@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import tree
 
+from kernelgen._jinja import TEMPLATE_VERSION
 from kernelgen.cli import main
 
 
@@ -55,11 +56,29 @@ def test_ops_lists_the_package(lib):
     result = invoke("ops", str(lib), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["package"] == "team_ops" and data["namespace"] == "team"
+    assert data["package"] == "team_ops" and data["namespace"] == "team" and data["abi"] == "stable"
     assert [op["name"] for op in data["ops"]] == ["muladd", "gelu"]
     assert data["ops"][1]["dtypes"] == ["float32"] and data["ops"][1]["torch_op"] == "torch.ops.team.gelu"
     text = invoke("ops", str(lib))
-    assert "torch.ops.team.gelu" in text.output and "2 op(s)" in text.output
+    assert "torch.ops.team.gelu" in text.output and "2 op(s)" in text.output and "stable ABI" in text.output
+
+
+def test_add_follows_the_package_abi(tmp_path):
+    result = invoke("new", "aten-ops", "--op", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--namespace", "aten_team",
+                    "--abi", "full", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    lib = tmp_path / "aten-ops"
+    for args in (["mm", "--kind", "matmul"], ["gelu", "--inputs", "x", "--expr", "x", "--abi", "full"]):
+        result = invoke("add", *args, "--defaults", "--package", str(lib))
+        assert result.exit_code == 0, result.output
+    for op in ("mm", "gelu"):
+        cpp = (lib / f"aten_ops/csrc/{op}/{op}.cpp").read_text()
+        assert "TORCH_LIBRARY_FRAGMENT(aten_team, m)" in cpp and "STABLE" not in cpp
+    assert not (lib / "aten_ops/csrc/stable_utils.h").exists()
+    assert "abi: full" in (lib / ".copier-answers.yml").read_text()
+    result = invoke("add", "relu", "--inputs", "x", "--expr", "x", "--abi", "stable", "--defaults", "--package", str(lib))
+    assert result.exit_code == 2 and result.output.strip().splitlines()[-1].endswith(
+        "--abi: the package is built on the full ABI, for all its ops (one build); omit --abi")
 
 
 @pytest.mark.parametrize("args, message", [
@@ -68,6 +87,8 @@ def test_ops_lists_the_package(lib):
     (["gelu", "--inputs", "x", "--expr", "x +"], "not a valid expression"),
     (["gelu", "--inputs", "x", "--expr", "x", "--namespace", "other"], "namespace is 'team'"),
     (["gelu", "--inputs", "x", "--expr", "x", "--arch-list", "9.0"], "builds for '8.0;9.0+PTX'"),
+    (["gelu", "--inputs", "x", "--expr", "x", "--abi", "full"], "--abi: the package is built on the stable ABI"),
+    (["gelu", "--inputs", "x", "--expr", "x", "--abi", "none"], "Invalid value for '--abi'"),
     (["ops", "--inputs", "x", "--expr", "x"], "reserved"),
 ])
 def test_failed_add_exits_2_and_leaves_the_package_byte_for_byte(lib, args, message):
@@ -130,7 +151,7 @@ def test_add_failing_midway_restores_everything(lib, monkeypatch):
 
 def test_add_needs_an_up_to_date_package(lib):
     answers = lib / ".copier-answers.yml"
-    answers.write_text(answers.read_text().replace("_template_version: '3'", "_template_version: '2'"))
+    answers.write_text(answers.read_text().replace(f"_template_version: '{TEMPLATE_VERSION}'", "_template_version: '3'"))
     result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
     assert result.exit_code == 1 and "run `kernelgen update" in result.output
 

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from conftest import REPO, tree
 
 import kernelgen.render as render
+from kernelgen._jinja import TEMPLATE_VERSION
 from kernelgen.cli import main
 
 USER_EDIT = ("  return a * b + c;\n", "  return a * b + c * acc_t(2);  // my edit\n")
@@ -155,7 +156,11 @@ def test_template_v2_op_moves_to_the_library_layout_with_its_edits(legacy_op):
     assert not (legacy_op / ".kernelgen/base").exists()  # replaced by the compact record
     assert (legacy_op / render.RECORD).is_file()
     assert (legacy_op / "NOTES.md").read_text() == "mine\n"
-    assert "_template_version: '3'" in (legacy_op / ".copier-answers.yml").read_text()
+    answers = (legacy_op / ".copier-answers.yml").read_text()
+    assert f"_template_version: '{TEMPLATE_VERSION}'" in answers
+    assert "abi: full\n" in answers  # a package from before --abi keeps its ATen code
+    assert "#include <ATen/core/Tensor.h>" in (legacy_op / "muladd/csrc/muladd/muladd_checks.h").read_text()
+    assert not (legacy_op / "muladd/csrc/stable_utils.h").exists()
     again = update(str(legacy_op))
     assert again.exit_code == 0 and "is up to date" in again.output
 
@@ -247,3 +252,38 @@ def test_stale_staging_from_a_killed_run_is_swept(op, new_templates):
     edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
     assert update(str(op)).exit_code == 0
     assert not stale.exists()
+
+
+@pytest.fixture
+def v3_library(tmp_path):
+    """examples/myteam-ops as template version 3 generated it (before --abi): ATen code, no `abi` answer."""
+    import tarfile
+
+    with tarfile.open(REPO / "tests/fixtures/myteam_ops_template_v3.tar.gz") as archive:
+        archive.extractall(tmp_path / "old", filter="data")
+    return tmp_path / "old" / "examples" / "myteam-ops"
+
+
+def test_template_v3_package_stays_on_the_full_abi(v3_library):
+    """Updating a package made before --abi keeps every line of its C++ and build: it is `full`."""
+    before = tree(v3_library)
+    assert "abi" not in (v3_library / ".copier-answers.yml").read_text()
+    result = update(str(v3_library))
+    assert result.exit_code == 0, result.output
+    after = tree(v3_library)
+    assert sorted(after) == sorted(before)  # no file added (no stable_utils.h) and none removed
+    kept = [rel for rel in before if rel.endswith((".cpp", ".cu", ".h")) or rel in (
+        "setup.py", "pyproject.toml", "README.md", "myteam_ops/_build.py", "myteam_ops/_loader.py")]
+    assert len(kept) > 20
+    assert [rel for rel in kept if after[rel] != before[rel]] == []
+    answers = (v3_library / ".copier-answers.yml").read_text()
+    assert "abi: full\n" in answers and f"_template_version: '{TEMPLATE_VERSION}'" in answers
+    # The ops listing says so, and an op added now follows the package: ATen code.
+    listing = CliRunner().invoke(main, ["ops", "--json", str(v3_library)])
+    assert '"abi": "full"' in listing.output
+    added = CliRunner().invoke(main, ["add", "relu2", "--inputs", "x", "--expr", "max(x, 0) * x", "--defaults",
+                                      "--package", str(v3_library)])
+    assert added.exit_code == 0, added.output
+    cpp = (v3_library / "myteam_ops/csrc/relu2/relu2.cpp").read_text()
+    assert "TORCH_LIBRARY_FRAGMENT(myteam, m)" in cpp and "STABLE" not in cpp
+    assert not (v3_library / "myteam_ops/csrc/stable_utils.h").exists()

@@ -15,7 +15,9 @@ Environment variables:
     MAX_JOBS                 parallel compile jobs (ninja)
 
 --no-build-isolation matters: with isolation, pip builds against a fresh torch downloaded into a
-throw-away environment, and the binary then mismatches the torch you import it with.
+throw-away environment. The binary is on LibTorch's stable ABI and loads on any torch >= its
+TORCH_TARGET_VERSION (_build.py), but the CUDA runtime it links must match the CUDA major version
+of your torch, and a throw-away torch may have another one.
 """
 
 import importlib.util
@@ -32,9 +34,13 @@ assert _spec is not None and _spec.loader is not None
 build = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(build)
 
+# The oldest torch the package supports: TORCH_TARGET_VERSION in _build.py, the one place it is
+# written (pyproject.toml declares the dependencies dynamic for that reason).
+requirements = [f"torch>={build.target_version()}"]
+
 if not build.HAS_EXTENSION:
     # Only Triton ops: nothing to compile, no toolkit needed.
-    setup()
+    setup(install_requires=requirements)
 else:
     # Must run before torch.utils.cpp_extension is imported: that module reads CUDA_HOME once, at
     # import time, and guesses wrong when nvcc is reached through a wrapper in /usr/local/bin.
@@ -48,4 +54,8 @@ else:
         ext_modules=[build.extension(with_cuda, relative_to=ROOT)],
         cmdclass={"build_ext": BuildExtension},
         package_data={"muladd": ["_build_info.json"]},
+        install_requires=requirements,
+        # The extension is built with py_limited_api=True (see _build.py): tag the wheel cp310-abi3,
+        # so that one wheel installs on every CPython >= 3.10 (with any torch >= the target version).
+        options={"bdist_wheel": {"py_limited_api": "cp310"}},
     )

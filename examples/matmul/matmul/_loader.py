@@ -1,9 +1,12 @@
 """Load matmul's compiled code: the prebuilt extension, or a JIT build.
 
-Prebuilt (default): `import matmul._C`, after checking that the torch you run is the torch the
-extension was compiled against. An extension built against one torch and loaded under another
-fails with an undefined-symbol error, or worse, loads and misbehaves; this turns that into an
-ImportError that names both versions and the command that fixes it.
+Prebuilt (default): `import matmul._C`, after checking that the torch you run can load it. The
+extension uses LibTorch's stable ABI only (see _build.py), so it is not tied to the torch it was
+compiled with: it loads on any torch at least as new as its TORCH_TARGET_VERSION, which
+_build_info.json records. An older torch lacks stable functions the binary calls, and loading it
+would fail with "undefined symbol: torch_..."; this turns that into an ImportError that names both
+versions and the command that fixes it. The CUDA runtime is outside the stable ABI, so a CUDA build
+also needs a torch built for the same CUDA major version.
 
 JIT (KERNELGEN_JIT=1): compile csrc/ with torch.utils.cpp_extension.load on import, so that editing
 a kernel and re-running the tests needs no pip install. ninja rebuilds only what changed. The
@@ -37,23 +40,53 @@ def _recorded() -> Optional[dict[str, Any]]:
         return None
 
 
+def _major_minor(version_text: Optional[str]) -> Optional[tuple[int, int]]:
+    """(2, 10) for "2.10", "2.10.1+cu130" or "2.10.0.dev20251001"; None if unparsable."""
+    match = re.match(r"(\d+)\.(\d+)", version_text or "")
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
 def check_build_info(recorded: Optional[dict[str, Any]]) -> None:
-    """Raise ImportError unless the extension was built against the running torch (and CUDA)."""
+    """Raise ImportError unless the running torch (and CUDA) can load the extension.
+
+    Stable ABI: any torch at least as new as the recorded torch_target_version loads it; an older
+    one is refused. A CUDA build also needs a CUDA torch of the same CUDA major version: the binary
+    links libcudart.so.<major>, which the stable ABI does not cover.
+    """
     if recorded is None:
         raise ImportError(
             f"{_build.PACKAGE}: the compiled extension is not built (no {_build.BUILD_INFO.name}). "
             f"Build it with: {_build.rebuild_command()}   (or set KERNELGEN_JIT=1)"
         )
-    built = f"torch {recorded.get('torch')}" + (f" (CUDA {recorded['cuda']})" if recorded.get("cuda") else "")
-    running = f"torch {torch.__version__}" + (f" (CUDA {torch.version.cuda})" if torch.version.cuda else "")
-    stale = recorded.get("torch") != torch.__version__ or (
-        recorded.get("with_cuda") and recorded.get("cuda") != torch.version.cuda
-    )
-    if stale:
+    rebuild = f"rebuild it with: {_build.rebuild_command()}"
+    needed = _major_minor(recorded.get("torch_target_version"))
+    if needed is None:  # a record without a target: a binary built on the full ABI, tied to one torch
+        if recorded.get("torch") != torch.__version__:
+            raise ImportError(
+                f"{_build.PACKAGE} was built against torch {recorded.get('torch')} (not on the stable ABI) "
+                f"but torch {torch.__version__} is installed; {rebuild}"
+            )
+        return
+    running = _major_minor(torch.__version__)
+    if running is None or running < needed:
         raise ImportError(
-            f"{_build.PACKAGE} was built against {built} but {running} is installed; "
-            f"rebuild it with: {_build.rebuild_command()}"
+            f"{_build.PACKAGE} needs torch >= {needed[0]}.{needed[1]} (it is built on the LibTorch stable ABI "
+            f"for that version, with torch {recorded.get('torch')}) but torch {torch.__version__} is installed; "
+            f"upgrade torch, or lower TORCH_TARGET_VERSION in {_build.PACKAGE}/_build.py and {rebuild}"
         )
+    if recorded.get("with_cuda"):
+        built_cuda = str(recorded.get("cuda"))
+        if torch.version.cuda is None:
+            raise ImportError(
+                f"{_build.PACKAGE} was built with CUDA {built_cuda} but torch {torch.__version__} is a CPU-only "
+                f"build, which cannot load CUDA code; install a CUDA build of torch, or {rebuild}"
+            )
+        if built_cuda.split(".")[0] != torch.version.cuda.split(".")[0]:
+            raise ImportError(
+                f"{_build.PACKAGE} was built with CUDA {built_cuda} but torch {torch.__version__} uses CUDA "
+                f"{torch.version.cuda}; the CUDA runtime is not covered by the stable ABI, so the major versions "
+                f"must match: {rebuild}"
+            )
 
 
 def _owner(qualified: str) -> str:
@@ -104,7 +137,7 @@ def load() -> bool:
     recorded = _recorded()
     check_build_info(recorded)
     try:
-        from . import _C  # noqa: F401  (loading the library runs its TORCH_LIBRARY registrations)
+        from . import _C  # noqa: F401  (loading the library runs its STABLE_TORCH_LIBRARY registrations)
     except ImportError as err:
         raise ImportError(
             f"{_build.PACKAGE}: failed to load the compiled extension ({err}); "
@@ -121,7 +154,7 @@ def _load_jit() -> bool:
     tag = f"torch{torch.__version__}-{'cuda' if with_cuda else 'cpu'}".replace("+", "_").replace(".", "_")
     directory = os.path.join(directory, tag)
     os.makedirs(directory, exist_ok=True)
-    cxx, nvcc = _build.compile_flags()
+    cxx, nvcc = _build.compile_flags(with_cuda)
     load_extension(
         name=f"{_build.PACKAGE}_jit",
         sources=[str(path) for path in _build.sources(with_cuda)],

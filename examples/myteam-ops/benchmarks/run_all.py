@@ -4,7 +4,8 @@
 
 Each benchmarks/bench_<op>.py runs in its own process (a crash or an out-of-memory in one does
 not hide the others) with the same arguments; --json-dir DIR writes DIR/bench_<op>.json. The exit
-code is non-zero if any benchmark failed.
+code is non-zero if any benchmark failed. --sizes means elements to an elementwise benchmark and the
+matrix side to a matmul one: give it to one bench_<op>.py at a time.
 """
 
 from __future__ import annotations

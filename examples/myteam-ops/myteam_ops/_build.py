@@ -49,21 +49,59 @@ BUILD_INFO = PACKAGE_DIR / "_build_info.json"
 # torch then silently ignores this list.
 ARCH_LIST = "8.0;9.0+PTX"
 
+# ---- LibTorch stable ABI ----------------------------------------------------------------------
+# The C++ includes only torch/csrc/stable and torch/headeronly, so the binary calls libtorch through
+# its stable C shim alone (aoti_torch_*, torch_*): built once, it loads on this torch and on every
+# later one. The oldest torch it loads on is TORCH_TARGET_VERSION: the headers leave out every API
+# newer than it, and the loader refuses an older torch. 2.10 is the oldest with everything the ops
+# use (torch::stable::empty, contiguous, parallel_for, typed data pointers, STD_CUDA_CHECK). Raise it
+# to use newer API (2.12: op tags in m.def; 2.13: Stream::nativeHandle()); it is the one place the
+# version is written (the loader and the build record read it from here).
+TORCH_TARGET_VERSION = (2, 10)
+# The module init (csrc/_module.cpp) uses CPython's limited API, so one binary serves CPython 3.10
+# and later (wheel tag cp310-abi3). torch's BuildExtension adds -DPy_LIMITED_API for
+# py_limited_api=True with this very spelling; another spelling of the same number would make the
+# compiler warn that the macro is redefined.
+PY_LIMITED_API = "0x030A0000"
+
+
+def target_version() -> str:
+    """TORCH_TARGET_VERSION as torch prints versions: "2.10"."""
+    return "%d.%d" % TORCH_TARGET_VERSION
+
+
+def target_version_hex() -> str:
+    """TORCH_TARGET_VERSION as torch/csrc/stable/version.h encodes it: major << 56 | minor << 48
+    (a decimal such as 2.10 is a preprocessor error)."""
+    return f"0x{(TORCH_TARGET_VERSION[0] << 56) | (TORCH_TARGET_VERSION[1] << 48):016x}"
+
+
+def stable_defines(with_cuda: bool) -> list[str]:
+    """The defines of every compile, host and nvcc. USE_CUDA declares the CUDA entries of the
+    stable C shim (aoti_torch_get_current_cuda_stream, and torch_c10_cuda_check_msg behind
+    STD_CUDA_CHECK); they exist only in a CUDA build."""
+    defines = [f"-DTORCH_TARGET_VERSION={target_version_hex()}", f"-DPy_LIMITED_API={PY_LIMITED_API}"]
+    return defines + (["-DUSE_CUDA"] if with_cuda else [])
+
+
 # -g0 cancels the -g that Python's own build flags (sysconfig) add to every host compile: debug
-# info for the ATen headers costs a quarter of the .cpp compile time. DEBUG=1 below brings it back.
-CXX_FLAGS = ["-O3", "-Wall", "-g0"]
-NVCC_FLAGS = ["-O3"]
+# info for the torch headers costs compile time. DEBUG=1 below brings it back.
+# -fvisibility=hidden: the library exports PyInit__C only. The inline functions of the headers
+# (c10::Half's operators live outside the torch::stable namespaces, which are hidden already) and
+# our own symbols then cannot interpose with those of another extension built with other headers.
+CXX_FLAGS = ["-O3", "-Wall", "-g0", "-fvisibility=hidden"]
+NVCC_FLAGS = ["-O3", "-Xcompiler=-fvisibility=hidden"]
 # DEBUG=1: host debug info without optimization, and device line info so that compute-sanitizer
 # and ncu can point at source lines (-G would also disable device optimizations).
-CXX_DEBUG_FLAGS = ["-g", "-O0", "-Wall"]
-NVCC_DEBUG_FLAGS = ["-g", "-O0", "-lineinfo"]
+CXX_DEBUG_FLAGS = ["-g", "-O0", "-Wall", "-fvisibility=hidden"]
+NVCC_DEBUG_FLAGS = ["-g", "-O0", "-lineinfo", "-Xcompiler=-fvisibility=hidden"]
 
 # The sources are every .cpp and .cu file under csrc/: csrc/_module.cpp (the module init) and each
 # op's csrc/<op>/ directory, so an op added by `kernelgen add` (or a file you add) is built without
 # editing this file. Each op's CUDA side is two files: the tensor code (<op>_cuda.cpp, host
-# compiler, ATen) and the kernel (<op>_kernel.cu, nvcc, no ATen tensor headers, which nvcc is slow
-# to parse). Files under csrc/*/cuda/ are CUDA-only. Every basename is distinct: a JIT build names
-# object files by basename, and <op>.cpp next to <op>.cu would both compile to <op>.o.
+# compiler, the stable tensor API) and the kernel (<op>_kernel.cu, nvcc, no tensor headers, which
+# nvcc is slow to parse). Files under csrc/*/cuda/ are CUDA-only. Every basename is distinct: a JIT
+# build names object files by basename, and <op>.cpp next to <op>.cu would both compile to <op>.o.
 CSRC = PACKAGE_DIR / "csrc"
 
 
@@ -147,9 +185,10 @@ def configure_environment(jit: bool = False) -> bool:
     return True
 
 
-def compile_flags() -> tuple[list[str], list[str]]:
+def compile_flags(with_cuda: bool) -> tuple[list[str], list[str]]:
     debug = os.environ.get("DEBUG") == "1"
-    return (CXX_DEBUG_FLAGS if debug else CXX_FLAGS), (NVCC_DEBUG_FLAGS if debug else NVCC_FLAGS)
+    defines = stable_defines(with_cuda)
+    return (CXX_DEBUG_FLAGS if debug else CXX_FLAGS) + defines, (NVCC_DEBUG_FLAGS if debug else NVCC_FLAGS) + defines
 
 
 def sources(with_cuda: bool) -> list[Path]:
@@ -162,20 +201,28 @@ def extension(with_cuda: bool, relative_to: Path) -> Any:
     """The setuptools Extension for myteam_ops._C (every op of the package)."""
     from torch.utils.cpp_extension import CppExtension, CUDAExtension
 
-    cxx, nvcc = compile_flags()
+    cxx, nvcc = compile_flags(with_cuda)
     args: dict[str, list[str]] = {"cxx": cxx}
     if with_cuda:
         args["nvcc"] = nvcc
     cls = CUDAExtension if with_cuda else CppExtension
     files = [str(path.relative_to(relative_to)) for path in sources(with_cuda)]
-    return cls(name=f"{PACKAGE}._C", sources=files, extra_compile_args=args)
+    # py_limited_api=True: the module is built as _C.abi3.so, and torch does not link libtorch_python
+    # (whose API is not stable). The wheel's abi3 tag comes from setup.py's bdist_wheel option.
+    return cls(name=f"{PACKAGE}._C", sources=files, extra_compile_args=args, py_limited_api=True)
 
 
 def current_build_info(with_cuda: bool) -> dict[str, Any]:
     import torch
 
     return {
+        # The torch whose headers built it (for information: every torch >= the target loads it).
         "torch": torch.__version__,
+        # The oldest torch the binary loads on: the stable ABI version it was compiled for.
+        "torch_target_version": target_version(),
+        "stable_abi": True,
+        "py_limited_api": PY_LIMITED_API,
+        # The CUDA runtime is outside the stable ABI: the binary needs a libcudart of this major.
         "cuda": torch.version.cuda if with_cuda else None,
         "with_cuda": with_cuda,
         "arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST") if with_cuda else None,
@@ -183,7 +230,7 @@ def current_build_info(with_cuda: bool) -> dict[str, Any]:
 
 
 def write_build_info(with_cuda: bool) -> None:
-    """Record what the extension is built against; the loader refuses a mismatched torch."""
+    """Record what the extension is built for; the loader refuses a torch older than the target."""
     BUILD_INFO.write_text(json.dumps(current_build_info(with_cuda), indent=2) + "\n")
 
 

@@ -6,6 +6,10 @@
 // float16 and bfloat16 inputs are widened to float before the expression runs, because half
 // arithmetic loses accuracy at every step and GPUs compute float as fast.
 
+// Header-only: the CUDA kernels include this file too, and must not see any tensor header.
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
+
 #include <cmath>
 
 #if defined(__CUDACC__)
@@ -16,6 +20,24 @@
 
 namespace  {
 namespace opmath {
+
+// The op-math type of a storage type: float for float16 and bfloat16 (each element is widened
+// once, computed in float and rounded once), the type itself otherwise. It replaces
+// at::opmath_type (ATen/OpMathType.h), which is not part of the stable ABI.
+template <typename T>
+struct OpMathType {
+  using type = T;
+};
+template <>
+struct OpMathType<torch::headeronly::Half> {
+  using type = float;
+};
+template <>
+struct OpMathType<torch::headeronly::BFloat16> {
+  using type = float;
+};
+template <typename T>
+using opmath_type = typename OpMathType<T>::type;
 
 OPMATH_FN float exp(float x) { return ::expf(x); }
 OPMATH_FN double exp(double x) { return ::exp(x); }

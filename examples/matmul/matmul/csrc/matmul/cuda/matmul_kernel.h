@@ -1,6 +1,7 @@
 #pragma once
 // matmul_kernel.h: the interface between the tensor code (matmul_cuda.cpp, compiled by
-// the host compiler with ATen) and the kernels (matmul_kernel.cu, compiled by nvcc without it).
+// the host compiler with the stable tensor API) and the kernels (matmul_kernel.cu, compiled by
+// nvcc without it).
 // Only raw pointers and sizes cross it.
 
 #include <cuda_runtime_api.h>
@@ -12,7 +13,7 @@ namespace matmul {
 // C = A @ B for p.batch row-major, contiguous problems (A: M x K, B: K x N, C: M x N, each batch
 // entry stored after the previous one), on GPU `device`, launched on `stream`. Needs M, N, batch
 // and K >= 1, batch <= 65535 and ceil(M / 128) <= 65535 (the grid limits). Instantiated in
-// matmul_kernel.cu for float, double, at::Half, at::BFloat16.
+// matmul_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
 template <typename scalar_t>
 void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device,
                   cudaStream_t stream);

@@ -1,6 +1,7 @@
 #pragma once
 // gelu_kernel.h: the interface between the tensor code (gelu_cuda.cpp, compiled by
-// the host compiler with ATen) and the kernel (gelu_kernel.cu, compiled by nvcc without it).
+// the host compiler with the stable tensor API) and the kernel (gelu_kernel.cu, compiled by nvcc
+// without it).
 // Only raw pointers and sizes cross it.
 
 #include <cuda_runtime_api.h>
@@ -10,7 +11,7 @@
 namespace gelu {
 
 // out[i] = gelu_expr(x[i]) for i in [0, n): contiguous arrays of n
-// elements, n >= 1, launched on `stream`. Instantiated in gelu_kernel.cu for float, double, at::Half, at::BFloat16.
+// elements, n >= 1, launched on `stream`. Instantiated in gelu_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
 template <typename scalar_t>
 void launch_gelu(const scalar_t* x, scalar_t* out, int64_t n, cudaStream_t stream);
 

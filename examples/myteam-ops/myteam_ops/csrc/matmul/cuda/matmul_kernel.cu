@@ -1,7 +1,7 @@
 // matmul_kernel.cu: the CUDA kernels of myteam::matmul, C = A @ B, and their launcher.
 // The tensor side (checks, device guard, allocation, stream, dtype dispatch, registration) is in
-// matmul_cuda.cpp. This file sees raw pointers only and includes no ATen tensor headers, which
-// nvcc is slow to parse.
+// matmul_cuda.cpp. This file sees raw pointers only and includes no tensor headers (stable or
+// not), which nvcc is slow to parse: only the half types and the CUDA error checks, header-only.
 //
 // Two kernels, both tiled through shared memory:
 //   * simt_kernel, for every dtype: each block computes a 128 x 128 tile of C, each thread an
@@ -14,14 +14,17 @@
 // and every offset that is a product of dimensions is computed in int64.
 // The accumulation order is fixed, so results are bitwise deterministic.
 
-#include <ATen/OpMathType.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
+// STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins (the same messages,
+// device-side assert hints included); they need -DUSE_CUDA, which _build.py sets.
+#include <torch/csrc/stable/macros.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <cstdint>
 #include <type_traits>
 
+#include "../../opmath.h"  // opmath::opmath_type
 #include "matmul_kernel.h"
 
 namespace matmul {
@@ -47,7 +50,7 @@ __global__ void __launch_bounds__(simt::kThreads)
 simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, scalar_t* __restrict__ c,
             int64_t m, int64_t n, int64_t k) {
   using namespace simt;
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath::opmath_type<scalar_t>;
   // Shared tiles hold op-math values, converted once on load. A is stored transposed (k-major) so
   // that the inner loop reads one k-row of A and one k-row of B.
   __shared__ acc_t as[kBK][kBM + kPad];
@@ -174,13 +177,13 @@ __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row_ad
 // them; each thread holds d[0..1] at (lane / 4, 2 * (lane % 4) + {0, 1}) and d[2..3] 8 rows down.
 template <typename scalar_t>
 __device__ __forceinline__ void mma_16x8x16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  if constexpr (std::is_same_v<scalar_t, at::BFloat16>) {
+  if constexpr (std::is_same_v<scalar_t, torch::headeronly::BFloat16>) {
     asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   } else {
-    static_assert(std::is_same_v<scalar_t, at::Half>, "tensor cores: float16 or bfloat16 only");
+    static_assert(std::is_same_v<scalar_t, torch::headeronly::Half>, "tensor cores: float16 or bfloat16 only");
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
         "{%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -355,9 +358,9 @@ bool is_aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr
 template <typename scalar_t>
 void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device,
                   cudaStream_t stream) {
-  if constexpr (std::is_same_v<scalar_t, at::Half> || std::is_same_v<scalar_t, at::BFloat16>) {
+  if constexpr (std::is_same_v<scalar_t, torch::headeronly::Half> || std::is_same_v<scalar_t, torch::headeronly::BFloat16>) {
     int major = 0;
-    C10_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     if (major >= 8) {
       const dim3 grid(static_cast<unsigned>(ceil_div(p.n, tc::kBN)), static_cast<unsigned>(ceil_div(p.m, tc::kBM)),
                       static_cast<unsigned>(p.batch));
@@ -369,7 +372,7 @@ void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Prob
       } else {
         tensor_core_kernel<scalar_t, false><<<grid, tc::kThreads, 0, stream>>>(a, b, c, p.m, p.n, p.k);
       }
-      C10_CUDA_KERNEL_LAUNCH_CHECK();
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
       return;
     }
   }
@@ -377,13 +380,13 @@ void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Prob
                   static_cast<unsigned>(p.batch));
   simt_kernel<scalar_t><<<grid, simt::kThreads, 0, stream>>>(a, b, c, p.m, p.n, p.k);
   // Launches are asynchronous: check here, or a bad launch surfaces at some later, unrelated call.
-  C10_CUDA_KERNEL_LAUNCH_CHECK();
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
 // One instantiation per supported dtype; matmul_cuda.cpp calls them from its dtype dispatch.
 template void launch_matmul<float>(const float*, const float*, float*, const Problem&, int, cudaStream_t);
 template void launch_matmul<double>(const double*, const double*, double*, const Problem&, int, cudaStream_t);
-template void launch_matmul<at::Half>(const at::Half*, const at::Half*, at::Half*, const Problem&, int, cudaStream_t);
-template void launch_matmul<at::BFloat16>(const at::BFloat16*, const at::BFloat16*, at::BFloat16*, const Problem&, int, cudaStream_t);
+template void launch_matmul<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
+template void launch_matmul<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
 
 }  // namespace matmul

@@ -1,6 +1,7 @@
 #pragma once
 // muladd_kernel.h: the interface between the tensor code (muladd_cuda.cpp, compiled by
-// the host compiler with ATen) and the kernel (muladd_kernel.cu, compiled by nvcc without it).
+// the host compiler with the stable tensor API) and the kernel (muladd_kernel.cu, compiled by nvcc
+// without it).
 // Only raw pointers and sizes cross it.
 
 #include <cuda_runtime_api.h>
@@ -10,7 +11,7 @@
 namespace muladd {
 
 // out[i] = muladd_expr(a[i], b[i], c[i]) for i in [0, n): contiguous arrays of n
-// elements, n >= 1, launched on `stream`. Instantiated in muladd_kernel.cu for float, double, at::Half, at::BFloat16.
+// elements, n >= 1, launched on `stream`. Instantiated in muladd_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
 template <typename scalar_t>
 void launch_muladd(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream);
 

@@ -1,48 +1,55 @@
 // silu_mul_cuda.cpp: the CUDA implementation of myteam::silu_mul, tensor side: checks,
 // device guard, allocation, stream and dtype dispatch. The kernel is in silu_mul_kernel.cu.
+// Stable ABI only (see ../../stable_utils.h and ../../stable_cuda.h).
 
-#include <ATen/Dispatch_v2.h>
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+#include <torch/csrc/stable/library.h>
+#include <torch/csrc/stable/ops.h>
+#include <torch/headeronly/core/Dispatch_v2.h>
 
+#include <optional>
+
+#include "../../stable_cuda.h"
+#include "../../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK
 #include "../silu_mul_checks.h"
 #include "silu_mul_kernel.h"
 
 namespace silu_mul {
 namespace {
 
-at::Tensor silu_mul_cuda(const at::Tensor& x, const at::Tensor& y) {
+using kernelgen::Tensor;
+using torch::headeronly::ScalarType;
+
+Tensor silu_mul_cuda(const Tensor& x, const Tensor& y) {
   check_inputs(x, y);
   // Make the inputs' GPU current for the allocation and the launch below. Without the guard, a
   // call with tensors on cuda:1 would allocate on and launch on the current device (cuda:0).
-  const c10::cuda::CUDAGuard device_guard(x.device());
+  const int32_t device_index = x.get_device_index();
+  const kernelgen::DeviceGuard device_guard(device_index);
   // Row-major data for flat indexing; the *_contig locals keep any copies alive (see the CPU code).
-  const at::Tensor x_contig = x.contiguous();
-  const at::Tensor y_contig = y.contiguous();
-  at::Tensor out = at::empty(x.sizes(), x.options());
+  const Tensor x_contig = torch::stable::contiguous(x);
+  const Tensor y_contig = torch::stable::contiguous(y);
+  Tensor out = torch::stable::empty(x.sizes(), x.scalar_type(), std::nullopt, x.device());
   const int64_t n = out.numel();
   if (n == 0) {
     return out;  // a launch with zero blocks is an error, and there is nothing to do
   }
   // The caller's current stream, never the default stream: work on stream 0 is not ordered with
   // the caller's stream, which gives silently wrong results under CUDA graphs, torch.compile's
-  // reduce-overhead mode, and any code that uses side streams.
-  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream();
-  AT_DISPATCH_V2(x.scalar_type(), "silu_mul_cuda", AT_WRAP([&] {
+  // reduce-overhead mode, and any code that uses side streams. (Why a C-shim call and not
+  // getCurrentStream().id(): see current_cuda_stream in ../../stable_cuda.h.)
+  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  THO_DISPATCH_V2(x.scalar_type(), "silu_mul_cuda", AT_WRAP([&] {
     const scalar_t* x_ptr = x_contig.const_data_ptr<scalar_t>();
     const scalar_t* y_ptr = y_contig.const_data_ptr<scalar_t>();
     scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
     launch_silu_mul<scalar_t>(x_ptr, y_ptr, out_ptr, n, stream);
-  }), at::kFloat, at::kDouble, at::kHalf, at::kBFloat16);
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return out;
 }
 
 }  // namespace
 }  // namespace silu_mul
 
-TORCH_LIBRARY_IMPL(myteam, CUDA, m) {
-  m.impl("silu_mul", &silu_mul::silu_mul_cuda);
+STABLE_TORCH_LIBRARY_IMPL(myteam, CUDA, m) {
+  m.impl("silu_mul", TORCH_BOX(&silu_mul::silu_mul_cuda));
 }

@@ -1,8 +1,8 @@
 // silu_mul_kernel.cu: the CUDA kernel of myteam::silu_mul and its launcher.
 // The tensor side (checks, device guard, allocation, stream, dtype dispatch, registration) is in
-// silu_mul_cuda.cpp. This file sees raw pointers only and includes no ATen tensor headers:
-// nvcc spends most of a build parsing them (about 25 s of a 35 s compile), so keeping them out of
-// the .cu roughly halves the build.
+// silu_mul_cuda.cpp. This file sees raw pointers only and includes no tensor headers, stable or
+// not: nvcc spends most of a build parsing ATen's (about 25 s of a 35 s compile), and the kernel
+// needs none. Only header-only pieces of torch are used: the half types and the CUDA error checks.
 //
 // An elementwise op does a few flops per element and is limited by memory bandwidth, so the
 // kernel's job is to keep the memory system busy. Each choice below was measured on an H100
@@ -23,10 +23,12 @@
 //     16-byte aligned (a view such as x[1:] starts 1 element into its storage).
 // The formula itself is silu_mul_expr in ../silu_mul.h, shared with the CPU code.
 
-#include <ATen/OpMathType.h>
-#include <c10/cuda/CUDAException.h>
-#include <c10/util/BFloat16.h>
-#include <c10/util/Half.h>
+#include <cuda_runtime_api.h>
+// STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins (the same messages,
+// device-side assert hints included); they need -DUSE_CUDA, which _build.py sets.
+#include <torch/csrc/stable/macros.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -69,7 +71,7 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 template <typename scalar_t, int kVec, int kPacks>
 __global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm)
 silu_mul_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ y, scalar_t* __restrict__ out, int64_t n) {
-  using acc_t = at::opmath_type<scalar_t>;
+  using acc_t = opmath::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
   constexpr int64_t kPacksPerBlock = int64_t{kThreadsPerBlock} * kPacks;
   const int64_t n_packs = n / kVec;
@@ -117,9 +119,9 @@ int64_t resident_threads() {
   int device = 0;
   int sms = 0;
   int threads_per_sm = 0;
-  C10_CUDA_CHECK(cudaGetDevice(&device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  C10_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  STD_CUDA_CHECK(cudaGetDevice(&device));
+  STD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  STD_CUDA_CHECK(cudaDeviceGetAttribute(&threads_per_sm, cudaDevAttrMaxThreadsPerMultiProcessor, device));
   return int64_t{sms} * threads_per_sm;
 }
 
@@ -136,7 +138,7 @@ void launch_packs(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n
         x + start, y + start, out + start, count);
     // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
     // CUDA call, far from its cause, unless it is checked right here.
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
+    STD_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
 
@@ -166,7 +168,7 @@ void launch_silu_mul(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_
 // One instantiation per supported dtype; silu_mul_cuda.cpp calls them from its dtype dispatch.
 template void launch_silu_mul<float>(const float*, const float*, float*, int64_t, cudaStream_t);
 template void launch_silu_mul<double>(const double*, const double*, double*, int64_t, cudaStream_t);
-template void launch_silu_mul<at::Half>(const at::Half*, const at::Half*, at::Half*, int64_t, cudaStream_t);
-template void launch_silu_mul<at::BFloat16>(const at::BFloat16*, const at::BFloat16*, at::BFloat16*, int64_t, cudaStream_t);
+template void launch_silu_mul<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, int64_t, cudaStream_t);
+template void launch_silu_mul<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, cudaStream_t);
 
 }  // namespace silu_mul

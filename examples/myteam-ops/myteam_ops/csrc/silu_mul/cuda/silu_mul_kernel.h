@@ -1,6 +1,7 @@
 #pragma once
 // silu_mul_kernel.h: the interface between the tensor code (silu_mul_cuda.cpp, compiled by
-// the host compiler with ATen) and the kernel (silu_mul_kernel.cu, compiled by nvcc without it).
+// the host compiler with the stable tensor API) and the kernel (silu_mul_kernel.cu, compiled by nvcc
+// without it).
 // Only raw pointers and sizes cross it.
 
 #include <cuda_runtime_api.h>
@@ -10,7 +11,7 @@
 namespace silu_mul {
 
 // out[i] = silu_mul_expr(x[i], y[i]) for i in [0, n): contiguous arrays of n
-// elements, n >= 1, launched on `stream`. Instantiated in silu_mul_kernel.cu for float, double, at::Half, at::BFloat16.
+// elements, n >= 1, launched on `stream`. Instantiated in silu_mul_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
 template <typename scalar_t>
 void launch_silu_mul(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, cudaStream_t stream);
 
