@@ -2,8 +2,9 @@
 # kernelgen's whole test suite, from a fresh machine: creates .venv, installs kernelgen with its
 # test dependencies (a CUDA build of torch pinned by .ci/constraints.txt), builds the examples
 # with nvcc (CUDA and C++), then runs every test: kernelgen's own, the golden examples, the
-# examples' own test suites (CUDA tests skip without a GPU), the wheel test, and an end-to-end
-# generate-build-test of a fresh op.
+# stable-ABI symbol audit of the examples' binaries (tests/test_stable_abi.py: it fails, rather than
+# skips, when an example is not built), the examples' own test suites (CUDA tests skip without a
+# GPU), the wheel test, and end-to-end generate-build-test runs of fresh ops on both ABIs.
 #
 # It fails loudly, rather than skipping the CUDA build, when nvcc is missing.
 set -euo pipefail
