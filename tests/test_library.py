@@ -289,3 +289,27 @@ def test_triton_package_installs_without_a_compiler_and_passes_its_cpu_tests(tmp
     interp = subprocess.run([sys.executable, "-c", check], cwd=root, env=dict(env, TRITON_INTERPRET="1"),
                             capture_output=True, text=True, timeout=300)
     assert interp.returncode == 0 and "INTERPRETER OK" in interp.stdout, interp.stderr[-3000:]
+
+
+def test_two_builds_side_by_side_are_refused(tmp_path):
+    """An old _C.cpython-*.so next to a new _C.abi3.so: the loader refuses to guess which one Python loads."""
+    pytest.importorskip("torch", reason="importing a generated package needs torch")
+    assert invoke("new", "twob", "--inputs", "x", "--expr", "x", "--dtypes", "fp32", "--defaults",
+                  "-o", str(tmp_path)).exit_code == 0
+    root = tmp_path / "twob"
+    script = textwrap.dedent("""
+        import importlib.util, sys
+        spec = importlib.util.spec_from_file_location("b", "twob/_build.py")
+        build = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(build)
+        build.write_build_info(False)
+        for name in ("_C.abi3.so", "_C.cpython-311-x86_64-linux-gnu.so"):
+            open(f"twob/{name}", "wb").close()
+        try:
+            import twob
+        except ImportError as err:
+            print("IMPORTERROR", err)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300)
+    assert "IMPORTERROR twob: several compiled extensions" in done.stdout, done.stdout + done.stderr[-2000:]
+    assert "_C.abi3.so, _C.cpython-311-x86_64-linux-gnu.so" in done.stdout

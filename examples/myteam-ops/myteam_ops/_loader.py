@@ -136,6 +136,14 @@ def load() -> bool:
         return _load_jit()
     recorded = _recorded()
     check_build_info(recorded)
+    # Two builds side by side (say _C.cpython-311-*.so from an older build and _C.abi3.so): Python
+    # would pick one by its own rules, whatever _build_info.json says. Refuse to guess.
+    built = sorted(p.name for p in _build.PACKAGE_DIR.glob("_C.*") if p.suffix in (".so", ".pyd"))
+    if len(built) > 1:
+        raise ImportError(
+            f"{_build.PACKAGE}: several compiled extensions in {_build.PACKAGE_DIR}: {', '.join(built)}; "
+            f"delete them and rebuild with: {_build.rebuild_command()}"
+        )
     try:
         from . import _C  # noqa: F401  (loading the library runs its STABLE_TORCH_LIBRARY registrations)
     except ImportError as err:

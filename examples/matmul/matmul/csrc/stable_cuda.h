@@ -16,6 +16,8 @@
 #include <torch/csrc/stable/macros.h>
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 
 namespace kernelgen {
 
@@ -29,9 +31,15 @@ using DeviceGuard = torch::stable::accelerator::DeviceGuard;
 // cudaStream_t it compiles and launches on a garbage stream. getCurrentStream(i).nativeHandle()
 // returns the real handle, but only from torch 2.13, above this package's TORCH_TARGET_VERSION;
 // this C function of the stable shim exists in every stable version.
+// The shim reports failure by its return code. It is checked by hand: the macro for that is
+// STABLE_TORCH_ERROR_CODE_CHECK in torch 2.12 and later and TORCH_ERROR_CODE_CHECK before, and
+// this package must compile against the headers of every torch from its target version up.
 inline cudaStream_t current_cuda_stream(int32_t device_index) {
   void* stream = nullptr;
-  STABLE_TORCH_ERROR_CODE_CHECK(aoti_torch_get_current_cuda_stream(device_index, &stream));
+  if (aoti_torch_get_current_cuda_stream(device_index, &stream) != AOTI_TORCH_SUCCESS) {
+    throw std::runtime_error("kernelgen: cannot get the current CUDA stream of device " +
+                             std::to_string(device_index));
+  }
   return static_cast<cudaStream_t>(stream);
 }
 
