@@ -177,7 +177,7 @@ def new(
                     if namespace is None:
                         check_namespace(package, derived_from_op=True)
                     pkg = PackageSpec.for_new_op(op, name=op_name)
-            dest = generate(pkg, output, force=force)
+            dest = generate(pkg, output, force=force, report=lambda note: click.echo(note, err=True))
     except KernelgenError as err:
         raise _fail(err) from None
     except (KeyboardInterrupt, Terminated) as err:
@@ -232,9 +232,7 @@ def add(
                     f"adding {op.op_name} conflicts with your edits in {', '.join(result.conflicts)}; nothing was "
                     "written (merge those files by hand with the new op, or run `kernelgen update` first)"
                 )
-            for item in result.changes:
-                note = f"  ({item.note})" if item.note else ""
-                click.echo(f"{item.action:<9} {item.path}{note}")
+            _print_changes(result)
             if not dry_run:
                 apply(result)
     except KernelgenError as err:
@@ -277,6 +275,17 @@ def list_ops(package_dir: Path, as_json: bool) -> None:
         click.echo(f"  torch.ops.{pkg.namespace}.{op.op_name:<20} {op.kind:<12} {detail}   [{', '.join(op.dtypes)}]")
 
 
+def _print_changes(result: Any, with_diffs: bool = False) -> None:
+    """One line per planned change (`add`, `update`), and its diff with --dry-run."""
+    from .update import diff
+
+    for item in result.changes:
+        note = f"  ({item.note})" if item.note else ""
+        click.echo(f"{item.action:<9} {item.path}{note}")
+        if with_diffs and item.action not in ("skipped", "orphaned"):
+            click.echo(diff(result, item), nl=False)
+
+
 def _join(value: Any) -> str | None:
     if value is None:
         return None
@@ -300,7 +309,7 @@ def update(op_dir: Path, dry_run: bool, rebuild_record: bool) -> None:
     Files edited on both sides get conflict markers; the command then exits 1 and lists them.
     Nothing is written when the package is up to date, and nothing is ever written outside it.
     """
-    from .update import apply, diff, plan
+    from .update import apply, plan
     from .update import rebuild_record as rebuild
 
     try:
@@ -309,11 +318,7 @@ def update(op_dir: Path, dry_run: bool, rebuild_record: bool) -> None:
                 click.echo(f"wrote {_display(rebuild(op_dir))}; now run: kernelgen update {_display(op_dir)}")
                 return
             result, _, _ = plan(op_dir)
-            for item in result.changes:
-                note = f"  ({item.note})" if item.note else ""
-                click.echo(f"{item.action:<9} {item.path}{note}")
-                if dry_run and item.action not in ("skipped", "orphaned"):
-                    click.echo(diff(result, item), nl=False)
+            _print_changes(result, with_diffs=dry_run)
             if not result.changes:
                 click.echo(f"{_display(result.op_dir)} is up to date with the templates")
             if not dry_run:

@@ -174,3 +174,15 @@ def install(root: Path, changes: Mapping[str, bytes | None], staging: Path) -> N
             where = f" ({err.filename})" if err.filename else ""
             raise DestinationError(f"writing {root} failed: {err.strerror}{where}; nothing was changed") from None
         raise
+
+
+def apply_changes(root: Path, changes: Mapping[str, bytes | None]) -> None:
+    """:func:`install` ``changes`` into ``root`` through a fresh staging directory inside it, after
+    sweeping the staging of killed runs; SIGTERM cleans up as SIGINT does."""
+    sweep_stale_staging(root)
+    staging = make_staging(root)
+    try:
+        with terminate_as_exception():
+            install(root, changes, staging)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

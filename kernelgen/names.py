@@ -294,6 +294,9 @@ def scan_template(text: str, suffix: str) -> tuple[set[str], set[tuple[str, str]
     return set(_IDENTIFIER.findall(code)), affixes, "\x01" in code
 
 
+_INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
+
+
 @functools.lru_cache(maxsize=8)
 def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> TemplateNames:
     """Scan every ``*.jinja`` file under ``root`` (except top-level ``exclude_dirs``, and Markdown).
@@ -306,6 +309,7 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
     identifiers: dict[str, list[str]] = {}
     affixes: set[tuple[str, str]] = set()
     input_files: set[str] = set()
+    includes: dict[str, set[str]] = {}
     try:
         paths = sorted(root.rglob("*.jinja"))
     except OSError:
@@ -318,12 +322,20 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
             text = path.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
+        includes[rel.as_posix()] = set(_INCLUDE.findall(text))
         found, glued, uses_inputs = scan_template(text, Path(path.name[: -len(".jinja")]).suffix)
         affixes |= glued
         if uses_inputs:
             input_files.add(rel.as_posix())
         for name in found:
             identifiers.setdefault(name, []).append(rel.as_posix())
+    # A file included into one that renders inputs shares that file's scope: it renders inputs too.
+    pending = list(input_files)
+    while pending:
+        for target in includes.get(pending.pop(), ()):
+            if target in includes and target not in input_files:
+                input_files.add(target)
+                pending.append(target)
     return TemplateNames(
         {name: tuple(files) for name, files in identifiers.items()}, frozenset(affixes), frozenset(input_files)
     )

@@ -25,6 +25,7 @@ import shutil
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -149,12 +150,16 @@ def _check_siblings(parent: Path, name: str) -> None:
             )
 
 
-def generate(spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *, force: bool = False) -> Path:
+def generate(
+    spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *, force: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> Path:
     """Write the package for ``spec`` to ``output/<name>`` and return that path.
 
     An :class:`OpSpec` makes a package holding that one op (what `kernelgen new` does). Raises
     :class:`DestinationError` if the destination is a non-empty directory and ``force`` is false.
-    On any failure the destination is left exactly as it was.
+    On any failure the destination is left exactly as it was. ``report`` receives notes for the
+    user (where --force put the files it replaced).
     """
     pkg = PackageSpec.for_new_op(spec) if isinstance(spec, OpSpec) else spec
     try:
@@ -176,7 +181,7 @@ def generate(spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *
     except OSError as err:
         raise DestinationError(f"cannot create {parent}: {err.strerror}") from None
     if dest.exists():
-        _write_forced(dest, files)
+        _write_forced(dest, files, report)
         return dest
     fsutil.sweep_stale_staging(parent)
     staging = fsutil.make_staging(parent)
@@ -197,7 +202,7 @@ def generate(spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *
     return dest
 
 
-def _write_forced(dest: Path, files: dict[str, bytes]) -> None:
+def _write_forced(dest: Path, files: dict[str, bytes], report: Callable[[str], None] | None) -> None:
     """--force into an existing directory: back up every file whose content changes, then install."""
     changes: dict[str, bytes | None] = {}
     stamp = time.strftime("%Y%m%d-%H%M%S")
@@ -214,14 +219,7 @@ def _write_forced(dest: Path, files: dict[str, bytes]) -> None:
         changes[rel] = content
     if not changes:
         return
-    fsutil.sweep_stale_staging(dest)
-    staging = fsutil.make_staging(dest)
-    try:
-        fsutil.install(dest, changes, staging)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    if backed_up:
-        import click
-
-        click.echo(f"note: --force replaced {len(backed_up)} file(s); the previous versions are in "
-                   f"{dest / '.kernelgen' / 'backup' / stamp}", err=True)
+    fsutil.apply_changes(dest, changes)
+    if backed_up and report is not None:
+        report(f"note: --force replaced {len(backed_up)} file(s); the previous versions are in "
+               f"{dest / '.kernelgen' / 'backup' / stamp}")

@@ -154,7 +154,7 @@ def rebuild_record(op_dir: Path) -> Path:
     if os.path.lexists(root / RECORD):
         raise KernelgenError(f"{root / RECORD} exists; refusing to replace it")
     recorded = with_record(render_package(pkg))
-    _install(root, {RECORD: recorded[RECORD], RECORD_README: recorded[RECORD_README]})
+    fsutil.apply_changes(root, {RECORD: recorded[RECORD], RECORD_README: recorded[RECORD_README]})
     return root / RECORD
 
 
@@ -235,16 +235,6 @@ def _merge_one(rel: str, o: bytes | None, b: bytes | None, t: bytes | None, labe
     return FileResult(rel, "merged" if clean else "conflict", merged)
 
 
-def _install(root: Path, changes: dict[str, bytes | None]) -> None:
-    fsutil.sweep_stale_staging(root)
-    staging = fsutil.make_staging(root)
-    try:
-        with fsutil.terminate_as_exception():
-            fsutil.install(root, changes, staging)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-
-
 def apply(result: UpdateResult, theirs: dict[str, bytes] | None = None) -> None:
     """Write the planned files and the new ancestor record, all or nothing; nothing if up to date."""
     if not result.writes_anything:
@@ -264,7 +254,7 @@ def apply(result: UpdateResult, theirs: dict[str, bytes] | None = None) -> None:
         for path in sorted(legacy.rglob("*")):
             if path.is_file() and not path.is_symlink():
                 changes[(Path(LEGACY_BASE_DIR) / path.relative_to(legacy)).as_posix()] = None
-    _install(result.op_dir, changes)
+    fsutil.apply_changes(result.op_dir, changes)
     if result.legacy_base:
         legacy = result.op_dir / LEGACY_BASE_DIR
         for directory in sorted((p for p in legacy.rglob("*") if p.is_dir()), reverse=True):

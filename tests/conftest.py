@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -44,3 +45,24 @@ def tree(root: Path) -> dict[str, bytes]:
     return out
 
 
+
+
+@contextlib.contextmanager
+def failing_replace(monkeypatch, nth: int, error: OSError):
+    """Within the block, kernelgen's nth os.replace raises ``error`` (a disk that fills up midway)."""
+    import kernelgen.fsutil as fsutil
+
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def flaky(src, dst):
+        calls["n"] += 1
+        if calls["n"] == nth:
+            raise error
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(fsutil.os, "replace", flaky)
+    try:
+        yield
+    finally:
+        monkeypatch.setattr(fsutil.os, "replace", real_replace)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import tree
+from conftest import failing_replace, tree
 
 from kernelgen.cli import main
 
@@ -204,22 +204,10 @@ def test_failure_midway_restores_the_destination(tmp_path, monkeypatch):
     (dest / "README.md").write_text("user edit")
     (dest / "notes.txt").write_text("mine")
     before = tree(dest)
-    real_replace = os.replace
-    calls = {"n": 0}
-
-    def flaky_replace(src, dst):
-        calls["n"] += 1
-        if calls["n"] == 2:
-            raise OSError(28, "No space left on device")
-        return real_replace(src, dst)
-
-    import kernelgen.fsutil as fsutil
-
-    monkeypatch.setattr(fsutil.os, "replace", flaky_replace)
-    result = CliRunner().invoke(main, [*args, "--force"])
-    assert result.exit_code == 1
-    assert "nothing was changed" in result.output
-    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    with failing_replace(monkeypatch, 2, OSError(28, "No space left on device")):
+        result = CliRunner().invoke(main, [*args, "--force"])
+        assert result.exit_code == 1
+        assert "nothing was changed" in result.output
     assert tree(dest) == before
     assert not [p for p in dest.iterdir() if p.name.startswith(".kernelgen-staging")]  # no staging left behind
 

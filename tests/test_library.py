@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import tree
+from conftest import failing_replace, tree
 
 from kernelgen._jinja import TEMPLATE_VERSION
 from kernelgen.cli import main
@@ -129,22 +129,10 @@ def test_add_keeps_edits_in_shared_files(lib):
 
 
 def test_add_failing_midway_restores_everything(lib, monkeypatch):
-    import kernelgen.fsutil as fsutil
-
     before = tree(lib)
-    real_replace = os.replace
-    calls = {"n": 0}
-
-    def flaky_replace(src, dst):
-        calls["n"] += 1
-        if calls["n"] == 5:
-            raise OSError(28, "No space left on device")
-        return real_replace(src, dst)
-
-    monkeypatch.setattr(fsutil.os, "replace", flaky_replace)
-    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
-    assert result.exit_code == 1 and "nothing was changed" in result.output
-    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    with failing_replace(monkeypatch, 5, OSError(28, "No space left on device")):
+        result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+        assert result.exit_code == 1 and "nothing was changed" in result.output
     assert tree(lib) == before
     assert not [p for p in lib.iterdir() if p.name.startswith(".kernelgen-staging")]
 

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, tree
+from conftest import REPO, failing_replace, tree
 
 import kernelgen.render as render
 from kernelgen._jinja import TEMPLATE_VERSION
@@ -205,24 +204,12 @@ def test_new_force_refuses_a_symlinked_directory(tmp_path):
 
 
 def test_update_failing_midway_rolls_back(op, new_templates, monkeypatch):
-    import kernelgen.fsutil as fsutil
-
     edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
     edit(new_templates / "elementwise" / HEADER, "#pragma once\n", "#pragma once\n// v2\n")
     before = tree(op)
-    real_replace = os.replace
-    calls = {"n": 0}
-
-    def flaky(src, dst):
-        calls["n"] += 1
-        if calls["n"] == 4:
-            raise OSError(13, "Permission denied", str(dst))
-        return real_replace(src, dst)
-
-    monkeypatch.setattr(fsutil.os, "replace", flaky)
-    result = CliRunner().invoke(main, ["update", str(op)])
-    assert result.exit_code == 1 and "nothing was changed" in result.output
-    monkeypatch.setattr(fsutil.os, "replace", real_replace)
+    with failing_replace(monkeypatch, 4, OSError(13, "Permission denied", "a file")):
+        result = CliRunner().invoke(main, ["update", str(op)])
+        assert result.exit_code == 1 and "nothing was changed" in result.output
     assert tree(op) == before
     assert not [p for p in op.iterdir() if p.name.startswith(".kernelgen-staging")]
 

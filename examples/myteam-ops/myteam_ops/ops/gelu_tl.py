@@ -134,7 +134,7 @@ def _gelu_tl_cpu(x: torch.Tensor) -> torch.Tensor:
     return reference(x.contiguous().to(opmath)).to(dtype).contiguous()
 
 
-# ---- autograd -----------------------------------------------------------------------------------
+# ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
     # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)

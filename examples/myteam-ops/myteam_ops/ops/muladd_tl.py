@@ -153,7 +153,7 @@ def _muladd_tl_cpu(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.T
     return reference(a.contiguous().to(opmath), b.contiguous().to(opmath), c.contiguous().to(opmath)).to(dtype).contiguous()
 
 
-# ---- autograd -----------------------------------------------------------------------------------
+# ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
     # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)
