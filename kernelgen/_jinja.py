@@ -60,21 +60,35 @@ def expression(source: str, inputs: list[str]) -> dict[str, Any]:
     }
 
 
-def _shape(source: str, inputs: list[str]) -> str:
-    """The canonical expression with its inputs renamed by position: equal for the same formula."""
+def rowwise(source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
+    """A rowwise expression's evaluation plan (:meth:`ParsedExpr.emit_plan`) and its facts."""
+    parsed = parse(source, tuple(inputs), weights=tuple(weights), rowwise=True)
+    return {
+        "canonical": parsed.source,
+        "positive_domain": parsed.positive_domain,
+        "fused_torch": parsed.fused_torch(),
+        **parsed.emit_plan("acc_t", "ACC"),
+    }
+
+
+def _shape(op: dict[str, Any]) -> str:
+    """The canonical expression with inputs and weights renamed by position: equal for the same formula."""
+    inputs, weights = op["inputs"], op.get("weights") or []
     names = {name: f"_{index}" for index, name in enumerate(inputs)}
-    return re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: names.get(m.group(0), m.group(0)), parse(source, tuple(inputs)).source)
+    names.update({name: f"_w{index}" for index, name in enumerate(weights)})
+    parsed = parse(op["expr"], tuple(inputs), weights=tuple(weights), rowwise=op["kind"] == "rowwise")
+    return re.sub(r"[A-Za-z_][A-Za-z0-9_]*", lambda m: names.get(m.group(0), m.group(0)), parsed.source)
 
 
 def twins(ops: list[dict[str, Any]], op_name: str) -> list[dict[str, Any]]:
-    """The other elementwise ops of the package that compute the same formula (a benchmark races them)."""
+    """The other ops of the package of the same kind that compute the same formula (a benchmark races them)."""
     me = next(op for op in ops if op["name"] == op_name)
-    shape = _shape(me["expr"], me["inputs"])
+    shape = _shape(me)
     return [
         {**op, "backend": op.get("backend", "cuda")}
         for op in ops
-        if op["name"] != op_name and op["kind"] == "elementwise" and len(op["inputs"]) == len(me["inputs"])
-        and _shape(op["expr"], op["inputs"]) == shape
+        if op["name"] != op_name and op["kind"] == me["kind"] and len(op["inputs"]) == len(me["inputs"])
+        and len(op.get("weights") or []) == len(me.get("weights") or []) and _shape(op) == shape
     ]
 
 
@@ -89,6 +103,7 @@ class KernelgenExtension(Extension):
         super().__init__(environment)
         environment.globals["kg_expression"] = expression
         environment.globals["kg_twins"] = twins
+        environment.globals["kg_rowwise"] = rowwise
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION

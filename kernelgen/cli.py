@@ -22,8 +22,11 @@ from .spec import (
     BACKENDS,
     DEFAULT_ABI,
     DEFAULT_ARCH_LIST,
+    DEFAULT_ROWWISE_EXPR,
     DTYPES,
+    EXPR_KINDS,
     KINDS,
+    ROWWISE_EXAMPLES,
     TRITON_KINDS,
     OpSpec,
     PackageSpec,
@@ -35,7 +38,7 @@ from .spec import (
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
     "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace", "backend": "--backend",
-    "abi": "--abi",
+    "abi": "--abi", "weights": "--weights",
 }
 
 
@@ -61,9 +64,13 @@ def _op_options(func: Any) -> Any:
         click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`)."),
         click.option("--backend", type=click.Choice(BACKENDS), default=None,
                      help="cuda: a CUDA C++ kernel compiled into the package's _C [default]; triton: a Triton kernel, "
-                          "no C++ (elementwise only)."),
-        click.option("--inputs", default=None, help="elementwise: comma-separated input names, e.g. a,b,c."),
-        click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c".'),
+                          "no C++ (elementwise and rowwise)."),
+        click.option("--inputs", default=None, help="elementwise, rowwise: comma-separated input names, e.g. a,b,c."),
+        click.option("--weights", default=None, help="rowwise: comma-separated names of 1-D weights of the row's "
+                     "length, e.g. w,b."),
+        click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c"; '
+                     'rowwise: also over the weights, with row reductions sum, mean, max, min, e.g. '
+                     '"x * rsqrt(mean(x * x) + 1e-6) * w".'),
         click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}]."),
         click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}]; one per package."),
         click.option("--namespace", default=None, help="torch.ops namespace [default: the package name]; one per package. "
@@ -97,7 +104,7 @@ def _interrupted(err: BaseException) -> NoReturn:
 def _collect_op(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
     arch_list: str | None, namespace: str | None, defaults: bool, backend: str | None = None,
-    abi: str | None = None,
+    abi: str | None = None, weights: str | None = None,
 ) -> OpSpec:
     """Prompt for what is missing (on a terminal) and validate everything into an OpSpec."""
     interactive = _interactive(defaults)
@@ -113,6 +120,10 @@ def _collect_op(
         inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
         default_expr = " + ".join(n.strip() for n in (inputs or "x").split(","))
         expr = _ask(expr, "Expression", default_expr, interactive)
+    elif kind == "rowwise":
+        inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
+        weights = _ask(weights, "1-D weights (comma-separated, or none)", "", interactive) or weights
+        expr = _ask(expr, "Expression (with sum, mean, max, min over the row)", DEFAULT_ROWWISE_EXPR, interactive)
     dtypes = _ask(dtypes, "Dtypes", ",".join(DTYPES), interactive)
     arch_list = _ask(arch_list, "CUDA arch list", DEFAULT_ARCH_LIST, interactive)
     # An option given as "" is an error (caught by the parsers), never a silent default.
@@ -120,7 +131,7 @@ def _collect_op(
         op_name, kind=kind, inputs=inputs, expr=expr,
         dtypes=dtypes if dtypes is not None else ",".join(DTYPES),
         arch_list=arch_list if arch_list is not None else DEFAULT_ARCH_LIST,
-        namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI,
+        namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI, weights=weights,
     )
 
 
@@ -132,8 +143,8 @@ def _collect_op(
 @click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate a package from a recorded .copier-answers.yml.")
 @click.option("--op", "first_op", default=None, help="Name of the package's first op [default: NAME]: `kernelgen new myteam-ops --op muladd ...`.")
 def new(
-    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, expr: str | None,
-    dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, output: Path,
+    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, weights: str | None,
+    expr: str | None, dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, output: Path,
     force: bool, defaults: bool, answers_file: Path | None, first_op: str | None,
 ) -> None:
     """Generate a package in OUTPUT/NAME holding one op (NAME, or --op); grow it with `kernelgen add`.
@@ -158,8 +169,8 @@ def new(
     try:
         with terminate_as_exception():
             if answers_file is not None:
-                if any(value is not None for value in (op_name, kind, backend, inputs, expr, dtypes, arch_list, namespace,
-                                                       abi, first_op)):
+                if any(value is not None for value in (op_name, kind, backend, inputs, weights, expr, dtypes, arch_list,
+                                                       namespace, abi, first_op)):
                     raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
                 from .answers import load_answers
 
@@ -167,13 +178,14 @@ def new(
             else:
                 if first_op is None:
                     pkg = PackageSpec.for_new_op(
-                        _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend, abi))
+                        _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend, abi,
+                                    weights))
                 else:
                     if op_name is None:
                         raise click.UsageError("missing NAME (the package's name; --op names its first op)")
                     package = normalize_package_name(op_name)
                     op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
-                                     namespace if namespace is not None else package, defaults, backend, abi)
+                                     namespace if namespace is not None else package, defaults, backend, abi, weights)
                     if namespace is None:
                         check_namespace(package, derived_from_op=True)
                     pkg = PackageSpec.for_new_op(op, name=op_name)
@@ -195,7 +207,8 @@ def new(
 @click.option("--package", "package_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="The kernelgen package to add the op to.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 def add(
-    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, expr: str | None,
+    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, weights: str | None,
+    expr: str | None,
     dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, defaults: bool,
     package_dir: Path, dry_run: bool,
 ) -> None:
@@ -225,7 +238,7 @@ def add(
                 raise SpecError(f"the package is built on the {recorded.abi} ABI, for all its ops (one build); "
                                 f"omit --abi", "abi")
             op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
-                             backend, recorded.abi)
+                             backend, recorded.abi, weights)
             result, _, pkg = plan(root, new_op=op)
             if result.conflicts:
                 raise KernelgenError(
@@ -271,7 +284,8 @@ def list_ops(package_dir: Path, as_json: bool) -> None:
     click.echo(f"{pkg.package} (namespace {pkg.namespace}, arch list {pkg.arch_list}, {pkg.abi} ABI): "
                f"{len(pkg.ops)} op(s)")
     for op in pkg.ops:
-        detail = f"{', '.join(op.inputs)} -> {op.expr}" if op.kind == "elementwise" else "C = A @ B"
+        columns = ", ".join(op.inputs) + (f"; weights {', '.join(op.weights)}" if op.weights else "")
+        detail = f"{columns} -> {op.expr}" if op.kind in EXPR_KINDS else "C = A @ B"
         click.echo(f"  torch.ops.{pkg.namespace}.{op.op_name:<20} {op.kind:<12} {detail}   [{', '.join(op.dtypes)}]")
 
 
@@ -356,6 +370,10 @@ def list_kinds() -> None:
     """Show the kinds of op kernelgen generates."""
     for kind, description in KINDS.items():
         click.echo(f"{kind:<12} {description}")
+    click.echo("\nrowwise expressions (--kind rowwise --inputs ... [--weights ...] --expr ...):")
+    for label, inputs, weights, expression in ROWWISE_EXAMPLES:
+        options = f"--inputs {inputs}" + (f" --weights {weights}" if weights else "")
+        click.echo(f"  {label:<12} {options:<28} --expr \"{expression}\"")
     click.echo(f"\nbackends: cuda (CUDA C++, every kind), triton (Triton, no C++: {', '.join(TRITON_KINDS)}); --backend")
     click.echo("\nevery op gets: csrc/<op>.cpp (schema, checks, CPU), csrc/cuda/<op>_cuda.cpp (CUDA tensor side),")
     click.echo("csrc/cuda/<op>_kernel.cu (kernel),")

@@ -111,7 +111,31 @@ class Call:
     args: tuple[Node, ...]
 
 
-Node = Union[Num, Var, Neg, BinOp, Power, Call]  # noqa: UP007 (forward references)
+@dataclass(frozen=True)
+class Reduce:
+    """A row reduction (rowwise kind only): ``func`` over the last dimension of ``arg``."""
+
+    func: str  # one of REDUCTIONS
+    arg: Node
+
+
+@dataclass(frozen=True)
+class RowRef:
+    """The value of reduction number ``index`` of a :class:`RowPlan` (one scalar per row)."""
+
+    index: int
+
+
+Node = Union[Num, Var, Neg, BinOp, Power, Call, Reduce, RowRef]  # noqa: UP007 (forward references)
+
+#: Row reductions of the rowwise kind: name -> (what it computes, PyTorch spelling).
+#: ``max`` and ``min`` with one argument reduce; with two they are the elementwise functions.
+REDUCTIONS: dict[str, tuple[str, str]] = {
+    "sum": ("sum over the row", "torch.sum"),
+    "mean": ("mean over the row", "torch.mean"),
+    "max": ("largest value of the row (NaN propagates)", "torch.amax"),
+    "min": ("smallest value of the row (NaN propagates)", "torch.amin"),
+}
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _NODE_WORDS = {
@@ -135,15 +159,38 @@ _NODE_WORDS = {
 
 
 @dataclass(frozen=True)
+class RowStage:
+    """One reduction of a rowwise expression: ``func`` over the row of ``arg``, which may use the
+    inputs, the weights and earlier reductions (as :class:`RowRef`)."""
+
+    func: str
+    arg: Node
+    canonical: str  # the reduction as written in the canonical expression, e.g. ``max(x)``
+
+
+@dataclass(frozen=True)
+class RowPlan:
+    """A rowwise expression in evaluation order: each distinct reduction once (inner ones first),
+    then the output, elementwise over the row, in terms of the inputs, weights and reductions."""
+
+    reductions: tuple[RowStage, ...]
+    output: Node
+
+
+@dataclass(frozen=True)
 class ParsedExpr:
     """A validated expression over ``inputs``; emit code with :meth:`cpp` and :meth:`torch`.
 
-    ``source`` is the canonical text (:attr:`canonical`), never the text the user typed.
+    ``source`` is the canonical text (:attr:`canonical`), never the text the user typed. A rowwise
+    expression (``rowwise=True``) may also use the 1-D ``weights`` and the row reductions of
+    :data:`REDUCTIONS`; emit it through :meth:`plan`.
     """
 
     source: str
     inputs: tuple[str, ...]
     tree: Node
+    weights: tuple[str, ...] = ()
+    rowwise: bool = False
 
     @property
     def canonical(self) -> str:
@@ -153,16 +200,51 @@ class ParsedExpr:
 
     def cpp(self, acc_type: str = "acc_t") -> str:
         """The C++ expression, evaluated in the op-math type ``acc_type``."""
-        return _emit(self.tree, _CppStyle(acc_type))
+        return _emit(self._elementwise_tree(), _CppStyle(acc_type))
 
     def torch(self) -> str:
         """The PyTorch expression over tensors named like the inputs."""
-        return _emit(self.tree, _TorchStyle())
+        return _emit(self._elementwise_tree(), _TorchStyle())
 
     def triton(self, acc: str = "ACC") -> str:
         """The Triton expression over blocks named like the inputs, already converted to the
         op-math dtype ``acc`` (a ``tl.constexpr`` naming tl.float32 or tl.float64)."""
-        return _emit(self.tree, _TritonStyle(acc))
+        return _emit(self._elementwise_tree(), _TritonStyle(acc))
+
+    def _elementwise_tree(self) -> Node:
+        if _has_reduction(self.tree):
+            raise ValueError("a rowwise expression with reductions is emitted through plan()")
+        return self.tree
+
+    def plan(self) -> RowPlan:
+        """The evaluation order of a rowwise expression: equal reductions are computed once
+        (``max(x)`` twice in a softmax is one reduction), and a reduction comes after those it uses."""
+        return _plan(self.tree)
+
+    def emit_plan(self, acc_type: str = "acc_t", acc: str = "ACC") -> dict[str, object]:
+        """Every form of :meth:`plan` the templates need: per reduction its function, canonical
+        text, C++ (reductions as ``_r[k]``), PyTorch and Triton (as ``_rk``) expressions and the
+        names it reads; then the same for the output."""
+        plan = self.plan()
+
+        def forms(node: Node) -> dict[str, object]:
+            used = _variables(node)
+            return {
+                "cpp": _emit(node, _CppStyle(acc_type)),
+                "torch": _emit(node, _TorchStyle()),
+                "triton": _emit(node, _TritonStyle(acc)),
+                "inputs": [name for name in self.inputs if name in used],
+                "weights": [name for name in self.weights if name in used],
+                "rows": sorted(_rowrefs(node)),
+            }
+
+        return {
+            "reductions": [
+                {"func": stage.func, "canonical": stage.canonical, **forms(stage.arg)}
+                for stage in plan.reductions
+            ],
+            "output": forms(plan.output),
+        }
 
     @property
     def positive_domain(self) -> bool:
@@ -172,9 +254,12 @@ class ParsedExpr:
     def fused_torch(self) -> str | None:
         """A single fused PyTorch call equal to the expression, when one is known (a baseline).
 
-        Today this recognizes ``x * y + z`` (and ``z + x * y``) as ``torch.addcmul(z, x, y)``.
+        Elementwise: ``x * y + z`` (and ``z + x * y``) is ``torch.addcmul(z, x, y)``. Rowwise: the
+        textbook softmax, log-softmax, RMSNorm and LayerNorm (see :data:`_ROW_BASELINES`).
         """
         t = self.tree
+        if self.rowwise:
+            return _row_baseline(t)
         if isinstance(t, BinOp) and t.op == "+":
             for prod, add in ((t.left, t.right), (t.right, t.left)):
                 if (
@@ -190,14 +275,23 @@ class ParsedExpr:
         return tuple(sorted(_functions(self.tree)))
 
 
-def parse(source: str, inputs: tuple[str, ...] | list[str]) -> ParsedExpr:
+def parse(
+    source: str,
+    inputs: tuple[str, ...] | list[str],
+    *,
+    weights: tuple[str, ...] | list[str] = (),
+    rowwise: bool = False,
+) -> ParsedExpr:
     """Parse and validate ``source`` over the declared ``inputs``.
 
+    With ``rowwise``, the expression may also use the 1-D ``weights`` and the row reductions
+    ``sum(e)``, ``mean(e)``, ``max(e)`` and ``min(e)`` (see :data:`REDUCTIONS`).
     Raises :class:`ExprError` with a one-line message naming the bad token.
     """
     if not isinstance(source, str):
         raise ExprError(f"--expr must be a string, not {type(source).__name__}", "expr")
     inputs = tuple(inputs)
+    weights = tuple(weights)
     text = _check_text(source)
     try:
         with warnings.catch_warnings():  # "invalid escape sequence" and the like: not for the user
@@ -208,16 +302,21 @@ def parse(source: str, inputs: tuple[str, ...] | list[str]) -> ParsedExpr:
         raise ExprError(f"--expr is not a valid expression{col}: {_one_line(str(err.msg))}", "expr") from None
     except (ValueError, RecursionError, MemoryError):  # pragma: no cover - _check_text prevents them
         raise ExprError("--expr is not a valid expression", "expr") from None
-    tree = _Converter(text, inputs).convert(module.body, depth=0)
-    if isinstance(tree, Num):
+    tree = _Converter(text, inputs, weights, rowwise).convert(module.body, depth=0)
+    used = _variables(tree)
+    if not used & set(inputs):
         raise ExprError(
             f"--expr {_clip(text)!r} uses no input; it must use at least one of: " + ", ".join(inputs), "expr"
         )
-    used = _variables(tree)
     unused = [name for name in inputs if name not in used]
     if unused:
         raise ExprError(
             f"input {unused[0]!r} is declared in --inputs but not used in --expr {_clip(text)!r}", "expr"
+        )
+    unused = [name for name in weights if name not in used]
+    if unused:
+        raise ExprError(
+            f"weight {unused[0]!r} is declared in --weights but not used in --expr {_clip(text)!r}", "expr"
         )
     canonical = _emit(tree, _CanonicalStyle())
     if len(canonical) > MAX_EXPR_LENGTH:  # so that the canonical text always parses again
@@ -226,7 +325,7 @@ def parse(source: str, inputs: tuple[str, ...] | list[str]) -> ParsedExpr:
             f"around operators); the limit is {MAX_EXPR_LENGTH}",
             "expr",
         )
-    return ParsedExpr(canonical, inputs, tree)
+    return ParsedExpr(canonical, inputs, tree, weights, rowwise)
 
 
 def _check_text(source: str) -> str:
@@ -263,9 +362,11 @@ def _one_line(text: str) -> str:
 
 
 class _Converter:
-    def __init__(self, text: str, inputs: tuple[str, ...]) -> None:
+    def __init__(self, text: str, inputs: tuple[str, ...], weights: tuple[str, ...] = (), rowwise: bool = False) -> None:
         self.text = text
         self.inputs = inputs
+        self.weights = weights
+        self.rowwise = rowwise
 
     def _where(self, node: ast.AST) -> str:
         segment = ast.get_source_segment(self.text, node) or type(node).__name__
@@ -291,7 +392,7 @@ class _Converter:
                 raise self._fail(node, "non-finite literal")
             return Num(value)
         if isinstance(node, ast.Name):
-            if node.id in self.inputs:
+            if node.id in self.inputs or node.id in self.weights:
                 return Var(node.id)
             if node.id in FUNCTIONS:
                 raise ExprError(
@@ -299,9 +400,10 @@ class _Converter:
                     f"as in {node.id}(x)",
                     "expr",
                 )
+            weights = f"; the weights are: {', '.join(self.weights)}" if self.weights else ""
             raise ExprError(
                 f"unknown name {_clip(node.id)!r} at column {node.col_offset + 1} in --expr; "
-                f"the inputs are: {', '.join(self.inputs)}",
+                f"the inputs are: {', '.join(self.inputs)}{weights}",
                 "expr",
             )
         if isinstance(node, ast.UnaryOp):
@@ -349,6 +451,8 @@ class _Converter:
         if not isinstance(node.func, ast.Name):
             raise self._fail(node.func, "call target")
         name = node.func.id
+        if name in REDUCTIONS and (name not in FUNCTIONS or len(node.args) < 2):
+            return self._reduction(node, name, depth)
         func = FUNCTIONS.get(name)
         if func is None:
             raise ExprError(
@@ -368,6 +472,35 @@ class _Converter:
         if all(isinstance(arg, Num) for arg in args):
             return self._fold(node, func.fold, *(arg.value for arg in args))  # type: ignore[union-attr]
         return Call(name, args)
+
+    def _reduction(self, node: ast.Call, name: str, depth: int) -> Node:
+        """``sum(e)``, ``mean(e)``, ``max(e)``, ``min(e)``: a row reduction (rowwise kind only)."""
+        elementwise = name in FUNCTIONS  # max and min: elementwise with two arguments
+        if not self.rowwise:
+            if elementwise:
+                raise ExprError(
+                    f"{name}() takes 2 arguments, got {len(node.args)} in {self._where(node)}; "
+                    f"{name} of one argument is a row reduction (--kind rowwise)",
+                    "expr",
+                )
+            raise ExprError(
+                f"unknown function {name!r} at column {node.func.col_offset + 1} in --expr; "
+                f"allowed: {', '.join(sorted(FUNCTIONS))} ({name} is a row reduction: --kind rowwise)",
+                "expr",
+            )
+        if node.keywords:
+            raise self._fail(node.keywords[0], "keyword argument")
+        if len(node.args) != 1:
+            takes = "1 argument (a row reduction) or 2 (elementwise)" if elementwise else "1 argument (a row reduction)"
+            raise ExprError(f"{name}() takes {takes}, got {len(node.args)} in {self._where(node)}", "expr")
+        arg = self.convert(node.args[0], depth + 1)
+        if not _row_varying(arg, self.inputs):
+            raise ExprError(
+                f"{name}() reduces no input in {self._where(node)}; a row reduction needs an input "
+                f"outside any inner reduction ({', '.join(self.inputs)})",
+                "expr",
+            )
+        return Reduce(name, arg)
 
     def _fold(self, node: ast.AST, fn: Callable[..., float], *values: float) -> Num:
         """Evaluate a constant sub-expression in float64; a non-finite result is refused."""
@@ -398,6 +531,8 @@ def _op_symbol(op: ast.operator) -> str:
 
 
 def _children(node: Node) -> tuple[Node, ...]:
+    if isinstance(node, Reduce):
+        return (node.arg,)
     if isinstance(node, Neg):
         return (node.operand,)
     if isinstance(node, BinOp):
@@ -414,6 +549,103 @@ def _variables(node: Node) -> set[str]:
     for child in _children(node):
         found |= _variables(child)
     return found
+
+
+def _has_reduction(node: Node) -> bool:
+    return isinstance(node, (Reduce, RowRef)) or any(_has_reduction(child) for child in _children(node))
+
+
+def _row_varying(node: Node, inputs: tuple[str, ...]) -> bool:
+    """True if ``node`` reads an input outside any reduction (so it varies along the row)."""
+    if isinstance(node, Var):
+        return node.name in inputs
+    if isinstance(node, (Reduce, RowRef)):
+        return False
+    return any(_row_varying(child, inputs) for child in _children(node))
+
+
+def _rowrefs(node: Node) -> set[int]:
+    found = {node.index} if isinstance(node, RowRef) else set()
+    for child in _children(node):
+        found |= _rowrefs(child)
+    return found
+
+
+def _plan(tree: Node) -> RowPlan:
+    """Replace each distinct reduction by a RowRef, numbering them inner first."""
+    index: dict[Reduce, int] = {}
+    stages: list[RowStage] = []
+
+    def rewrite(node: Node) -> Node:
+        if isinstance(node, Reduce):
+            if node not in index:
+                arg = rewrite(node.arg)
+                stages.append(RowStage(node.func, arg, _emit(node, _CanonicalStyle())))
+                index[node] = len(stages) - 1
+            return RowRef(index[node])
+        if isinstance(node, Neg):
+            return Neg(rewrite(node.operand))
+        if isinstance(node, BinOp):
+            return BinOp(node.op, rewrite(node.left), rewrite(node.right))
+        if isinstance(node, Power):
+            return Power(rewrite(node.base), node.exponent)
+        if isinstance(node, Call):
+            return Call(node.func, tuple(rewrite(arg) for arg in node.args))
+        return node
+
+    output = rewrite(tree)
+    return RowPlan(tuple(stages), output)
+
+
+# The rowwise expressions PyTorch computes with one fused call (the benchmark's eager baseline).
+# X, W and B stand for any input or weight, 0.125 for any number (the epsilon).
+_ROW_BASELINES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...] = (
+    ("exp(X - max(X)) / sum(exp(X - max(X)))", ("X",), (), "torch.softmax({X}, dim=-1)"),
+    ("X - max(X) - log(sum(exp(X - max(X))))", ("X",), (), "torch.log_softmax({X}, dim=-1)"),
+    ("X * rsqrt(mean(X * X) + 0.125) * W", ("X",), ("W",),
+     "torch.nn.functional.rms_norm({X}, ({X}.shape[-1],), {W}, eps={eps})"),
+    ("X * rsqrt(mean(X * X) + 0.125)", ("X",), (), "torch.nn.functional.rms_norm({X}, ({X}.shape[-1],), eps={eps})"),
+    ("(X - mean(X)) * rsqrt(mean((X - mean(X)) ** 2) + 0.125) * W + B", ("X",), ("W", "B"),
+     "torch.nn.functional.layer_norm({X}, ({X}.shape[-1],), {W}, {B}, eps={eps})"),
+    ("(X - mean(X)) * rsqrt(mean((X - mean(X)) ** 2) + 0.125)", ("X",), (),
+     "torch.nn.functional.layer_norm({X}, ({X}.shape[-1],), eps={eps})"),
+)
+_ANY_NUMBER = 0.125
+
+
+def _row_baseline(tree: Node) -> str | None:
+    for text, inputs, weights, call in _ROW_BASELINES:
+        pattern = parse(text, inputs, weights=weights, rowwise=True).tree
+        binding: dict[str, str] = {}
+        if _match(pattern, tree, binding):
+            return call.format(**binding)
+    return None
+
+
+def _match(pattern: Node, node: Node, binding: dict[str, str]) -> bool:
+    if isinstance(pattern, Var):
+        if not isinstance(node, Var):
+            return False
+        if binding.setdefault(pattern.name, node.name) != node.name:
+            return False
+        return list(binding.values()).count(node.name) == 1  # distinct placeholders, distinct names
+    if isinstance(pattern, Num):
+        if not isinstance(node, Num):
+            return False
+        if pattern.value != _ANY_NUMBER:
+            return pattern.value == node.value
+        return binding.setdefault("eps", _float_literal(node.value)) == _float_literal(node.value)
+    if type(pattern) is not type(node):
+        return False
+    if isinstance(pattern, (BinOp, Call, Reduce)) and (
+        getattr(pattern, "op", None) != getattr(node, "op", None)
+        or getattr(pattern, "func", None) != getattr(node, "func", None)
+    ):
+        return False
+    if isinstance(pattern, Power) and pattern.exponent != node.exponent:  # type: ignore[union-attr]
+        return False
+    children, others = _children(pattern), _children(node)
+    return len(children) == len(others) and all(_match(a, b, binding) for a, b in zip(children, others))
 
 
 def _functions(node: Node) -> set[str]:
@@ -531,6 +763,12 @@ def _emit_prec(node: Node, style: _Style) -> tuple[str, int]:
         return (text, 3 if text.startswith("-") else 4)
     if isinstance(node, Var):
         return node.name, 4
+    if isinstance(node, RowRef):
+        return (f"_r[{node.index}]" if isinstance(style, _CppStyle) else f"_r{node.index}"), 4
+    if isinstance(node, Reduce):
+        if not isinstance(style, _CanonicalStyle):
+            raise AssertionError("reductions are emitted through ParsedExpr.plan()")  # pragma: no cover
+        return f"{node.func}({_emit(node.arg, style)})", 4
     if isinstance(node, Neg):
         inner, prec = _emit_prec(node.operand, style)
         # -(-x), never --x: in C++ that is a decrement

@@ -216,8 +216,8 @@ _FOR_INPUTS = re.compile(r"\{%[-+]?\s*for\s+([A-Za-z_]\w*)\s+in\s+([^%]*?)\s*[-+
 _PLACEHOLDER = re.compile(r"([A-Za-z0-9_]*)\{\{[-+]?\s*([^{}]*?)\s*[-+]?\}\}([A-Za-z0-9_]*)")
 _SET_EXPR = re.compile(r"\{%[-+]?\s*set\s+([A-Za-z_]\w*)\s*=\s*([^%]*?)\s*[-+]?%\}")
 _SET_BLOCK = re.compile(r"\{%[-+]?\s*set\s+([A-Za-z_]\w*)\s*[-+]?%\}(.*?)\{%[-+]?\s*endset\s*[-+]?%\}", re.DOTALL)
-_INPUT_LIST = re.compile(r"(?:\w+\.)?inputs\s*(?:\[[^\]]*\]\s*)?(?:\|\s*join\b.*)?\Z", re.DOTALL)
-_INPUT_INDEX = re.compile(r"(?:\w+\.)?inputs\s*\[\s*-?\d+\s*\]\Z")
+_INPUT_LIST = re.compile(r"(?:\w+\.)?(?:inputs|weights|columns)\s*(?:\[[^\]]*\]\s*)?(?:\|\s*join\b.*)?\Z", re.DOTALL)
+_INPUT_INDEX = re.compile(r"(?:\w+\.)?(?:inputs|weights|columns)\s*\[\s*-?\d+\s*\]\Z")
 _PY_STRIP = re.compile(
     r"""(?P<str>(?P<prefix>[rRbBfFuU]{0,2})(?P<q>\"\"\"|'''|"|')(?P<body>(?:\\.|(?!(?P=q))[^\\])*)(?P=q))"""
     r"""|\#[^\n]*"""
@@ -254,9 +254,9 @@ def _python_code(text: str) -> str:
 def input_variables(text: str) -> set[str]:
     """The template variables that render input names: ``{% for v in inputs %}`` loop variables,
     ``{% set args = inputs | join(", ") %}``, and ``{% set typed %}`` blocks looping over inputs."""
-    found = {m.group(1) for m in _FOR_INPUTS.finditer(text) if re.search(r"\binputs\b", m.group(2))}
+    found = {m.group(1) for m in _FOR_INPUTS.finditer(text) if re.search(r"\b(?:inputs|weights|columns)\b", m.group(2))}
     found |= {m.group(1) for m in _SET_EXPR.finditer(text) if _INPUT_LIST.match(m.group(2))}
-    found |= {m.group(1) for m in _SET_BLOCK.finditer(text) if re.search(r"\binputs\b", m.group(2))}
+    found |= {m.group(1) for m in _SET_BLOCK.finditer(text) if re.search(r"\b(?:inputs|weights|columns)\b", m.group(2))}
     return found
 
 

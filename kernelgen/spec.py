@@ -22,6 +22,11 @@ KINDS: dict[str, str] = {
         "out = f(x1, ..., xN) for N same-shape tensors and a scalar expression f; "
         "a vectorized CUDA kernel, a parallel CPU loop, a backward derived from the reference"
     ),
+    "rowwise": (
+        "out = f(rows of x1, ..., xN; weights) for same-shape (..., C) tensors, 1-D (C,) weights and an "
+        "expression with row reductions (sum, mean, max, min): softmax, RMSNorm, LayerNorm, ...; one "
+        "pass over memory with the row held on chip, a CPU loop, a backward derived from the reference"
+    ),
     "matmul": (
         "C = A @ B for (M, K) @ (K, N), optionally batched; a shared-memory tiled CUDA kernel "
         "with tensor cores for float16/bfloat16, a blocked CPU loop, the analytic backward"
@@ -31,7 +36,20 @@ KINDS: dict[str, str] = {
 #: Where an op's kernel comes from: CUDA C++ compiled into the package's _C, or Triton (Python).
 BACKENDS: tuple[str, ...] = ("cuda", "triton")
 #: The kinds the Triton backend generates.
-TRITON_KINDS: tuple[str, ...] = ("elementwise",)
+TRITON_KINDS: tuple[str, ...] = ("elementwise", "rowwise")
+#: The kinds whose ops take user-named inputs and an expression.
+EXPR_KINDS: tuple[str, ...] = ("elementwise", "rowwise")
+#: The kinds whose C++ exists on the stable ABI only (new kinds start there; see ABIS).
+STABLE_ONLY_KINDS: tuple[str, ...] = ("rowwise",)
+#: The expression a rowwise op of one input gets when --expr is not given: a softmax.
+DEFAULT_ROWWISE_EXPR = "exp(x - max(x)) / sum(exp(x - max(x)))"
+#: Known rowwise expressions, shown by `kernelgen list` and the README (inputs, weights, expression).
+ROWWISE_EXAMPLES: tuple[tuple[str, str, str, str], ...] = (
+    ("softmax", "x", "", "exp(x - max(x)) / sum(exp(x - max(x)))"),
+    ("log-softmax", "x", "", "x - max(x) - log(sum(exp(x - max(x))))"),
+    ("RMSNorm", "x", "w", "x * rsqrt(mean(x * x) + 1e-6) * w"),
+    ("LayerNorm", "x", "w,b", "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b"),
+)
 
 #: Which LibTorch ABI the package's C++ is written against (one per package: one build).
 #: stable: torch/csrc/stable and torch/headeronly only; the binary (cp310-abi3) loads on every torch
@@ -256,6 +274,32 @@ def parse_inputs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return check_input_names(tuple(names))
 
 
+def parse_weights(value: str | list[str] | tuple[str, ...] | None, inputs: tuple[str, ...]) -> tuple[str, ...]:
+    """Parse ``w,b`` (or a list) into the names of a rowwise op's 1-D weights (may be empty)."""
+    if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, (list, tuple)) and not value):
+        return ()
+    if isinstance(value, str):
+        items: list[object] = list(value.split(",", MAX_INPUTS + 1))
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        raise SpecError(f"--weights must be a comma-separated string, not {type(value).__name__}", "weights")
+    if len(items) > MAX_INPUTS:
+        raise SpecError(f"--weights declares more than {MAX_INPUTS} tensors", "weights")
+    names: list[str] = []
+    for item in items:
+        if not isinstance(item, str):
+            raise SpecError(f"a weight name must be a string, not {type(item).__name__}", "weights")
+        name = _check_identifier(item.strip(), what="weight name", param="weights")
+        if name in names:
+            raise SpecError(f"weight {name!r} is declared twice in --weights", "weights")
+        if name in inputs:
+            raise SpecError(f"{name!r} is declared both in --inputs and in --weights", "weights")
+        names.append(name)
+    check_input_names((*inputs, *names))
+    return tuple(names)
+
+
 def check_input_names(inputs: tuple[str, ...]) -> tuple[str, ...]:
     """Refuse input names that collide with an identifier of the elementwise templates.
 
@@ -265,7 +309,7 @@ def check_input_names(inputs: tuple[str, ...]) -> tuple[str, ...]:
     and so is an input equal to a local the templates derive from another input (``a_contig``
     beside ``a``, from ``{{ x }}_contig``).
     """
-    used = names_mod.op_template_names(frozenset(kind for kind in KINDS if kind != "elementwise"))
+    used = names_mod.op_template_names(frozenset(kind for kind in KINDS if kind not in EXPR_KINDS))
     for name in inputs:
         files = used.identifiers.get(name)
         if files and name not in names_mod.SAFE_INPUT_NAMES:
@@ -355,6 +399,7 @@ class OpSpec:
     parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
     backend: str = "cuda"  # "cuda" (C++/CUDA, compiled into the package's _C) or "triton" (Python only)
     abi: str = DEFAULT_ABI  # the package's: "stable" (LibTorch stable ABI) or "full" (ATen); see ABIS
+    weights: tuple[str, ...] = ()  # rowwise: the 1-D (C,) tensors broadcast over the rows
 
     @classmethod
     def create(
@@ -369,6 +414,7 @@ class OpSpec:
         namespace: str | None = None,
         backend: str = "cuda",
         abi: str = DEFAULT_ABI,
+        weights: str | list[str] | tuple[str, ...] | None = None,
     ) -> OpSpec:
         op_name = normalize_op_name(name)
         abi = parse_abi(abi)
@@ -380,6 +426,13 @@ class OpSpec:
             raise SpecError(
                 f"the Triton backend generates {', '.join(TRITON_KINDS)} ops, not {kind}: a {kind} op is "
                 "generated in CUDA C++ only (use --backend cuda)", "backend")
+        if kind in STABLE_ONLY_KINDS and backend == "cuda" and abi != "stable":
+            raise SpecError(
+                f"the {kind} kind's C++ is written for the stable ABI only (new kinds start there); this "
+                f"package is on the {abi} ABI: use --backend triton, or put the op in a package made "
+                "with --abi stable", "abi")
+        if weights and kind != "rowwise":
+            raise SpecError(f"--weights is only for --kind rowwise, not {kind}", "weights")
         if namespace is None:
             ns = check_namespace(op_name, derived_from_op=True)
         else:
@@ -396,8 +449,26 @@ class OpSpec:
                 expr = " + ".join(input_names)
             parsed = expr_mod.parse(expr, input_names)
             return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend, abi)
+        if kind == "rowwise":
+            input_names = parse_inputs(inputs if inputs is not None else "x")
+            weight_names = parse_weights(weights, input_names)
+            if op_name in input_names or op_name in weight_names:
+                raise SpecError(f"an input or weight has the same name as the op {op_name!r}", "inputs")
+            if expr is None:
+                if input_names != ("x",) or weight_names:
+                    raise SpecError(
+                        "--kind rowwise needs --expr (the default, a softmax, is for one input named x); "
+                        "for example --expr 'x * rsqrt(mean(x * x) + 1e-6) * w' (see `kernelgen list`)", "expr")
+                expr = DEFAULT_ROWWISE_EXPR
+            parsed = expr_mod.parse(expr, input_names, weights=weight_names, rowwise=True)
+            if not parsed.plan().reductions:
+                raise SpecError(
+                    f"--expr {parsed.source!r} has no row reduction (sum, mean, or max/min of one argument); "
+                    "without one it is an elementwise op: use --kind elementwise", "expr")
+            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend,
+                       abi, weight_names)
         if inputs is not None or expr is not None:
-            raise SpecError(f"--inputs and --expr are only for --kind elementwise, not {kind}", "kind")
+            raise SpecError(f"--inputs and --expr are only for --kind {' or '.join(EXPR_KINDS)}, not {kind}", "kind")
         return cls(name, op_name, kind, ns, dtype_tuple, arch, abi=abi)
 
     def record(self) -> dict[str, object]:
@@ -405,8 +476,10 @@ class OpSpec:
         data: dict[str, object] = {"name": self.op_name, "kind": self.kind, "dtypes": list(self.dtypes)}
         if self.backend != "cuda":  # recorded only when not the default, so older records stay valid
             data["backend"] = self.backend
-        if self.kind == "elementwise":
+        if self.kind in EXPR_KINDS:
             data["inputs"] = list(self.inputs)
+            if self.weights:
+                data["weights"] = list(self.weights)
             data["expr"] = self.expr
         return data
 
@@ -515,7 +588,7 @@ class PackageSpec:
             if not isinstance(raw, dict):
                 raise AnswersError(f"{where}: ops[{index}] must be a mapping, not {type(raw).__name__}")
             kind = field_of(raw, "kind", str, required=False) or "elementwise"
-            elementwise = kind == "elementwise"
+            elementwise = kind in EXPR_KINDS
             ops.append(OpSpec.create(
                 field_of(raw, "name", str),
                 kind=kind,
@@ -526,6 +599,7 @@ class PackageSpec:
                 namespace=namespace if namespace is not None else package,
                 backend=field_of(raw, "backend", str, required=False) or "cuda",
                 abi=abi,
+                weights=field_of(raw, "weights", list, required=False),
             ))
         first, *rest = ops
         spec = cls(name, package, first.namespace, first.arch_list, (first,), abi)
@@ -548,8 +622,8 @@ class PackageSpec:
         """The copier answers that render one op of this package."""
         data = self.answers()
         data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
-        if op.kind == "elementwise":
-            data.update({"inputs": list(op.inputs), "expr": op.expr})
+        if op.kind in EXPR_KINDS:
+            data.update({"inputs": list(op.inputs), "expr": op.expr, "weights": list(op.weights)})
         return data
 
 

@@ -42,6 +42,7 @@ class Case:
     impls: dict[str, Callable[[], Any]]  # name -> zero-argument callable; the op comes first
     roofline: Optional[tuple[str, float, Callable[[], Any]]] = None  # (name, amount, fn)
     note: str = ""
+    group: str = ""  # the plot draws one panel per dtype and group (rowwise: the total number of elements)
 
 
 @dataclass
@@ -55,6 +56,7 @@ class Row:
     roofline_name: Optional[str] = None
     roofline_throughput: Optional[float] = None
     note: str = ""
+    group: str = ""
 
 
 def _flush_buffer(device: torch.device) -> torch.Tensor:
@@ -114,7 +116,7 @@ def _scale(unit: str) -> float:
 
 def measure(case: Case, device: torch.device) -> Row:
     timer = time_cuda if device.type == "cuda" else time_cpu
-    row = Row(case.dtype, case.size, case.shape, case.unit, note=case.note)
+    row = Row(case.dtype, case.size, case.shape, case.unit, note=case.note, group=case.group)
     for name, fn in case.impls.items():
         seconds = timer(fn)
         row.seconds[name] = seconds
@@ -176,7 +178,7 @@ def environment(device: torch.device) -> dict[str, Any]:
     return info
 
 
-def plot(rows: list[Row], op: str, path: str, title: str) -> None:
+def plot(rows: list[Row], op: str, path: str, title: str, xlabel: str = "size") -> None:
     try:
         import matplotlib
 
@@ -184,10 +186,10 @@ def plot(rows: list[Row], op: str, path: str, title: str) -> None:
         import matplotlib.pyplot as plt
     except ImportError:
         sys.exit("--plot needs matplotlib: pip install matplotlib   (or: pip install -e '.[bench]')")
-    dtypes = list(dict.fromkeys(row.dtype for row in rows))
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5 * len(dtypes), 4.2), squeeze=False)
-    for ax, dtype in zip(axes[0], dtypes):
-        mine = [row for row in rows if row.dtype == dtype]
+    panels = list(dict.fromkeys(f"{row.dtype} {row.group}".strip() for row in rows))
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4.2), squeeze=False)
+    for ax, dtype in zip(axes[0], panels):
+        mine = [row for row in rows if f"{row.dtype} {row.group}".strip() == dtype]
         sizes = [row.size for row in mine]
         for name in mine[0].throughput:
             style = dict(linewidth=2.5, marker="o") if name == op else dict(linewidth=1.2, marker=".")
@@ -195,7 +197,7 @@ def plot(rows: list[Row], op: str, path: str, title: str) -> None:
         if mine[0].roofline_name:
             ax.plot(sizes, [row.roofline_throughput for row in mine], "k--", label=f"{mine[0].roofline_name} (roofline)")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("size")
+        ax.set_xlabel(xlabel)
         ax.set_ylabel(mine[0].unit)
         ax.set_title(dtype)
         ax.grid(True, alpha=0.3)
@@ -223,7 +225,8 @@ def pick_device(requested: Optional[str]) -> torch.device:
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def run(cases: Iterable[Case], *, op: str, device: torch.device, args: argparse.Namespace, title: str) -> list[Row]:
+def run(cases: Iterable[Case], *, op: str, device: torch.device, args: argparse.Namespace, title: str,
+        xlabel: str = "size") -> list[Row]:
     env = environment(device)
     where = env.get("gpu") if device.type == "cuda" else f"CPU ({env['threads']} threads)"
     print(f"{title} on {where}; torch {env['torch']}")
@@ -240,5 +243,5 @@ def run(cases: Iterable[Case], *, op: str, device: torch.device, args: argparse.
             json.dump({"op": op, "environment": env, "rows": [asdict(r) for r in rows]}, fh, indent=2)
         print(f"wrote {args.json}")
     if args.plot:
-        plot(rows, op, args.plot, f"{title} on {where}")
+        plot(rows, op, args.plot, f"{title} on {where}", xlabel)
     return rows

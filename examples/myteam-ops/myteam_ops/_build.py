@@ -28,6 +28,11 @@ OPS = (
     "gelu",
     "gelu_tl",
     "muladd_tl",
+    "softmax",
+    "log_softmax",
+    "layernorm",
+    "softmax_tl",
+    "layernorm_tl",
 )
 #: The ops compiled into _C (the CUDA C++ backend). Triton ops are Python only: a package with no
 #: C++ op builds no extension at all, so it installs instantly and needs no compiler.
@@ -36,6 +41,9 @@ EXTENSION_OPS = (
     "matmul",
     "silu_mul",
     "gelu",
+    "softmax",
+    "log_softmax",
+    "layernorm",
 )
 HAS_EXTENSION = bool(EXTENSION_OPS)
 PACKAGE_DIR = Path(__file__).resolve().parent

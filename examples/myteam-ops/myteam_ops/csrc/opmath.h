@@ -76,5 +76,23 @@ OPMATH_FN T min(T a, T b) { return (a != a || a < b) ? a : b; }
 template <typename T>
 OPMATH_FN T max(T a, T b) { return (a != a || a > b) ? a : b; }
 
+// The row reductions of rowwise ops: an identity and an associative combine step each. Max and min
+// propagate NaN like torch.amax / torch.amin. (mean is a sum divided by the row length.)
+template <typename T>
+struct SumOp {
+  static OPMATH_FN T identity() { return T(0); }
+  static OPMATH_FN T combine(T a, T b) { return a + b; }
+};
+template <typename T>
+struct MaxOp {
+  static OPMATH_FN T identity() { return static_cast<T>(-INFINITY); }
+  static OPMATH_FN T combine(T a, T b) { return max(a, b); }
+};
+template <typename T>
+struct MinOp {
+  static OPMATH_FN T identity() { return static_cast<T>(INFINITY); }
+  static OPMATH_FN T combine(T a, T b) { return min(a, b); }
+};
+
 }  // namespace opmath
 }  // namespace 

@@ -1,0 +1,296 @@
+// layernorm_kernel.cu: the CUDA kernels of myteam::layernorm and their launcher.
+// The tensor side (checks, device guard, allocation, stream, dtype dispatch, registration) is in
+// layernorm_cuda.cpp. This file sees raw pointers only and includes no tensor headers: nvcc spends
+// most of a build parsing them, and the kernel needs none.
+//
+// A rowwise op reads each row, reduces it one or more times (mean(x), mean((x - mean(x)) ** 2.0)) and
+// writes a row of the same length. Like an elementwise op it does a few flops per byte and is limited
+// by memory bandwidth, so the kernels are built to read every element from HBM once and write it
+// once:
+//   * Rows of up to kMaxRegisterCols elements (16384) are held in registers: each thread loads
+//     kPerThread elements of every input, all loads issued before any math, and every reduction and
+//     the output then run on those registers. One warp per row for rows up to 1024 elements (four
+//     rows per block), up to 16 warps per row above: kPerThread elements per thread either way.
+//   * Longer rows take a multi-pass kernel: one block per row, each reduction a loop over the row
+//     (re-read from memory, which the L2 cache partly absorbs), then the output loop.
+//   * 16-byte loads and stores (4 float32 or 8 float16/bfloat16 elements) when every row starts
+//     16-byte aligned: the row length is a multiple of the vector and every pointer is aligned.
+//     Otherwise, one element per access.
+//   * Reductions run in the op-math type (float for the half types, double for float64): each thread
+//     folds its own elements in order, then a butterfly of warp shuffles and a pass over the warps'
+//     partial results in shared memory. The order never changes from run to run, so the results are
+//     bitwise reproducible.
+//   * int64 row offsets: rows * cols may pass 2^31.
+// The formula itself is in ../layernorm.h, shared with the CPU code.
+
+#include <cuda_runtime_api.h>
+// STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins; they need
+// -DUSE_CUDA, which _build.py sets.
+#include <torch/csrc/stable/macros.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "../layernorm.h"
+#include "layernorm_kernel.h"
+
+namespace layernorm {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kVectorBytes = 16;  // the widest load one thread can issue
+// Elements of each input one thread holds in registers (8 16-byte packs of float32, 4 of the half
+// types). With at most kMaxThreads threads per row, rows of up to 16384 elements fit.
+constexpr int kPerThread = 32;
+constexpr int kMaxThreads = 512;
+constexpr int64_t kMaxRegisterCols = int64_t{kPerThread} * kMaxThreads;
+// Threads per block for short rows: 4 one-warp rows per block.
+constexpr int kRowBlockThreads = 128;
+// The hardware limit on gridDim.x; a launch covers at most this many blocks.
+constexpr int64_t kMaxBlocks = 2147483647;
+
+// kVec elements moved as one 16-byte access (one ld.global.v4 / st.global.v4).
+template <typename scalar_t, int kVec>
+struct alignas(sizeof(scalar_t) * kVec) Pack {
+  scalar_t v[kVec];
+};
+
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ Pack<scalar_t, kVec> load(const scalar_t* p) {
+  return *reinterpret_cast<const Pack<scalar_t, kVec>*>(p);
+}
+
+// Reduces `value` over the threads of one row (blockDim.x of them, a multiple of 32): a butterfly
+// of shuffles in each warp, then, for rows of several warps, every thread folds the warps' results
+// from shared memory in the same order. Every thread of the row gets the same value.
+template <typename Op, typename acc_t>
+__device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    value = Op::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  // The butterfly leaves the same value in every lane, except that max(+0, -0) depends on the
+  // operands' order: take lane 0's, so that every thread works with one value.
+  value = __shfl_sync(0xffffffffu, value, 0);
+  const int warps = blockDim.x / kWarp;
+  if (warps > 1) {  // the same for the whole block: no thread skips the barrier
+    acc_t* mine = scratch + threadIdx.y * warps;
+    if (threadIdx.x % kWarp == 0) {
+      mine[threadIdx.x / kWarp] = value;
+    }
+    __syncthreads();
+    value = mine[0];
+    for (int warp = 1; warp < warps; ++warp) {
+      value = Op::combine(value, mine[warp]);
+    }
+  }
+  return value;
+}
+
+// Rows of up to kMaxRegisterCols elements. Block (blockDim.x threads per row) x (blockDim.y rows);
+// thread t of a row holds elements [(p * blockDim.x + t) * kVec, ... + kVec) for p < kPerThread / kVec.
+template <typename scalar_t, int kVec>
+__global__ void __launch_bounds__(kMaxThreads, 2)
+layernorm_rows_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, const scalar_t* __restrict__ b, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
+  using acc_t = opmath::opmath_type<scalar_t>;
+  constexpr int kPacks = kPerThread / kVec;
+  // One slot per warp and reduction (kMaxThreads / kWarp warps per block, whatever the shape).
+  __shared__ acc_t scratch[kReductions][kMaxThreads / kWarp];
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  // A block's last rows may lie past the end: their threads load and store nothing but still take
+  // part in every barrier of the block.
+  const int64_t limit = row < rows ? cols : 0;
+  const int64_t base = row * cols;
+
+  // ---- load the row: all loads first, so that they are in flight together ----
+  acc_t x_v[kPerThread];
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+    Pack<scalar_t, kVec> x_p{};
+    if (col < limit) {
+      x_p = load<scalar_t, kVec>(x + base + col);
+    }
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      x_v[p * kVec + k] = static_cast<acc_t>(x_p.v[k]);
+    }
+  }
+
+  acc_t _r[kReductions];
+  // ---- _r[0] = mean(x) ----
+  {
+    acc_t acc = Reduce0<acc_t>::identity();
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+      if (col < limit) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          acc = Reduce0<acc_t>::combine(acc, layernorm_reduce0_arg<acc_t>(
+              x_v[p * kVec + k], acc_t(0), acc_t(0), _r));
+        }
+      }
+    }
+    _r[0] = row_reduce<Reduce0<acc_t>>(acc, scratch[0]);
+    if constexpr (kMean0) {
+      _r[0] /= static_cast<acc_t>(cols);
+    }
+  }
+  // ---- _r[1] = mean((x - mean(x)) ** 2.0) ----
+  {
+    acc_t acc = Reduce1<acc_t>::identity();
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+      if (col < limit) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          acc = Reduce1<acc_t>::combine(acc, layernorm_reduce1_arg<acc_t>(
+              x_v[p * kVec + k], acc_t(0), acc_t(0), _r));
+        }
+      }
+    }
+    _r[1] = row_reduce<Reduce1<acc_t>>(acc, scratch[1]);
+    if constexpr (kMean1) {
+      _r[1] /= static_cast<acc_t>(cols);
+    }
+  }
+
+  // ---- the output ----
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+    if (col < limit) {
+      const Pack<scalar_t, kVec> w_p = load<scalar_t, kVec>(w + col);
+      const Pack<scalar_t, kVec> b_p = load<scalar_t, kVec>(b + col);
+      Pack<scalar_t, kVec> result;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        result.v[k] = static_cast<scalar_t>(layernorm_out<acc_t>(
+            x_v[p * kVec + k], static_cast<acc_t>(w_p.v[k]), static_cast<acc_t>(b_p.v[k]), _r));
+      }
+      *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;
+    }
+  }
+}
+
+// Rows longer than kMaxRegisterCols: one block of kMaxThreads threads per row. Each reduction is a
+// loop over the row, and so is the output: the row is read 3 times (from L2 when it still
+// holds it), written once.
+template <typename scalar_t, int kVec>
+__global__ void __launch_bounds__(kMaxThreads)
+layernorm_long_rows_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, const scalar_t* __restrict__ b, scalar_t* __restrict__ out, int64_t cols) {
+  using acc_t = opmath::opmath_type<scalar_t>;
+  __shared__ acc_t scratch[kReductions][kMaxThreads / kWarp];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
+  acc_t _r[kReductions];
+  // ---- _r[0] = mean(x) ----
+  {
+    acc_t acc = Reduce0<acc_t>::identity();
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+      const Pack<scalar_t, kVec> x_p = load<scalar_t, kVec>(x + base + col);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc = Reduce0<acc_t>::combine(acc, layernorm_reduce0_arg<acc_t>(
+            static_cast<acc_t>(x_p.v[k]), acc_t(0), acc_t(0), _r));
+      }
+    }
+    _r[0] = row_reduce<Reduce0<acc_t>>(acc, scratch[0]);
+    if constexpr (kMean0) {
+      _r[0] /= static_cast<acc_t>(cols);
+    }
+  }
+  // ---- _r[1] = mean((x - mean(x)) ** 2.0) ----
+  {
+    acc_t acc = Reduce1<acc_t>::identity();
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+      const Pack<scalar_t, kVec> x_p = load<scalar_t, kVec>(x + base + col);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc = Reduce1<acc_t>::combine(acc, layernorm_reduce1_arg<acc_t>(
+            static_cast<acc_t>(x_p.v[k]), acc_t(0), acc_t(0), _r));
+      }
+    }
+    _r[1] = row_reduce<Reduce1<acc_t>>(acc, scratch[1]);
+    if constexpr (kMean1) {
+      _r[1] /= static_cast<acc_t>(cols);
+    }
+  }
+  // ---- the output ----
+  for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+    const Pack<scalar_t, kVec> x_p = load<scalar_t, kVec>(x + base + col);
+    const Pack<scalar_t, kVec> w_p = load<scalar_t, kVec>(w + col);
+    const Pack<scalar_t, kVec> b_p = load<scalar_t, kVec>(b + col);
+    Pack<scalar_t, kVec> result;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      result.v[k] = static_cast<scalar_t>(layernorm_out<acc_t>(
+          static_cast<acc_t>(x_p.v[k]), static_cast<acc_t>(w_p.v[k]), static_cast<acc_t>(b_p.v[k]), _r));
+    }
+    *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;
+  }
+}
+
+bool is_aligned(const void* ptr) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
+}
+
+template <typename scalar_t, int kVec>
+void launch_rows(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, const scalar_t* __restrict__ b, scalar_t* __restrict__ out, int64_t rows, int64_t cols, cudaStream_t stream) {
+  if (cols > kMaxRegisterCols) {
+    // One block per row; a grid of more than kMaxBlocks rows is split into several launches.
+    for (int64_t start = 0; start < rows; start += kMaxBlocks) {
+      const int64_t count = std::min(rows - start, kMaxBlocks);
+      const int64_t offset = start * cols;
+      layernorm_long_rows_kernel<scalar_t, kVec><<<static_cast<unsigned int>(count), kMaxThreads, 0, stream>>>(
+          x + offset, w, b, out + offset, cols);
+      // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
+      // CUDA call, far from its cause, unless it is checked right here.
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
+    }
+    return;
+  }
+  // Threads per row: enough for kPerThread elements each, a power of two from one warp to kMaxThreads.
+  int threads = kWarp;
+  while (int64_t{threads} * kPerThread < cols) {
+    threads *= 2;
+  }
+  const int rows_per_block = std::max(1, kRowBlockThreads / threads);
+  const dim3 block(threads, rows_per_block);
+  const int64_t max_rows = kMaxBlocks * rows_per_block;
+  for (int64_t start = 0; start < rows; start += max_rows) {
+    const int64_t count = std::min(rows - start, max_rows);
+    const int64_t offset = start * cols;
+    const int64_t blocks = (count + rows_per_block - 1) / rows_per_block;
+    layernorm_rows_kernel<scalar_t, kVec><<<static_cast<unsigned int>(blocks), block, 0, stream>>>(
+        x + offset, w, b, out + offset, count, cols);
+    STD_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+}
+
+}  // namespace
+
+template <typename scalar_t>
+void launch_layernorm(const scalar_t* x, const scalar_t* w, const scalar_t* b, scalar_t* out, int64_t rows, int64_t cols,
+                     cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(scalar_t);
+  // Every row starts 16-byte aligned when the row length is a multiple of the vector and the
+  // pointers are aligned (a view such as x[1:] starts one element into its storage: it is not).
+  if (cols % kVec == 0 && is_aligned(x) && is_aligned(w) && is_aligned(b) && is_aligned(out)) {
+    launch_rows<scalar_t, kVec>(x, w, b, out, rows, cols, stream);
+  } else {
+    launch_rows<scalar_t, 1>(x, w, b, out, rows, cols, stream);
+  }
+}
+
+// One instantiation per supported dtype; layernorm_cuda.cpp calls them from its dtype dispatch.
+template void launch_layernorm<float>(const float*, const float*, const float*, float*, int64_t, int64_t, cudaStream_t);
+template void launch_layernorm<double>(const double*, const double*, const double*, double*, int64_t, int64_t, cudaStream_t);
+template void launch_layernorm<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, int64_t, int64_t, cudaStream_t);
+template void launch_layernorm<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, int64_t, cudaStream_t);
+
+}  // namespace layernorm

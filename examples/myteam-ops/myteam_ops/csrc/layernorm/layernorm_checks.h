@@ -1,0 +1,15 @@
+#pragma once
+// layernorm_checks.h: the input checks, defined in layernorm.cpp and called by the CPU and
+// CUDA implementations before they touch any data.
+
+#include "../stable_utils.h"
+
+namespace layernorm {
+
+// Throws std::runtime_error (RuntimeError in Python), with a message that names the offending
+// argument, unless the inputs have a supported dtype, at least one dimension (the row) and all share
+// one device, dtype and shape, and every weight is 1-D, as long as a row, of the inputs' dtype and
+// on their device.
+void check_inputs(const kernelgen::Tensor& x, const kernelgen::Tensor& w, const kernelgen::Tensor& b);
+
+}  // namespace layernorm

@@ -1,0 +1,47 @@
+#pragma once
+// log_softmax.h: the formula of myteam::log_softmax, in the order it is evaluated, shared by the CPU
+// loop (log_softmax.cpp) and the CUDA kernel (cuda/log_softmax_kernel.cu), so that both backends compute
+// exactly the same thing. Keep tensor headers out of this file: the kernel includes it.
+
+#include "../opmath.h"
+
+namespace log_softmax {
+
+// ---- EDIT HERE: the kernel body ---------------------------------------------------------------
+// Generated from --expr "x - max(x) - log(sum(exp(x - max(x))))".
+//
+// A row is the last dimension of the input. The expression is evaluated in 3 steps: each distinct
+// reduction once, inner ones first, then the output, elementwise. _r[k] is the value of
+// reduction k for the current row. acc_t is the op-math type: float for float16, bfloat16 and
+// float32 inputs, double for float64. The reductions accumulate in it too.
+//
+// If you change the formula, change reference() in ops/log_softmax.py to match: the tests compare
+// against it and the default backward is derived from it.
+constexpr int kReductions = 2;
+
+// _r[0] = max(x): Reduce0 folds log_softmax_reduce0_arg over the row.
+template <typename acc_t>
+using Reduce0 = opmath::MaxOp<acc_t>;
+constexpr bool kMean0 = false;
+template <typename acc_t>
+OPMATH_FN acc_t log_softmax_reduce0_arg(acc_t x, const acc_t* _r) {
+  return x;
+}
+
+// _r[1] = sum(exp(x - max(x))): Reduce1 folds log_softmax_reduce1_arg over the row.
+template <typename acc_t>
+using Reduce1 = opmath::SumOp<acc_t>;
+constexpr bool kMean1 = false;
+template <typename acc_t>
+OPMATH_FN acc_t log_softmax_reduce1_arg(acc_t x, const acc_t* _r) {
+  return opmath::exp(x - _r[0]);
+}
+
+// The output, element by element.
+template <typename acc_t>
+OPMATH_FN acc_t log_softmax_out(acc_t x, const acc_t* _r) {
+  return x - _r[0] - opmath::log(_r[1]);
+}
+// ---- end of EDIT HERE -------------------------------------------------------------------------
+
+}  // namespace log_softmax

@@ -1,0 +1,41 @@
+"""Run the benchmark of every op of rmsnorm, one after another.
+
+    python benchmarks/run_all.py [--dtypes float32,bfloat16] [--sizes ...] [--json-dir DIR]
+
+Each benchmarks/bench_<op>.py runs in its own process (a crash or an out-of-memory in one does
+not hide the others) with the same arguments; --json-dir DIR writes DIR/bench_<op>.json. The exit
+code is non-zero if any benchmark failed. --sizes means elements to an elementwise benchmark and the
+matrix side to a matmul one: give it to one bench_<op>.py at a time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json-dir", type=Path, default=None, help="write DIR/bench_<op>.json")
+    args, passthrough = parser.parse_known_args()
+    scripts = sorted(HERE.glob("bench_*.py"))
+    failed = []
+    for script in scripts:
+        extra = []
+        if args.json_dir is not None:
+            args.json_dir.mkdir(parents=True, exist_ok=True)
+            extra = ["--json", str(args.json_dir / f"{script.stem}.json")]
+        print(f"== {script.name}", flush=True)
+        if subprocess.run([sys.executable, str(script), *passthrough, *extra]).returncode != 0:
+            failed.append(script.name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

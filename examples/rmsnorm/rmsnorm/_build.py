@@ -1,0 +1,230 @@
+"""Build configuration of rmsnorm, shared by setup.py and JIT mode (KERNELGEN_JIT=1).
+
+One place for the arch list, the compiler flags, the source files and the CUDA_HOME logic, so
+that a prebuilt `pip install` and a JIT build compile the same code the same way. This module must
+not import the rest of the package (setup.py loads it by path, before the extension exists) nor
+torch.utils.cpp_extension at import time (see configure_environment).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+PACKAGE = "rmsnorm"
+#: The torch.ops namespace of every op below, and the ops themselves. The loader checks, before it
+#: loads the compiled code, that no other library in the process already defines one of them.
+NAMESPACE = "rmsnorm"
+OPS = (
+    "rmsnorm",
+)
+#: The ops compiled into _C (the CUDA C++ backend). Triton ops are Python only: a package with no
+#: C++ op builds no extension at all, so it installs instantly and needs no compiler.
+EXTENSION_OPS = (
+    "rmsnorm",
+)
+HAS_EXTENSION = bool(EXTENSION_OPS)
+PACKAGE_DIR = Path(__file__).resolve().parent
+ROOT = PACKAGE_DIR.parent
+BUILD_INFO = PACKAGE_DIR / "_build_info.json"
+
+# GPU architectures to build for, in TORCH_CUDA_ARCH_LIST syntax: machine code for each listed
+# compute capability, and "+PTX" adds PTX for the last one, which newer GPUs compile when the
+# module loads. TORCH_CUDA_ARCH_LIST in the environment overrides it; a single arch (for example
+# "9.0" on an H100) builds about twice as fast. Never put an -arch/-gencode flag in NVCC_FLAGS:
+# torch then silently ignores this list.
+ARCH_LIST = "8.0;9.0+PTX"
+
+# ---- LibTorch stable ABI ----------------------------------------------------------------------
+# The C++ includes only torch/csrc/stable and torch/headeronly, so the binary calls libtorch through
+# its stable C shim alone (aoti_torch_*, torch_*): built once, it loads on this torch and on every
+# later one. The oldest torch it loads on is TORCH_TARGET_VERSION: the headers leave out every API
+# newer than it, and the loader refuses an older torch. 2.10 is the oldest with everything the ops
+# use (torch::stable::empty, contiguous, parallel_for, typed data pointers, STD_CUDA_CHECK). Raise it
+# to use newer API (2.12: op tags in m.def; 2.13: Stream::nativeHandle()); it is the one place the
+# version is written (the loader and the build record read it from here).
+TORCH_TARGET_VERSION = (2, 10)
+# The module init (csrc/_module.cpp) uses CPython's limited API, so one binary serves CPython 3.10
+# and later (wheel tag cp310-abi3). torch's BuildExtension adds -DPy_LIMITED_API for
+# py_limited_api=True with this very spelling; another spelling of the same number would make the
+# compiler warn that the macro is redefined.
+PY_LIMITED_API = "0x030A0000"
+
+
+def target_version() -> str:
+    """TORCH_TARGET_VERSION as torch prints versions: "2.10"."""
+    return "%d.%d" % TORCH_TARGET_VERSION
+
+
+def target_version_hex() -> str:
+    """TORCH_TARGET_VERSION as torch/csrc/stable/version.h encodes it: major << 56 | minor << 48
+    (a decimal such as 2.10 is a preprocessor error)."""
+    return f"0x{(TORCH_TARGET_VERSION[0] << 56) | (TORCH_TARGET_VERSION[1] << 48):016x}"
+
+
+def stable_defines(with_cuda: bool) -> list[str]:
+    """The defines of every compile, host and nvcc. USE_CUDA declares the CUDA entries of the
+    stable C shim (aoti_torch_get_current_cuda_stream, and torch_c10_cuda_check_msg behind
+    STD_CUDA_CHECK); they exist only in a CUDA build."""
+    defines = [f"-DTORCH_TARGET_VERSION={target_version_hex()}", f"-DPy_LIMITED_API={PY_LIMITED_API}"]
+    return defines + (["-DUSE_CUDA"] if with_cuda else [])
+
+
+# -g0 cancels the -g that Python's own build flags (sysconfig) add to every host compile: debug
+# info for the torch headers costs compile time. DEBUG=1 below brings it back.
+# -fvisibility=hidden: the library exports PyInit__C only. The inline functions of the headers
+# (c10::Half's operators live outside the torch::stable namespaces, which are hidden already) and
+# our own symbols then cannot interpose with those of another extension built with other headers.
+CXX_FLAGS = ["-O3", "-Wall", "-g0", "-fvisibility=hidden"]
+NVCC_FLAGS = ["-O3", "-Xcompiler=-fvisibility=hidden"]
+# DEBUG=1: host debug info without optimization, and device line info so that compute-sanitizer
+# and ncu can point at source lines (-G would also disable device optimizations).
+CXX_DEBUG_FLAGS = ["-g", "-O0", "-Wall", "-fvisibility=hidden"]
+NVCC_DEBUG_FLAGS = ["-g", "-O0", "-lineinfo", "-Xcompiler=-fvisibility=hidden"]
+
+# The sources are every .cpp and .cu file under csrc/: csrc/_module.cpp (the module init) and each
+# op's csrc/<op>/ directory, so an op added by `kernelgen add` (or a file you add) is built without
+# editing this file. Each op's CUDA side is two files: the tensor code (<op>_cuda.cpp, host
+# compiler, the stable tensor API) and the kernel (<op>_kernel.cu, nvcc, no tensor headers, which
+# nvcc is slow to parse). Files under csrc/*/cuda/ are CUDA-only. Every basename is distinct: a JIT
+# build names object files by basename, and <op>.cpp next to <op>.cu would both compile to <op>.o.
+CSRC = PACKAGE_DIR / "csrc"
+
+
+def log(message: str) -> None:
+    print(f"{PACKAGE}: {message}", file=sys.stderr)
+
+
+def _toolkit_at(path: Optional[str]) -> Optional[str]:
+    if path and (Path(path) / "bin" / "nvcc").exists() and (Path(path) / "include" / "cuda_runtime.h").exists():
+        return str(Path(path))
+    return None
+
+
+def find_cuda_home() -> Optional[str]:
+    """The CUDA toolkit's root, or None.
+
+    torch guesses CUDA_HOME as the parent of the directory holding `nvcc`, which is wrong when
+    `nvcc` is a wrapper script or link in /usr/local/bin (it guesses /usr/local, and the link
+    fails with "cannot find -lcudart"). So: an explicit CUDA_HOME/CUDA_PATH wins; otherwise ask
+    nvcc itself where it lives (`--dryrun` prints its real bin directory as _HERE_); otherwise
+    follow links; otherwise try /usr/local/cuda.
+    """
+    for var in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(var):
+            found = _toolkit_at(os.environ[var])
+            if found is None:
+                log(f"warning: {var}={os.environ[var]} has no bin/nvcc and include/cuda_runtime.h")
+            return found
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        try:
+            out = subprocess.run(
+                [nvcc, "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
+                capture_output=True, text=True, timeout=60, check=False,
+            )
+            match = re.search(r"^#\$ _HERE_=(.+)$", out.stdout + out.stderr, re.MULTILINE)
+            if match:
+                found = _toolkit_at(str(Path(match.group(1).strip()).parent))
+                if found:
+                    return found
+        except (OSError, subprocess.SubprocessError):
+            pass
+        found = _toolkit_at(str(Path(nvcc).resolve().parent.parent))
+        if found:
+            return found
+    return _toolkit_at("/usr/local/cuda")
+
+
+def configure_environment(jit: bool = False) -> bool:
+    """Decide whether to build the CUDA kernel, and set CUDA_HOME / TORCH_CUDA_ARCH_LIST.
+
+    Returns True when the CUDA kernel will be built. Call it before importing
+    torch.utils.cpp_extension, which reads CUDA_HOME at import time.
+    """
+    require = os.environ.get("KERNELGEN_REQUIRE_CUDA") == "1"
+
+    def cpu_only(reason: str) -> bool:
+        if require:
+            raise SystemExit(f"{PACKAGE}: error: KERNELGEN_REQUIRE_CUDA=1 but {reason}")
+        log(f"note: building the CPU implementation only: {reason}")
+        return False
+
+    if os.environ.get("KERNELGEN_CPU_ONLY") == "1":
+        return cpu_only("KERNELGEN_CPU_ONLY=1 is set")
+    import torch
+
+    if torch.version.cuda is None:
+        return cpu_only(f"torch {torch.__version__} is a CPU-only build, which cannot link CUDA code")
+    cuda_home = find_cuda_home()
+    if cuda_home is None:
+        return cpu_only("no CUDA toolkit found (no nvcc on PATH, CUDA_HOME unset, no /usr/local/cuda)")
+    os.environ["CUDA_HOME"] = cuda_home
+    if "torch.utils.cpp_extension" in sys.modules:  # imported earlier: correct its cached guess
+        sys.modules["torch.utils.cpp_extension"].CUDA_HOME = cuda_home  # type: ignore[attr-defined]
+    if not jit or not torch.cuda.is_available():
+        # A JIT build without TORCH_CUDA_ARCH_LIST targets the visible GPU only, which is what an
+        # edit-and-rerun loop wants; a package build (or a machine with no GPU to ask) must not
+        # depend on the GPU of the build machine.
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", ARCH_LIST)
+    log(f"building with CUDA from {cuda_home} for TORCH_CUDA_ARCH_LIST={os.environ.get('TORCH_CUDA_ARCH_LIST', '(visible GPU)')}")
+    return True
+
+
+def compile_flags(with_cuda: bool) -> tuple[list[str], list[str]]:
+    debug = os.environ.get("DEBUG") == "1"
+    defines = stable_defines(with_cuda)
+    return (CXX_DEBUG_FLAGS if debug else CXX_FLAGS) + defines, (NVCC_DEBUG_FLAGS if debug else NVCC_FLAGS) + defines
+
+
+def sources(with_cuda: bool) -> list[Path]:
+    """The files to compile, sorted (a stable order keeps ninja's incremental builds incremental)."""
+    found = sorted(path for pattern in ("*.cpp", "*.cu") for path in CSRC.rglob(pattern))
+    return [path for path in found if with_cuda or ("cuda" not in path.relative_to(CSRC).parts[:-1] and path.suffix != ".cu")]
+
+
+def extension(with_cuda: bool, relative_to: Path) -> Any:
+    """The setuptools Extension for rmsnorm._C (every op of the package)."""
+    from torch.utils.cpp_extension import CppExtension, CUDAExtension
+
+    cxx, nvcc = compile_flags(with_cuda)
+    args: dict[str, list[str]] = {"cxx": cxx}
+    if with_cuda:
+        args["nvcc"] = nvcc
+    cls = CUDAExtension if with_cuda else CppExtension
+    files = [str(path.relative_to(relative_to)) for path in sources(with_cuda)]
+    # py_limited_api=True: the module is built as _C.abi3.so, and torch does not link libtorch_python
+    # (whose API is not stable). The wheel's abi3 tag comes from setup.py's bdist_wheel option.
+    return cls(name=f"{PACKAGE}._C", sources=files, extra_compile_args=args, py_limited_api=True)
+
+
+def current_build_info(with_cuda: bool) -> dict[str, Any]:
+    import torch
+
+    return {
+        # The torch whose headers built it (for information: every torch >= the target loads it).
+        "torch": torch.__version__,
+        # The oldest torch the binary loads on: the stable ABI version it was compiled for.
+        "torch_target_version": target_version(),
+        "stable_abi": True,
+        "py_limited_api": PY_LIMITED_API,
+        # The CUDA runtime is outside the stable ABI: the binary needs a libcudart of this major.
+        "cuda": torch.version.cuda if with_cuda else None,
+        "with_cuda": with_cuda,
+        "arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST") if with_cuda else None,
+    }
+
+
+def write_build_info(with_cuda: bool) -> None:
+    """Record what the extension is built for; the loader refuses a torch older than the target."""
+    BUILD_INFO.write_text(json.dumps(current_build_info(with_cuda), indent=2) + "\n")
+
+
+def rebuild_command() -> str:
+    return f"pip install --no-build-isolation -e {ROOT}"
