@@ -93,10 +93,11 @@ if [ "$MODE" = bench ]; then
   build
   DTYPES=${2:-float32,float16,bfloat16}
   SIZES=${3:-67108864}
-  for spec in rmsnorm:rmsnorm myteam-ops:softmax myteam-ops:log_softmax myteam-ops:layernorm myteam-ops:softmax_tl myteam-ops:layernorm_tl; do
+  OPS=${OPS:-rmsnorm:rmsnorm myteam-ops:softmax myteam-ops:log_softmax myteam-ops:layernorm myteam-ops:softmax_tl myteam-ops:layernorm_tl}
+  for spec in $OPS; do
     ex=${spec%%:*}; op=${spec##*:}
     (cd examples/$ex && python3 benchmarks/bench_$op.py --dtypes "$DTYPES" --sizes "$SIZES" \
-        --json "$LOGS/bench_$op.json" --plot "$LOGS/bench_$op.png" > "$LOGS/bench_$op.log" 2>"$LOGS/bench_$op.err"; echo "bench $op rc=$?"; cat "$LOGS/bench_$op.log")
+        --json "$LOGS/bench_$op.json" --plot "$LOGS/bench_$op.png" > "$LOGS/bench_$op.log" 2>"$LOGS/bench_$op.err"; echo "bench $op rc=$?"; grep -v "^wrote" "$LOGS/bench_$op.log")
   done
 fi
 # PNGs come back one by one (at most 8 files in all); everything else in the tarball.
