@@ -16,10 +16,9 @@ ROWWISE_TESTS="tests/test_softmax.py tests/test_log_softmax.py tests/test_layern
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 python3 -c "import torch, triton; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, torch.cuda.get_device_name())"
 
-# The system g++, not /opt/gcc/bin/g++: that one links libstdc++ statically into _C (ldd shows none),
-# and an input check's exception whose message holds a shape then crashes Python (docs/design.md,
-# trap 23; docs/device/rowwise_repro.sh is the diagnosis).
-# (The machine sets CXX=/opt/gcc/bin/g++ in the environment: override it.)
+# The system g++ by default (KG_CXX=/opt/gcc/bin/g++ for the machine's own): /opt/gcc links libstdc++
+# statically into _C (ldd shows none), and an int64_t streamed into an exception's message then crashes
+# Python (docs/design.md, trap 14; docs/device/rowwise_repro.sh was this session's diagnosis).
 export CXX=${KG_CXX:-/usr/bin/g++} CC=${KG_CC:-/usr/bin/gcc}
 build() {
   for ex in rmsnorm myteam-ops; do

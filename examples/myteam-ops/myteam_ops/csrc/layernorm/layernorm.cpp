@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
@@ -45,7 +46,7 @@ void check_inputs(const Tensor& x, const Tensor& w, const Tensor& b) {
       {"w", &w}, {"b", &b}};
   for (const auto& [name, t] : weights) {
     KG_CHECK(t->dim() == 1 && t->size(0) == cols, "layernorm: weight ", name, " has shape ", kernelgen::shape_of(*t),
-             " but must be [", cols, "]: 1-D, one value per element of a row of x (shape ", kernelgen::shape_of(x), ")");
+             " but must be [", std::to_string(cols), "]: 1-D, one value per element of a row of x (shape ", kernelgen::shape_of(x), ")");
     KG_CHECK(t->scalar_type() == dtype, "layernorm: weight ", name, " has dtype ", kernelgen::dtype_name(t->scalar_type()),
              " but x has dtype ", kernelgen::dtype_name(dtype), "; weights must have the inputs' dtype");
     KG_CHECK(t->device() == x.device(), "layernorm: weight ", name, " is on ", kernelgen::device_of(t->device()),
