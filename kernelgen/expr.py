@@ -645,7 +645,7 @@ def _match(pattern: Node, node: Node, binding: dict[str, str]) -> bool:
     if isinstance(pattern, Power) and pattern.exponent != node.exponent:  # type: ignore[union-attr]
         return False
     children, others = _children(pattern), _children(node)
-    return len(children) == len(others) and all(_match(a, b, binding) for a, b in zip(children, others))
+    return len(children) == len(others) and all(_match(a, b, binding) for a, b in zip(children, others, strict=True))
 
 
 def _functions(node: Node) -> set[str]:
@@ -774,6 +774,17 @@ def _emit_prec(node: Node, style: _Style) -> tuple[str, int]:
         # -(-x), never --x: in C++ that is a decrement
         return "-" + (inner if prec >= 3 and not inner.startswith("-") else f"({inner})"), 3
     if isinstance(node, BinOp):
+        if (
+            isinstance(style, _CppStyle) and node.op == "/" and _rowrefs(node.right)
+            and not _variables(node.right)
+        ):
+            # Division by a value that is constant along the row (built from reductions): multiply by
+            # its reciprocal instead. The compiler computes 1 / value once per row (the same
+            # expression in every unrolled step), where an IEEE division per element would make a
+            # half-precision softmax compute-bound. It may differ from a / value by one rounding.
+            left, lp = _emit_prec(node.left, style)
+            right, rp = _emit_prec(node.right, style)
+            return f"{left if lp >= 2 else f'({left})'} * ({style.num(1.0)} / {right if rp >= 4 else f'({right})'})", 2
         mine = 1 if node.op in "+-" else 2
         left, lp = _emit_prec(node.left, style)
         right, rp = _emit_prec(node.right, style)

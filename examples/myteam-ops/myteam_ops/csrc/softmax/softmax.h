@@ -40,7 +40,7 @@ OPMATH_FN acc_t softmax_reduce1_arg(acc_t x, const acc_t* _r) {
 // The output, element by element.
 template <typename acc_t>
 OPMATH_FN acc_t softmax_out(acc_t x, const acc_t* _r) {
-  return opmath::exp(x - _r[0]) / _r[1];
+  return opmath::exp(x - _r[0]) * (acc_t(1.0) / _r[1]);
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 

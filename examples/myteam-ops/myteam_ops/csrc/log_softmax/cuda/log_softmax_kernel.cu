@@ -8,9 +8,9 @@
 // by memory bandwidth, so the kernels are built to read every element from HBM once and write it
 // once:
 //   * Rows of up to kMaxRegisterCols elements (16384) are held in registers: each thread loads
-//     kPerThread elements of every input, all loads issued before any math, and every reduction and
-//     the output then run on those registers. One warp per row for rows up to 1024 elements (four
-//     rows per block), up to 16 warps per row above: kPerThread elements per thread either way.
+//     a fixed number of elements of every input, all loads issued before any math, and every reduction and
+//     the output then run on those registers. One warp per row for rows up to 512 elements (four
+//     rows per block), up to 16 warps per row above (see kShortPerThread and kLongPerThread).
 //   * Longer rows take a multi-pass kernel: one block per row, each reduction a loop over the row
 //     (re-read from memory, which the L2 cache partly absorbs), then the output loop.
 //   * 16-byte loads and stores (4 float32 or 8 float16/bfloat16 elements) when every row starts
@@ -41,11 +41,18 @@ namespace {
 
 constexpr int kWarp = 32;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
-// Elements of each input one thread holds in registers (8 16-byte packs of float32, 4 of the half
-// types). With at most kMaxThreads threads per row, rows of up to 16384 elements fit.
-constexpr int kPerThread = 32;
+// Elements of each input one thread holds in registers: kShortPerThread (4 16-byte packs of float32,
+// 2 of the half types) for rows of up to kShortPerThread * kMaxThreads = 8192 elements, with as many
+// threads as that takes; kLongPerThread at kMaxThreads threads for rows of up to 16384. Measured on an
+// H100 at 2^26 elements (docs/benchmarks.md in kernelgen): 32 elements per thread everywhere ran
+// LayerNorm float32 at 76-89% of a copy's bandwidth (spilling registers); 16 everywhere, at up to
+// 1024 threads, lost at 16384 (60% in float16). Fewer elements per thread mean more threads per row
+// to hide each load's and each reduction's latency, up to where the block's barriers cost more.
+constexpr int kShortPerThread = 16;
+constexpr int kLongPerThread = 32;
 constexpr int kMaxThreads = 512;
-constexpr int64_t kMaxRegisterCols = int64_t{kPerThread} * kMaxThreads;
+constexpr int64_t kMaxShortCols = int64_t{kShortPerThread} * kMaxThreads;
+constexpr int64_t kMaxRegisterCols = int64_t{kLongPerThread} * kMaxThreads;
 // Threads per block for short rows: 4 one-warp rows per block.
 constexpr int kRowBlockThreads = 128;
 // The hardware limit on gridDim.x; a launch covers at most this many blocks.
@@ -91,7 +98,8 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch) {
 
 // Rows of up to kMaxRegisterCols elements. Block (blockDim.x threads per row) x (blockDim.y rows);
 // thread t of a row holds elements [(p * blockDim.x + t) * kVec, ... + kVec) for p < kPerThread / kVec.
-template <typename scalar_t, int kVec>
+// At most 64 registers per thread (two blocks of kMaxThreads per SM), so that enough warps are resident.
+template <typename scalar_t, int kVec, int kPerThread>
 __global__ void __launch_bounds__(kMaxThreads, 2)
 log_softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
   using acc_t = opmath::opmath_type<scalar_t>;
@@ -250,9 +258,11 @@ void launch_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int
     }
     return;
   }
-  // Threads per row: enough for kPerThread elements each, a power of two from one warp to kMaxThreads.
+  // Threads per row: a power of two from one warp to kMaxThreads, enough for kShortPerThread elements
+  // each; rows longer than kMaxShortCols take kMaxThreads threads of kLongPerThread elements.
+  const bool short_rows = cols <= kMaxShortCols;
   int threads = kWarp;
-  while (int64_t{threads} * kPerThread < cols) {
+  while (threads < kMaxThreads && int64_t{threads} * kShortPerThread < cols) {
     threads *= 2;
   }
   const int rows_per_block = std::max(1, kRowBlockThreads / threads);
@@ -262,8 +272,13 @@ void launch_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int
     const int64_t count = std::min(rows - start, max_rows);
     const int64_t offset = start * cols;
     const int64_t blocks = (count + rows_per_block - 1) / rows_per_block;
-    log_softmax_rows_kernel<scalar_t, kVec><<<static_cast<unsigned int>(blocks), block, 0, stream>>>(
-        x + offset, out + offset, count, cols);
+    if (short_rows) {
+      log_softmax_rows_kernel<scalar_t, kVec, kShortPerThread><<<static_cast<unsigned int>(blocks), block, 0, stream>>>(
+          x + offset, out + offset, count, cols);
+    } else {
+      log_softmax_rows_kernel<scalar_t, kVec, kLongPerThread><<<static_cast<unsigned int>(blocks), block, 0, stream>>>(
+          x + offset, out + offset, count, cols);
+    }
     STD_CUDA_KERNEL_LAUNCH_CHECK();
   }
 }
