@@ -1,0 +1,259 @@
+"""The rowwise kind: row reductions in the expression, the plan the templates evaluate, the spec's
+rules, and the generated package (CPU paths; the kernels are built and tested by tests/run.sh and on
+the GPU machine)."""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+import torch
+import torch.nn.functional as F
+from click.testing import CliRunner
+from conftest import tree
+
+from kernelgen.cli import main
+from kernelgen.errors import AnswersError, ExprError, SpecError
+from kernelgen.expr import Reduce, RowRef, _children, parse
+from kernelgen.spec import ROWWISE_EXAMPLES, OpSpec, PackageSpec
+
+SOFTMAX = "exp(x - max(x)) / sum(exp(x - max(x)))"
+LOG_SOFTMAX = "x - max(x) - log(sum(exp(x - max(x))))"
+RMSNORM = "x * rsqrt(mean(x * x) + 1e-6) * w"
+LAYERNORM = "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b"
+
+
+def rowwise(text: str, inputs=("x",), weights=()):
+    return parse(text, inputs, weights=weights, rowwise=True)
+
+
+def reference_fn(text: str, inputs=("x",), weights=()):
+    """The generated reference() body (reductions as locals, then the output), as a function."""
+    plan = rowwise(text, inputs, weights).emit_plan()
+    spelled = {"sum": "torch.sum", "mean": "torch.mean", "max": "torch.amax", "min": "torch.amin"}
+    lines = [f"def reference({', '.join((*inputs, *weights))}):"]
+    for index, r in enumerate(plan["reductions"]):
+        lines.append(f"    _r{index} = {spelled[r['func']]}({r['torch']}, dim=-1, keepdim=True)")
+    lines.append(f"    return {plan['output']['torch']}")
+    scope: dict[str, object] = {"torch": torch}
+    exec(compile("\n".join(lines), "<reference>", "exec"), scope)  # our own emitted code, from the plan
+    return scope["reference"]
+
+
+def _rowrefs(node) -> set[int]:
+    found = {node.index} if isinstance(node, RowRef) else set()
+    for child in _children(node):
+        found |= _rowrefs(child)
+    return found
+
+
+def _has_reduction_node(node) -> bool:
+    return isinstance(node, Reduce) or any(_has_reduction_node(child) for child in _children(node))
+
+
+# ---- the parser --------------------------------------------------------------------------------
+
+
+def test_equal_reductions_are_planned_once_inner_first():
+    plan = rowwise(SOFTMAX).plan()
+    assert [stage.func for stage in plan.reductions] == ["max", "sum"]
+    assert [stage.canonical for stage in plan.reductions] == ["max(x)", "sum(exp(x - max(x)))"]
+    layernorm = rowwise(LAYERNORM, weights=("w", "b")).plan()
+    assert [stage.canonical for stage in layernorm.reductions] == ["mean(x)", "mean((x - mean(x)) ** 2.0)"]
+    # the output refers to the reductions by number, never recomputes them
+    assert _rowrefs(plan.output) == {0, 1} and not _has_reduction_node(plan.output)
+    assert "_r[0]" in rowwise(SOFTMAX).emit_plan()["output"]["cpp"]
+
+
+@pytest.mark.parametrize("text", [SOFTMAX, LOG_SOFTMAX, RMSNORM, LAYERNORM, "min(x) + max(x, 0.5) * sum(x * y)"])
+def test_canonical_text_parses_back_to_the_same_tree(text):
+    inputs = ("x", "y") if "y" in text else ("x",)
+    weights = tuple(w for w in ("w", "b") if f" {w}" in f" {text}")
+    first = rowwise(text, inputs, weights)
+    assert rowwise(first.canonical, inputs, weights).tree == first.tree
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("sum(x, x)", r"sum\(\) takes 1 argument \(a row reduction\), got 2 in 'sum\(x, x\)' at column 1"),
+    ("sum()", r"sum\(\) takes 1 argument \(a row reduction\), got 0"),
+    ("max()", r"max\(\) takes 1 argument \(a row reduction\) or 2 \(elementwise\), got 0"),
+    ("x + mean(2.0)", r"mean\(\) reduces no input in 'mean\(2.0\)' at column 5"),
+    ("x + sum(w)", r"sum\(\) reduces no input in 'sum\(w\)'"),
+    ("x + sum(max(x))", r"sum\(\) reduces no input"),
+    ("sum(x, k=1)", r"unsupported keyword argument 'k=1'"),
+    ("x * std(x)", r"unknown function 'std'"),
+    ("x * v", r"unknown name 'v' at column 5 in --expr; the inputs are: x; the weights are: w"),
+    ("x", r"weight 'w' is declared in --weights but not used"),
+    ("w * sum(w)", r"uses no input|reduces no input"),
+])
+def test_malformed_reductions_get_one_line_naming_the_token(text, message):
+    with pytest.raises(ExprError, match=message) as info:
+        rowwise(text, weights=("w",))
+    assert "\n" not in str(info.value)
+
+
+def test_reductions_need_the_rowwise_kind():
+    with pytest.raises(ExprError, match=r"unknown function 'sum'.*row reduction: --kind rowwise"):
+        parse("x / sum(x)", ("x",))
+    with pytest.raises(ExprError, match=r"max\(\) takes 2 arguments, got 1.*row reduction \(--kind rowwise\)"):
+        parse("x - max(x)", ("x",))
+    assert parse("max(x, 0)", ("x",)).functions == ("max",)  # two arguments: still elementwise
+
+
+def test_division_by_a_row_constant_is_one_reciprocal_per_row():
+    output = rowwise(SOFTMAX).emit_plan()["output"]["cpp"]
+    assert output == "opmath::exp(x - _r[0]) * (acc_t(1.0) / _r[1])"
+    # the whole denominator is the reciprocal's operand, and an elementwise divisor stays a division
+    assert rowwise("x / (sum(x) + 1)").emit_plan()["output"]["cpp"] == "x * (acc_t(1.0) / (_r[0] + acc_t(1.0)))"
+    assert rowwise("sum(x) / x").emit_plan()["output"]["cpp"] == "_r[0] / x"
+
+
+@pytest.mark.parametrize(("text", "weights", "baseline"), [
+    (SOFTMAX, (), "torch.softmax(x, dim=-1)"),
+    (LOG_SOFTMAX, (), "torch.log_softmax(x, dim=-1)"),
+    (RMSNORM, ("w",), "torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-06)"),
+    (LAYERNORM, ("w", "b"), "torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps=1e-05)"),
+    ("exp(x - max(x)) / sum(exp(x - min(x)))", (), None),
+])
+def test_the_benchmark_recognizes_pytorchs_fused_equivalents(text, weights, baseline):
+    assert rowwise(text, weights=weights).fused_torch() == baseline
+
+
+@pytest.mark.parametrize(("text", "weights", "torch_fn"), [
+    (SOFTMAX, (), lambda x: torch.softmax(x, -1)),
+    (LOG_SOFTMAX, (), lambda x: torch.log_softmax(x, -1)),
+    (RMSNORM, ("w",), lambda x, w: F.rms_norm(x, (x.shape[-1],), w, eps=1e-6)),
+    (LAYERNORM, ("w", "b"), lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)),
+])
+def test_the_emitted_reference_computes_the_textbook_op(text, weights, torch_fn):
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 33, 129, dtype=torch.float64, generator=generator) * 3
+    args = [x] + [torch.randn(129, dtype=torch.float64, generator=generator) for _ in weights]
+    torch.testing.assert_close(reference_fn(text, weights=weights)(*args), torch_fn(*args))
+
+
+def test_the_examples_listed_by_the_tool_all_parse_and_have_a_baseline():
+    for _, inputs, weights, text in ROWWISE_EXAMPLES:
+        parsed = rowwise(text, tuple(inputs.split(",")), tuple(w for w in weights.split(",") if w))
+        assert parsed.fused_torch() is not None
+        assert parsed.plan().reductions
+
+
+# ---- the spec ----------------------------------------------------------------------------------
+
+
+def test_rowwise_spec_records_inputs_weights_and_the_canonical_expression():
+    op = OpSpec.create("rmsnorm", kind="rowwise", inputs="x", weights="w", expr=RMSNORM)
+    assert op.record() == {"name": "rmsnorm", "kind": "rowwise", "dtypes": ["float32", "float64", "float16", "bfloat16"],
+                           "inputs": ["x"], "weights": ["w"], "expr": "x * rsqrt(mean(x * x) + 1e-06) * w"}
+    pkg = PackageSpec.for_new_op(op)
+    assert PackageSpec.from_answers(pkg.answers()) == pkg
+    assert OpSpec.create("sm", kind="rowwise").expr == SOFTMAX  # the default: a softmax of x
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    (dict(kind="rowwise", expr="x * 2"), r"has no row reduction .* use --kind elementwise"),
+    (dict(kind="rowwise", inputs="x,y"), r"--kind rowwise needs --expr"),
+    (dict(kind="rowwise", weights="w", expr="x * w"), r"has no row reduction"),
+    (dict(kind="rowwise", weights="x", expr=SOFTMAX), r"'x' is declared both in --inputs and in --weights"),
+    (dict(kind="rowwise", weights="w,w", expr=RMSNORM), r"weight 'w' is declared twice"),
+    (dict(kind="rowwise", weights="base", expr="x * base / sum(x)"), r"input name 'base' is used by the generated code"),
+    (dict(kind="rowwise", weights="Bad", expr=SOFTMAX), r"weight name 'Bad' must be lowercase"),
+    (dict(kind="elementwise", weights="w", expr="x * w"), r"--weights is only for --kind rowwise"),
+    (dict(kind="rowwise", abi="full"), r"the rowwise kind's C\+\+ is written for the stable ABI only"),
+])
+def test_rowwise_spec_errors(kwargs, message):
+    with pytest.raises(SpecError, match=message):
+        OpSpec.create("op", **kwargs)
+
+
+def test_a_triton_rowwise_op_fits_a_package_on_the_full_abi():
+    op = OpSpec.create("sm_tl", kind="rowwise", backend="triton", abi="full")
+    assert op.part == "rowwise_triton"
+
+
+def test_answers_with_a_bad_weights_field_are_refused():
+    data = PackageSpec.for_new_op(OpSpec.create("rms", kind="rowwise", weights="w", expr="x * w / sum(x)")).answers()
+    data["ops"][0]["weights"] = "w"  # type: ignore[index]
+    with pytest.raises(AnswersError, match=r"'weights' must be a list of strings"):
+        PackageSpec.from_answers(data)
+    data["ops"][0]["weights"] = ["w); import os  #"]  # type: ignore[index]
+    with pytest.raises(SpecError):
+        PackageSpec.from_answers(data)
+
+
+# ---- the CLI and the generated package ------------------------------------------------------------
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_new_rowwise_writes_the_op_and_records_its_weights(tmp_path):
+    result = invoke("new", "layer-norm", "--kind", "rowwise", "--inputs", "x", "--weights", "w,b", "--expr", LAYERNORM,
+                    "--dtypes", "float32,bfloat16", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    files = tree(tmp_path / "layer-norm")
+    header = files["layer_norm/csrc/layer_norm/layer_norm.h"].decode()
+    assert "constexpr int kReductions = 2;" in header
+    assert "using Reduce0 = opmath::SumOp<acc_t>;" in header and "constexpr bool kMean0 = true;" in header
+    ops_py = files["layer_norm/ops/layer_norm.py"].decode()
+    assert "_r0 = torch.mean(x, dim=-1, keepdim=True)  # mean(x)" in ops_py
+    for rel, text in files.items():
+        if rel.endswith(".py"):
+            ast.parse(text.decode(), rel)  # every generated Python file parses
+    assert b"weights:\n  - w\n  - b" in files[".copier-answers.yml"]
+    assert b"struct MaxOp" in files["layer_norm/csrc/opmath.h"]
+    listed = invoke("ops", str(tmp_path / "layer-norm"))
+    assert "rowwise" in listed.output and "weights w, b" in listed.output
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--expr", "sum(x, x)"], "--expr: sum() takes 1 argument (a row reduction), got 2"),
+    (["--weights", "w", "--expr", "x * sum(w)"], "sum() reduces no input"),
+    (["--weights", "", "--expr", SOFTMAX], None),
+    (["--abi", "full", "--expr", SOFTMAX], "written for the stable ABI only"),
+])
+def test_cli_rowwise_errors_are_one_line_and_write_nothing(tmp_path, args, message):
+    result = invoke("new", "op", "--kind", "rowwise", "--defaults", "-o", str(tmp_path), *args)
+    if message is None:
+        assert result.exit_code == 0, result.output  # an empty --weights means none
+        return
+    assert result.exit_code == 2, result.output
+    assert message in result.output and "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_add_rowwise_ops_of_both_backends_to_a_library(tmp_path):
+    assert invoke("new", "lib", "--op", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--namespace", "team",
+                  "--defaults", "-o", str(tmp_path)).exit_code == 0
+    lib = tmp_path / "lib"
+    for name, backend in (("softmax", "cuda"), ("softmax_tl", "triton")):
+        result = invoke("add", name, "--kind", "rowwise", "--backend", backend, "--defaults", "--package", str(lib))
+        assert result.exit_code == 0, result.output
+    files = tree(lib)
+    assert "lib/csrc/softmax/cuda/softmax_kernel.cu" in files and "lib/csrc/softmax_tl" not in "".join(files)
+    bench = files["benchmarks/bench_softmax.py"].decode()
+    assert '"softmax_tl": lambda args=args: lib.softmax_tl(*args)' in bench  # the twins race
+    assert 'impls["fused"] = lambda x=x: torch.softmax(x, dim=-1)' in bench
+    readme = files["README.md"].decode()
+    assert "| `torch.ops.team.softmax_tl` | rowwise | Triton |" in readme
+
+
+@pytest.mark.parametrize("option", ["--weights", "--expr"])
+def test_every_injection_payload_through_the_rowwise_options(tmp_path, option):
+    # The corpus of tests/test_injection.py through the two options the rowwise kind adds or parses
+    # differently: each payload is refused with one line, or the package regenerates byte for byte
+    # from its recorded answers (no unrecorded user text in any file).
+    from test_injection import PAYLOADS, _check_package, _check_refusal
+
+    for index, payload in enumerate(PAYLOADS):
+        values = {"--weights": "w", "--expr": "x * w / sum(x)", option: payload}
+        out = tmp_path / f"out{index}"
+        result = invoke("new", "pkg", "--kind", "rowwise", "--inputs", "x", "--dtypes", "fp32", "--defaults",
+                        "-o", str(out), "--weights", values["--weights"], "--expr", values["--expr"])
+        if result.exit_code == 0:
+            (root,) = list(out.iterdir())
+            _check_package(root, tmp_path)
+        else:
+            _check_refusal(result, out)
