@@ -1,0 +1,51 @@
+"""The expression sweep's generator (docs/device/sweep.py): reproducible, covering the grammar the
+issue names, and every expression a valid op of one package."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+from kernelgen.expr import parse
+
+_PATH = Path(__file__).resolve().parent.parent / "docs" / "device" / "sweep.py"
+_spec = importlib.util.spec_from_file_location("sweep", _PATH)
+assert _spec is not None and _spec.loader is not None
+sweep = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sweep)
+
+
+def test_the_expressions_are_reproducible_and_cover_the_grammar():
+    first = sweep.expressions(13, 80)
+    assert first == sweep.expressions(13, 80)
+    assert first != sweep.expressions(14, 80)
+    assert len(first) == 80 and sum(item["origin"] == "fixed" for item in first) == len(sweep.FIXED)
+    assert {len(item["inputs"]) for item in first} == set(range(1, 9))
+    calls = [len(re.findall(r"\b(?:" + "|".join(sweep.UNARY) + r")\(", str(item["expr"]))) for item in first]
+    assert min(calls) == 0 and max(calls) >= 6
+    text = " ".join(str(item["expr"]) for item in first)
+    for token in ("pow(", "**", "max(", "min("):
+        assert token in text, token
+    for item in first:  # canonical, and every input used (parse would refuse otherwise)
+        assert parse(str(item["expr"]), tuple(item["inputs"])).source == item["expr"]
+
+
+def test_generate_writes_one_package_and_a_manifest(tmp_path):
+    root = sweep.generate(tmp_path, seed=13, count=len(sweep.FIXED) + 2)
+    manifest = json.loads((tmp_path / "sweep.json").read_text())
+    assert manifest["seed"] == 13 and len(manifest["ops"]) == len(sweep.FIXED) + 2
+    answers = (root / ".copier-answers.yml").read_text()
+    assert "namespace: sweep" in answers
+    for op in manifest["ops"]:
+        assert (root / "sweep_ops" / "csrc" / op["name"] / "cuda" / f"{op['name']}_kernel.cu").is_file()
+
+
+def test_registers_are_read_from_a_ptxas_report():
+    log = (
+        "ptxas info    : Compiling entry function '_ZN3e0750_GLOBAL__N__abc9e07_kernelIfLi4ELi4EEEvPKT_S4_PS2_l' for 'sm_90'\n"
+        "ptxas info    : Function properties for x\n    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
+        "ptxas info    : Used 40 registers, used 0 barriers\n"
+    )
+    assert sweep.registers_from_log(log) == {"e07": {"registers": 40, "spill_bytes": 8}}
