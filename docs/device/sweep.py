@@ -160,9 +160,9 @@ def run(package: Path, sizes: list[int], dtypes: list[str], json_path: str | Non
                 torch._dynamo.reset()
                 compiled = torch.compile(reference, dynamic=False)
                 dst = torch.empty_like(args[0])
-                ours = do_bench(lambda: fn(*args), return_mode="median")
-                theirs = do_bench(lambda: compiled(*args), return_mode="median")
-                copy = do_bench(lambda: dst.copy_(args[0]), return_mode="median")
+                ours = do_bench(lambda fn=fn, args=args: fn(*args), return_mode="median")
+                theirs = do_bench(lambda compiled=compiled, args=args: compiled(*args), return_mode="median")
+                copy = do_bench(lambda dst=dst, src=args[0]: dst.copy_(src), return_mode="median")
                 moved = (len(args) + 1) * n * args[0].element_size()
                 results.append({
                     "op": op["name"], "expr": op["expr"], "inputs": len(op["inputs"]), "dtype": dtype_name, "n": n,
