@@ -29,7 +29,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from .errors import ExprError
 
@@ -544,11 +544,21 @@ def _children(node: Node) -> tuple[Node, ...]:
     return ()
 
 
-def _variables(node: Node) -> set[str]:
-    found = {node.name} if isinstance(node, Var) else set()
-    for child in _children(node):
-        found |= _variables(child)
+def _collect(node: Node, pick: Callable[[Node], Any]) -> set[Any]:
+    """The non-None values of ``pick`` over ``node`` and everything below it."""
+    found = set()
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        value = pick(current)
+        if value is not None:
+            found.add(value)
+        stack.extend(_children(current))
     return found
+
+
+def _variables(node: Node) -> set[str]:
+    return _collect(node, lambda n: n.name if isinstance(n, Var) else None)
 
 
 def _has_reduction(node: Node) -> bool:
@@ -565,10 +575,7 @@ def _row_varying(node: Node, inputs: tuple[str, ...]) -> bool:
 
 
 def _rowrefs(node: Node) -> set[int]:
-    found = {node.index} if isinstance(node, RowRef) else set()
-    for child in _children(node):
-        found |= _rowrefs(child)
-    return found
+    return _collect(node, lambda n: n.index if isinstance(n, RowRef) else None)
 
 
 def _plan(tree: Node) -> RowPlan:
@@ -649,10 +656,7 @@ def _match(pattern: Node, node: Node, binding: dict[str, str]) -> bool:
 
 
 def _functions(node: Node) -> set[str]:
-    found = {node.func} if isinstance(node, Call) else set()
-    for child in _children(node):
-        found |= _functions(child)
-    return found
+    return _collect(node, lambda n: n.func if isinstance(n, Call) else None)
 
 
 def _needs_positive(node: Node) -> bool:

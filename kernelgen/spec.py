@@ -250,54 +250,50 @@ def parse_arch_list(value: str) -> str:
     return ";".join(items)
 
 
-def parse_inputs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Parse ``a,b,c`` (or a list) into input names, each a safe identifier that collides with
-    nothing the generated code uses (see :func:`check_input_names`)."""
+def _parse_names(value: object, *, flag: str, what: str, param: str) -> tuple[str, ...]:
+    """Parse ``a,b,c`` (or a list) into distinct safe identifiers; ``flag`` names the option."""
     if isinstance(value, str):
         items: list[object] = list(value.split(",", MAX_INPUTS + 1))
     elif isinstance(value, (list, tuple)):
         items = list(value)
     else:
-        raise SpecError(f"--inputs must be a comma-separated string, not {type(value).__name__}", "inputs")
-    if not items or (len(items) == 1 and isinstance(items[0], str) and not items[0].strip()):
-        raise SpecError("--inputs is empty; give one or more names, such as 'a,b,c'", "inputs")
+        raise SpecError(f"{flag} must be a comma-separated string, not {type(value).__name__}", param)
     if len(items) > MAX_INPUTS:
-        raise SpecError(f"--inputs declares more than {MAX_INPUTS} tensors", "inputs")
+        raise SpecError(f"{flag} declares more than {MAX_INPUTS} tensors", param)
     names: list[str] = []
     for item in items:
         if not isinstance(item, str):
-            raise SpecError(f"an input name must be a string, not {type(item).__name__}", "inputs")
-        name = _check_identifier(item.strip(), what="input name", param="inputs")
+            raise SpecError(f"{'an' if what[0] in 'aeiou' else 'a'} {what} name must be a string, not "
+                            f"{type(item).__name__}", param)
+        name = _check_identifier(item.strip(), what=f"{what} name", param=param)
         if name in names:
-            raise SpecError(f"input {name!r} is declared twice in --inputs", "inputs")
+            raise SpecError(f"{what} {name!r} is declared twice in {flag}", param)
         names.append(name)
-    return check_input_names(tuple(names))
+    return tuple(names)
+
+
+def parse_inputs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Parse ``a,b,c`` (or a list) into input names, each a safe identifier that collides with
+    nothing the generated code uses (see :func:`check_input_names`)."""
+    if not isinstance(value, (str, list, tuple)):
+        raise SpecError(f"--inputs must be a comma-separated string, not {type(value).__name__}", "inputs")
+    if not value or (isinstance(value, str) and not value.strip()) or (
+        len(value) == 1 and isinstance(value[0], str) and not value[0].strip()
+    ):
+        raise SpecError("--inputs is empty; give one or more names, such as 'a,b,c'", "inputs")
+    return check_input_names(_parse_names(value, flag="--inputs", what="input", param="inputs"))
 
 
 def parse_weights(value: str | list[str] | tuple[str, ...] | None, inputs: tuple[str, ...]) -> tuple[str, ...]:
     """Parse ``w,b`` (or a list) into the names of a rowwise op's 1-D weights (may be empty)."""
-    if value is None or (isinstance(value, str) and not value.strip()) or (isinstance(value, (list, tuple)) and not value):
+    if value is None or (isinstance(value, (str, list, tuple)) and not (value.strip() if isinstance(value, str) else value)):
         return ()
-    if isinstance(value, str):
-        items: list[object] = list(value.split(",", MAX_INPUTS + 1))
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        raise SpecError(f"--weights must be a comma-separated string, not {type(value).__name__}", "weights")
-    if len(items) > MAX_INPUTS:
-        raise SpecError(f"--weights declares more than {MAX_INPUTS} tensors", "weights")
-    names: list[str] = []
-    for item in items:
-        if not isinstance(item, str):
-            raise SpecError(f"a weight name must be a string, not {type(item).__name__}", "weights")
-        name = _check_identifier(item.strip(), what="weight name", param="weights")
-        if name in names:
-            raise SpecError(f"weight {name!r} is declared twice in --weights", "weights")
+    names = _parse_names(value, flag="--weights", what="weight", param="weights")
+    for name in names:
         if name in inputs:
             raise SpecError(f"{name!r} is declared both in --inputs and in --weights", "weights")
-        names.append(name)
     check_input_names((*inputs, *names))
-    return tuple(names)
+    return names
 
 
 def check_input_names(inputs: tuple[str, ...]) -> tuple[str, ...]:
