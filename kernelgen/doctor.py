@@ -345,6 +345,52 @@ def op_arch_list(op_dir: Path) -> tuple[Check, str | None]:
     return Check(name, OK, f"{op_dir}: builds for arch_list {arch_list}"), arch_list
 
 
+def read_target_version(op_dir: Path) -> tuple[int, int] | None:
+    """TORCH_TARGET_VERSION of a stable-ABI package (from <pkg>/_build.py), or None."""
+    try:
+        builds = sorted(op_dir.glob("*/_build.py"))
+    except OSError:
+        return None
+    for build in builds:
+        try:
+            text = build.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        match = re.search(r"^TORCH_TARGET_VERSION = \((\d{1,3}), (\d{1,3})\)", text, re.MULTILINE)
+        if match:
+            return int(match.group(1)), int(match.group(2))
+    return None
+
+
+def check_op_torch(op_dir: Path, info: TorchInfo | None) -> Check | None:
+    """For a package on the stable ABI: is the installed torch at least its TORCH_TARGET_VERSION?
+
+    Its C++ compiles only against headers at least that new, and its loader refuses an older torch
+    at import; this says so before a build fails. None for a full-ABI package (whose loader wants
+    the exact torch it was built with) or when there is nothing to compare.
+    """
+    from .answers import load_answers
+    from .errors import KernelgenError
+
+    try:
+        answers = load_answers(op_dir / ANSWERS_FILE)
+    except (KernelgenError, OSError):
+        return None  # the op dir check reports it
+    if not isinstance(answers, dict) or answers.get("abi") != "stable" or info is None:
+        return None
+    target = read_target_version(op_dir)
+    match = re.match(r"(\d+)\.(\d+)", info.version)
+    if target is None or match is None:
+        return None
+    have = (int(match.group(1)), int(match.group(2)))
+    wanted = f"{target[0]}.{target[1]}"
+    if have < target:
+        return Check("op torch", FAIL, f"torch {info.version} is older than {wanted}, the TORCH_TARGET_VERSION of "
+                     f"{op_dir}'s stable-ABI build: it cannot compile it, and the package refuses it at import",
+                     f"pip install 'torch>={wanted}' (a CUDA build matching your nvcc)")
+    return Check("op torch", OK, f"torch {info.version} >= {wanted}, the package's stable-ABI target")
+
+
 def arch_covers(arch_list: str, capability: tuple[int, int]) -> str:
     """'sass' if machine code for the capability is built, 'ptx' if only PTX that can JIT to it, else ''."""
     best = ""
@@ -397,6 +443,9 @@ def run_checks(probe: Probe | None = None, op_dir: Path | None = None) -> list[C
     ]
     if op_dir is not None:  # reported with or without a GPU
         checks.append(op_arch_list(op_dir)[0])
+        torch_check = check_op_torch(op_dir, info)
+        if torch_check is not None:
+            checks.append(torch_check)
     checks.append(check_gpu(probe, info, op_dir))
     return checks
 

@@ -307,3 +307,20 @@ def test_cli_output_json_and_exit_code(monkeypatch, tmp_path):
     monkeypatch.setattr(doctor, "Probe", lambda: healthy(torch=NO_GPU))
     result = CliRunner().invoke(main, ["doctor", "--op", str(_op(tmp_path / "bad", "", answers="name: x\narch_list: 12\n"))])
     assert result.exit_code == 1 and "fail  op dir" in result.output and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("version, status", [("2.9.1+cu128", FAIL), ("2.10.0", OK), ("2.14.1+cu130", OK)])
+def test_a_stable_abi_package_needs_torch_at_least_its_target(tmp_path, version, status):
+    answers = "name: op\npackage: op\nnamespace: op\narch_list: '8.0'\nabi: stable\nops:\n- name: op\n  kind: matmul\n"
+    op = _op(tmp_path, "8.0", answers=answers)
+    (op / "op" / "_build.py").write_text('ARCH_LIST = "8.0"\nTORCH_TARGET_VERSION = (2, 10)\n')
+    checks = by_name(doctor.run_checks(healthy(torch=TorchInfo(version, "13.0", [])), op))
+    assert checks["op torch"].status == status
+    if status == FAIL:
+        assert "older than 2.10" in checks["op torch"].detail and "torch>=2.10" in checks["op torch"].fix
+
+
+def test_a_full_abi_package_gets_no_target_check(tmp_path):
+    op = _op(tmp_path, "8.0")  # no abi recorded: a full-ABI package
+    (op / "op" / "_build.py").write_text('ARCH_LIST = "8.0"\nTORCH_TARGET_VERSION = (2, 10)\n')
+    assert "op torch" not in by_name(doctor.run_checks(healthy(torch=TorchInfo("2.9.1", "12.8", [])), op))
