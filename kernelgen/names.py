@@ -14,11 +14,15 @@ Four kinds of names are collected here:
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import importlib.util
+import json
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -176,20 +180,84 @@ OTHER_TORCH_NAMESPACES: frozenset[str] = frozenset(
 NO_TORCH_QUERY_ENV = "KERNELGEN_NO_TORCH_QUERY"
 
 
+#: Where the installed torch's namespaces are cached (default: $XDG_CACHE_HOME/kernelgen, or
+#: ~/.cache/kernelgen). Asking torch means importing it, about 3 s of a 4 s `kernelgen new`.
+CACHE_DIR_ENV = "KERNELGEN_CACHE_DIR"
+_NAMESPACE = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}\Z", re.ASCII)
+
+
+def _torch_fingerprint() -> str | None:
+    """Identifies the installed torch without importing it: version, location and the mtime of its
+    __init__.py (a reinstall in place changes it). None when torch is not installed."""
+    try:
+        from importlib import metadata
+
+        dist = metadata.distribution("torch")
+        init = Path(str(dist.locate_file("torch/__init__.py")))
+        return f"{dist.version}|{init}|{init.stat().st_mtime_ns}"
+    except Exception:  # no torch, or an unreadable install: no cache
+        return None
+
+
+def _cache_file(fingerprint: str) -> Path:
+    root = os.environ.get(CACHE_DIR_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "kernelgen")
+    digest = hashlib.sha256(fingerprint.encode("utf-8", "surrogateescape")).hexdigest()[:20]
+    return Path(root) / f"torch-namespaces-{digest}.json"
+
+
+def _read_cache(path: Path, fingerprint: str) -> frozenset[str] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = data.get("namespaces") if isinstance(data, dict) and data.get("torch") == fingerprint else None
+    if not isinstance(names, list) or not all(isinstance(n, str) and _NAMESPACE.match(n) for n in names):
+        return None  # stale or not ours: ask torch again
+    return frozenset(names)
+
+
+def _write_cache(path: Path, fingerprint: str, names: frozenset[str]) -> None:
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".torch-namespaces-")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump({"torch": fingerprint, "namespaces": sorted(names)}, handle)
+        os.replace(tmp, path)
+    except OSError:  # a read-only home: just ask torch next time
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
 @functools.lru_cache(maxsize=1)
 def live_torch_namespaces() -> frozenset[str]:
     """The namespaces the installed torch registers, asked from its dispatcher (empty when torch
-    is not installed or fails to import). Imports torch (about 2 s) once per process."""
+    is not installed or fails to import), cached on disk per torch install (see CACHE_DIR_ENV)."""
+    if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
+        return frozenset()  # torch is not installed (or not importable here)
+    fingerprint = _torch_fingerprint()
+    if fingerprint is not None:
+        cached = _read_cache(_cache_file(fingerprint), fingerprint)
+        if cached is not None:
+            return cached
+    found = _ask_torch()
+    if fingerprint is not None and found:
+        _write_cache(_cache_file(fingerprint), fingerprint, found)
+    return found
+
+
+def _ask_torch() -> frozenset[str]:
+    """Import torch (about 3 s) and collect every namespace its dispatcher and schemas know."""
     try:
-        if "torch" not in sys.modules and importlib.util.find_spec("torch") is None:
-            return frozenset()
         import torch
 
         names = set(torch._C._dispatch_get_all_op_names())
         names |= {schema.name for schema in torch._C._jit_get_all_schemas()}
         found = {name.split("::", 1)[0] for name in names if "::" in name}
         found |= {attr for attr in dir(torch.ops) if not attr.startswith("__")}
-        return frozenset(found)
+        return frozenset(name for name in found if _NAMESPACE.match(name))
     except Exception:  # a broken torch install must not break name checking
         return frozenset()
 
