@@ -283,9 +283,9 @@ def check_compiler(probe: Probe) -> Check:
     return Check(name, OK, f"{cxx}: {_one_line(first)}")
 
 
-def read_arch_list(op_dir: Path) -> str | None:
-    """The ARCH_LIST a generated package builds for (from <pkg>/_build.py, which the user may
-    edit), or None."""
+def _build_py_match(op_dir: Path, pattern: str) -> re.Match[str] | None:
+    """The first match of ``pattern`` (multiline) in a generated package's <pkg>/_build.py, which
+    the user may edit, or None."""
     try:
         builds = sorted(op_dir.glob("*/_build.py"))
     except OSError:
@@ -295,10 +295,16 @@ def read_arch_list(op_dir: Path) -> str | None:
             text = build.read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
-        match = re.search(r'^ARCH_LIST = "([^"\n]*)"', text, re.MULTILINE)
+        match = re.search(pattern, text, re.MULTILINE)
         if match:
-            return match.group(1)
+            return match
     return None
+
+
+def read_arch_list(op_dir: Path) -> str | None:
+    """The ARCH_LIST a generated package builds for (from <pkg>/_build.py), or None."""
+    match = _build_py_match(op_dir, r'^ARCH_LIST = "([^"\n]*)"')
+    return match.group(1) if match else None
 
 
 def op_arch_list(op_dir: Path) -> tuple[Check, str | None]:
@@ -347,19 +353,8 @@ def op_arch_list(op_dir: Path) -> tuple[Check, str | None]:
 
 def read_target_version(op_dir: Path) -> tuple[int, int] | None:
     """TORCH_TARGET_VERSION of a stable-ABI package (from <pkg>/_build.py), or None."""
-    try:
-        builds = sorted(op_dir.glob("*/_build.py"))
-    except OSError:
-        return None
-    for build in builds:
-        try:
-            text = build.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        match = re.search(r"^TORCH_TARGET_VERSION = \((\d{1,3}), (\d{1,3})\)", text, re.MULTILINE)
-        if match:
-            return int(match.group(1)), int(match.group(2))
-    return None
+    match = _build_py_match(op_dir, r"^TORCH_TARGET_VERSION = \((\d{1,3}), (\d{1,3})\)")
+    return (int(match.group(1)), int(match.group(2))) if match else None
 
 
 def check_op_torch(op_dir: Path, info: TorchInfo | None) -> Check | None:

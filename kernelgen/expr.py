@@ -455,11 +455,7 @@ class _Converter:
             return self._reduction(node, name, depth)
         func = FUNCTIONS.get(name)
         if func is None:
-            raise ExprError(
-                f"unknown function {_clip(name)!r} at column {node.func.col_offset + 1} in --expr; "
-                f"allowed: {', '.join(sorted(FUNCTIONS))}",
-                "expr",
-            )
+            raise self._unknown_function(name, node.func)
         if node.keywords:
             raise self._fail(node.keywords[0], "keyword argument")
         if len(node.args) != func.arity:
@@ -473,6 +469,13 @@ class _Converter:
             return self._fold(node, func.fold, *(arg.value for arg in args))  # type: ignore[union-attr]
         return Call(name, args)
 
+    def _unknown_function(self, name: str, func: ast.expr, hint: str = "") -> ExprError:
+        return ExprError(
+            f"unknown function {_clip(name)!r} at column {func.col_offset + 1} in --expr; "
+            f"allowed: {', '.join(sorted(FUNCTIONS))}{hint}",
+            "expr",
+        )
+
     def _reduction(self, node: ast.Call, name: str, depth: int) -> Node:
         """``sum(e)``, ``mean(e)``, ``max(e)``, ``min(e)``: a row reduction (rowwise kind only)."""
         elementwise = name in FUNCTIONS  # max and min: elementwise with two arguments
@@ -483,11 +486,7 @@ class _Converter:
                     f"{name} of one argument is a row reduction (--kind rowwise)",
                     "expr",
                 )
-            raise ExprError(
-                f"unknown function {name!r} at column {node.func.col_offset + 1} in --expr; "
-                f"allowed: {', '.join(sorted(FUNCTIONS))} ({name} is a row reduction: --kind rowwise)",
-                "expr",
-            )
+            raise self._unknown_function(name, node.func, f" ({name} is a row reduction: --kind rowwise)")
         if node.keywords:
             raise self._fail(node.keywords[0], "keyword argument")
         if len(node.args) != 1:
