@@ -584,12 +584,12 @@ class PackageSpec:
             if not isinstance(raw, dict):
                 raise AnswersError(f"{where}: ops[{index}] must be a mapping, not {type(raw).__name__}")
             kind = field_of(raw, "kind", str, required=False) or "elementwise"
-            elementwise = kind in EXPR_KINDS
+            has_expr = kind in EXPR_KINDS  # inputs and an expression are recorded
             ops.append(OpSpec.create(
                 field_of(raw, "name", str),
                 kind=kind,
-                inputs=field_of(raw, "inputs", list, required=elementwise) if elementwise else None,
-                expr=field_of(raw, "expr", str, required=elementwise) if elementwise else None,
+                inputs=field_of(raw, "inputs", list, required=True) if has_expr else None,
+                expr=field_of(raw, "expr", str, required=True) if has_expr else None,
                 dtypes=field_of(raw, "dtypes", list, required=False) or DTYPES,
                 arch_list=arch_list,
                 namespace=namespace if namespace is not None else package,
