@@ -27,7 +27,10 @@ from .expr import parse
 #:    compact record .kernelgen/generated.json.gz instead of the .kernelgen/base/ copy.
 #: 4: the C++ of every op is on the LibTorch stable ABI by default (torch/csrc/stable, abi3 wheel,
 #:    TORCH_TARGET_VERSION); `abi: full` (recorded, or absent in older answers) keeps the ATen code.
-TEMPLATE_VERSION = "4"
+#: 5: the elementwise kernel picks its packs per thread at run time (occupancy API, bytes in flight,
+#:    the expression's math cost); x ** n with a whole n is multiplications (opmath::ipow); a rowwise
+#:    output keeps a reduction's per-element argument instead of computing it again.
+TEMPLATE_VERSION = "5"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.
@@ -57,6 +60,7 @@ def expression(source: str, inputs: list[str]) -> dict[str, Any]:
         "positive_domain": parsed.positive_domain,
         "functions": list(parsed.functions),
         "fused_torch": parsed.fused_torch(),
+        "math_cost": parsed.math_cost,
     }
 
 

@@ -238,12 +238,24 @@ class ParsedExpr:
                 "rows": sorted(_rowrefs(node)),
             }
 
+        output = forms(plan.output)
+        kept = _kept_argument(plan, self.inputs)
+        if kept is not None:
+            # The C++ output reads reduction k's per-element argument as _a<k> (its callers pass it):
+            # the register kernel keeps it from the reduction pass instead of computing it again.
+            index, rewritten = kept
+            output["kept"] = index
+            output["cpp"] = _emit(rewritten, _CppStyle(acc_type))
+            output["cpp_inputs"] = [name for name in self.inputs if name in _variables(rewritten)]
+            output["cpp_weights"] = [name for name in self.weights if name in _variables(rewritten)]
+        else:
+            output.update(kept=None, cpp_inputs=output["inputs"], cpp_weights=output["weights"])
         return {
             "reductions": [
                 {"func": stage.func, "canonical": stage.canonical, **forms(stage.arg)}
                 for stage in plan.reductions
             ],
-            "output": forms(plan.output),
+            "output": output,
         }
 
     @property
@@ -268,6 +280,13 @@ class ParsedExpr:
                 ):
                     return f"torch.addcmul({add.name}, {prod.left.name}, {prod.right.name})"
         return None
+
+    @property
+    def math_cost(self) -> int:
+        """A rough count of the float instructions one element costs on a GPU (:data:`MATH_COST`):
+        the elementwise kernel's launch rule calls the math heavy when it exceeds
+        ``HEAVY_COST_PER_BYTE`` per byte moved."""
+        return _math_cost(self.tree)
 
     @property
     def functions(self) -> tuple[str, ...]:
@@ -603,6 +622,36 @@ def _plan(tree: Node) -> RowPlan:
     return RowPlan(tuple(stages), output)
 
 
+def _replace(node: Node, old: Node, new: Node) -> Node:
+    """``node`` with every occurrence of the subtree ``old`` replaced by ``new``."""
+    if node == old:
+        return new
+    if isinstance(node, Neg):
+        return Neg(_replace(node.operand, old, new))
+    if isinstance(node, BinOp):
+        return BinOp(node.op, _replace(node.left, old, new), _replace(node.right, old, new))
+    if isinstance(node, Power):
+        return Power(_replace(node.base, old, new), node.exponent)
+    if isinstance(node, Call):
+        return Call(node.func, tuple(_replace(arg, old, new) for arg in node.args))
+    return node
+
+
+def _kept_argument(plan: RowPlan, inputs: tuple[str, ...]) -> tuple[int, Node] | None:
+    """The reduction whose per-element argument the output recomputes, and the output reading it
+    as ``_a<k>`` instead: ``exp(x - _r0)`` in softmax, summed and then divided. Only when the
+    rewritten output reads no input directly, so that keeping the argument costs no registers (the
+    inputs' registers are free once the argument is computed). The latest such reduction wins."""
+    for index in reversed(range(len(plan.reductions))):
+        arg = plan.reductions[index].arg
+        if isinstance(arg, (Var, Num)):
+            continue  # nothing to save: the input is already in a register
+        rewritten = _replace(plan.output, arg, Var(f"_a{index}"))
+        if rewritten != plan.output and not _variables(rewritten) & set(inputs):
+            return index, rewritten
+    return None
+
+
 # The rowwise expressions PyTorch computes with one fused call (the benchmark's eager baseline).
 # X, W and B stand for any input or weight, 0.125 for any number (the epsilon).
 _ROW_BASELINES: tuple[tuple[str, tuple[str, ...], tuple[str, ...], str], ...] = (
@@ -654,6 +703,37 @@ def _match(pattern: Node, node: Node, binding: dict[str, str]) -> bool:
     return len(children) == len(others) and all(_match(a, b, binding) for a, b in zip(children, others, strict=True))
 
 
+#: Approximate instructions per call of each function on the float path of an H100 (CUDA's
+#: accurate libm: exp and rsqrt are a few instructions around the special-function unit; sin and cos
+#: add a range reduction; pow is a log, an exp and their special cases). Only the ratio to the bytes an
+#: element moves matters (the launch rule of the elementwise kernel); the figures need not be exact.
+MATH_COST: dict[str, int] = {
+    "exp": 10, "log": 15, "sqrt": 8, "rsqrt": 4, "tanh": 20, "sigmoid": 20, "abs": 1, "sin": 25, "cos": 25,
+    "erf": 20, "min": 2, "max": 2, "pow": 40,
+}
+_DIVISION_COST = 10  # an IEEE float division
+
+
+def _math_cost(node: Node) -> int:
+    own = 0
+    if isinstance(node, Call):
+        own = MATH_COST[node.func]
+    elif isinstance(node, BinOp):
+        own = _DIVISION_COST if node.op == "/" else 1
+    elif isinstance(node, Power):
+        e = node.exponent
+        if e in (0.5, -0.5):
+            own = MATH_COST["sqrt"]
+        elif _small_whole(e):  # ipow: repeated squaring
+            whole = abs(int(e))
+            own = max(1, whole.bit_length() - 1 + bin(whole).count("1") - 1) + (_DIVISION_COST if e < 0 else 0)
+        else:
+            own = MATH_COST["pow"]
+    elif isinstance(node, Neg):
+        own = 1
+    return own + sum(_math_cost(child) for child in _children(node))
+
+
 def _functions(node: Node) -> set[str]:
     return _collect(node, lambda n: n.func if isinstance(n, Call) else None)
 
@@ -681,6 +761,16 @@ def _float_literal(value: float) -> str:
     return text
 
 
+#: The whole exponents emitted as multiplications in C++ (opmath::ipow), the rest through pow.
+MAX_WHOLE_EXPONENT = 16
+#: The longest Triton base text repeated for x ** 2 .. x ** 4 (nested powers would multiply the text).
+_MAX_REPEATED_BASE = 400
+
+
+def _small_whole(exponent: float) -> bool:
+    return exponent == int(exponent) and abs(exponent) <= MAX_WHOLE_EXPONENT
+
+
 class _CppStyle:
     def __init__(self, acc: str) -> None:
         self.acc = acc
@@ -696,6 +786,9 @@ class _CppStyle:
             return f"opmath::square({base})"
         if exponent == 0.5:
             return f"opmath::sqrt({base})"
+        if _small_whole(exponent):
+            # multiplications, not powf (see ipow in opmath.h)
+            return f"opmath::ipow<{int(exponent)}>({base})"
         return f"opmath::pow({base}, {self.num(exponent)})"
 
 
@@ -738,10 +831,13 @@ class _TritonStyle:
         return f"{spelled}({args[0]}, {args[1]}, propagate_nan=tl.PropagateNan.ALL)"
 
     def power(self, base: str, exponent: float) -> str:
-        if exponent == 2:
-            return f"({base}) * ({base})"
         if exponent == 0.5:
             return f"tl.sqrt_rn({base})"
+        if exponent in (2, 3, 4) and len(base) <= _MAX_REPEATED_BASE:
+            # multiplications, not pow (Triton's compiler computes the repeated base once)
+            return " * ".join([f"({base})"] * int(exponent))
+        if exponent == -1:
+            return f"1.0 / ({base})"
         return f"libdevice.pow({base}, {self.num(exponent)})"
 
 
@@ -810,6 +906,8 @@ def _emit_prec(node: Node, style: _Style) -> tuple[str, int]:
         return f"{base} ** {exponent}", 4
     if isinstance(node, Call):
         args = [_emit_prec(arg, style)[0] for arg in node.args]
+        if node.func == "pow" and isinstance(node.args[1], Num) and isinstance(style, (_CppStyle, _TritonStyle)):
+            return style.power(args[0], node.args[1].value), 4  # pow(x, 3) is x ** 3
         if type(style) is _TorchStyle:
             return _torch_call(node, args), 4
         return style.call(node.func, args), 4

@@ -86,7 +86,7 @@ def test_generated_code_follows_the_rules(tmp_path):
         if path.suffix in (".cpp", ".cu", ".h"):
             includes = re.findall(r"^#include <([\w.]+)", path.read_text(), re.MULTILINE)
             assert {inc for inc in includes if inc in ("ATen", "c10") or "." not in inc} <= {"torch", "cstdint", "cmath",
-                    "algorithm", "optional", "string", "utility", "vector", "sstream", "stdexcept", "type_traits"}, includes
+                    "algorithm", "atomic", "optional", "string", "utility", "vector", "sstream", "stdexcept", "type_traits"}, includes
             torch_includes = re.findall(r"^#include <(torch/[\w/.]+)", path.read_text(), re.MULTILINE)
             assert all(inc.startswith(("torch/csrc/stable/", "torch/headeronly/", "torch/csrc/inductor/aoti_torch/c/"))
                        for inc in torch_includes), (path.name, torch_includes)

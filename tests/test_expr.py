@@ -6,6 +6,7 @@ import math
 import random
 import re
 import time
+from pathlib import Path
 
 import pytest
 
@@ -40,6 +41,10 @@ from kernelgen.expr import FUNCTIONS, parse
         ("(x**2)**0.5", "x", "opmath::sqrt(opmath::square(x))", "(x ** 2.0) ** 0.5"),
         ("x**2**0.5", "x", f"opmath::pow(x, acc_t({2**0.5!r}))", f"x ** {2**0.5!r}"),
         ("pow(x, y)", "xy", "opmath::pow(x, y)", "torch.pow(x, y)"),
+        # whole exponents are multiplications (opmath::ipow), not powf
+        ("x ** 3 + pow(y, -2)", "xy", "opmath::ipow<3>(x) + opmath::ipow<-2>(y)", "x ** 3.0 + torch.pow(y, -2.0)"),
+        ("x ** 16 + x ** 17 + x ** 0", "x", "opmath::ipow<16>(x) + opmath::pow(x, acc_t(17.0)) + opmath::ipow<0>(x)",
+         "x ** 16.0 + x ** 17.0 + x ** 0.0"),
         ("exp(1.0) * x", "x", f"acc_t({math.e!r}) * x", f"{math.e!r} * x"),
     ],
 )
@@ -202,7 +207,8 @@ def test_numbers_are_the_same_float_literal_in_cpp_and_torch():
     parsed = parse("x * 3 + 0.1 * x ** 3 - min(x, 2) / 7 + 9007199254740992 * x", ("x",))
     cpp_numbers = re.findall(r"acc_t\(([^()]*)\)", parsed.cpp())
     torch_numbers = re.findall(r"(?<![\w.])\d[\d.e+-]*", parsed.torch())
-    assert cpp_numbers == ["3.0", "0.1", "3.0", "2.0", "7.0", "9007199254740992.0"]
+    assert cpp_numbers == ["3.0", "0.1", "2.0", "7.0", "9007199254740992.0"]  # x ** 3 is ipow<3>(x)
+    assert "opmath::ipow<3>(x)" in parsed.cpp()
     assert sorted(torch_numbers) == sorted(["3.0", "0.1", "3.0", "2.0", "7.0", "9007199254740992.0"])
     for text in cpp_numbers:
         assert "." in text or "e" in text  # a float literal in C++, never an int
@@ -303,6 +309,40 @@ def test_fuzz_parse_raises_only_expr_error_and_canonical_text_is_safe():
         assert SAFE_CANONICAL.fullmatch(canonical), (text, canonical)
         again = parse(canonical, names)
         assert again.tree == parsed.tree and again.canonical == canonical, (text, canonical)
-        assert re.fullmatch(r"[A-Za-z0-9_ .+\-*/(),:]*", parsed.cpp()), parsed.cpp()
+        # < > only as opmath::ipow<N>, N a whole number we printed
+        assert re.fullmatch(r"[A-Za-z0-9_ .+\-*/(),:]*", re.sub(r"ipow<-?\d+>", "ipow", parsed.cpp())), parsed.cpp()
         assert re.fullmatch(r"[A-Za-z0-9_ .+\-*/(),=]*", parsed.torch()), parsed.torch()
     assert tried >= 1000 and accepted >= 100, (tried, accepted)
+
+
+def test_whole_powers_compile_to_multiplications_that_match_pow(tmp_path):
+    """opmath::ipow (what x ** 3 emits) through the host compiler, against Python's pow."""
+    import shutil
+    import subprocess
+
+    import jinja2
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on this machine")
+    root = Path(__file__).resolve().parent.parent / "templates" / "package" / "{{package}}" / "csrc"
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    (tmp_path / "opmath.h").write_text(env.from_string((root / "opmath.h.jinja").read_text()).render(
+        abi="full", op_name="t", ops=[]))
+    exponents = [-3, -2, -1, 0, 1, 3, 4, 5, 7, 16]
+    parsed = [parse(f"x ** {n}", ("x",)).cpp("double") for n in exponents]
+    body = "\n".join(f'  std::printf("%.17g\\n", {text});' for text in parsed)
+    (tmp_path / "main.cpp").write_text(
+        f'#include <cstdio>\n#include "opmath.h"\nusing namespace t;\nint main() {{\n  double x = 1.37;\n{body}\n}}\n')
+    subprocess.run([compiler, "-std=c++17", "-O2", "-o", str(tmp_path / "main"), str(tmp_path / "main.cpp")], check=True)
+    values = [float(v) for v in subprocess.run([str(tmp_path / "main")], check=True, capture_output=True,
+                                               text=True).stdout.split()]
+    assert all("ipow" in text for text in parsed)
+    for n, value in zip(exponents, values, strict=True):
+        assert value == pytest.approx(1.37 ** n, rel=1e-14), n
+
+
+def test_triton_powers():
+    x = parse("x ** 3 + x ** -1 + x ** 2.5", ("x",)).triton()
+    assert "(x) * (x) * (x)" in x and "1.0 / (x)" in x and "libdevice.pow(x, tl.full((), 2.5, ACC))" in x

@@ -62,7 +62,7 @@ def test_equal_reductions_are_planned_once_inner_first():
     assert [stage.canonical for stage in layernorm.reductions] == ["mean(x)", "mean((x - mean(x)) ** 2.0)"]
     # the output refers to the reductions by number, never recomputes them
     assert _rowrefs(plan.output) == {0, 1} and not _has_reduction_node(plan.output)
-    assert "_r[0]" in rowwise(SOFTMAX).emit_plan()["output"]["cpp"]
+    assert "_r[0]" in rowwise(LOG_SOFTMAX).emit_plan()["output"]["cpp"]
 
 
 @pytest.mark.parametrize("text", [SOFTMAX, LOG_SOFTMAX, RMSNORM, LAYERNORM, "min(x) + max(x, 0.5) * sum(x * y)"])
@@ -101,7 +101,9 @@ def test_reductions_need_the_rowwise_kind():
 
 
 def test_division_by_a_row_constant_is_one_reciprocal_per_row():
-    output = rowwise(SOFTMAX).emit_plan()["output"]["cpp"]
+    output = rowwise(LOG_SOFTMAX).emit_plan()["output"]["cpp"]
+    assert output == "x - _r[0] - opmath::log(_r[1])"
+    output = rowwise("exp(x - max(x)) / sum(x)").emit_plan()["output"]["cpp"]
     assert output == "opmath::exp(x - _r[0]) * (acc_t(1.0) / _r[1])"
     # the whole denominator is the reciprocal's operand, and an elementwise divisor stays a division
     assert rowwise("x / (sum(x) + 1)").emit_plan()["output"]["cpp"] == "x * (acc_t(1.0) / (_r[0] + acc_t(1.0)))"
@@ -257,3 +259,20 @@ def test_every_injection_payload_through_the_rowwise_options(tmp_path, option):
             _check_package(root, tmp_path)
         else:
             _check_refusal(result, out)
+
+
+def test_the_output_reuses_a_reduction_argument_it_would_compute_again():
+    """softmax: exp(x - max(x)) is summed and then divided: the C++ output reads it as _a1 (kept in
+    registers by the kernel) instead of evaluating exp a second time."""
+    out = rowwise(SOFTMAX).emit_plan()["output"]
+    assert out["kept"] == 1 and out["cpp"] == "_a1 * (acc_t(1.0) / _r[1])"
+    assert out["cpp_inputs"] == [] and out["inputs"] == ["x"]
+    assert "exp" in out["torch"]  # the reference and Triton are unchanged
+    # not when the output also reads the input itself (both would have to stay in registers) ...
+    assert rowwise("x * exp(x - max(x)) / sum(exp(x - max(x)))").emit_plan()["output"]["kept"] is None
+    # ... nor for a bare input (nothing to save), nor when the argument is not in the output
+    assert rowwise("x / sum(x)").emit_plan()["output"]["kept"] is None
+    assert rowwise(LAYERNORM, weights=("w", "b")).emit_plan()["output"]["kept"] is None
+    # weights may be part of the kept argument
+    out = rowwise("exp(x * w) / sum(exp(x * w))", weights=("w",)).emit_plan()["output"]
+    assert out["kept"] == 0 and out["cpp_weights"] == []

@@ -48,4 +48,26 @@ def test_registers_are_read_from_a_ptxas_report():
         "ptxas info    : Function properties for x\n    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
         "ptxas info    : Used 40 registers, used 0 barriers\n"
     )
-    assert sweep.registers_from_log(log) == {"e07": {"registers": 40, "spill_bytes": 8}}
+    assert sweep.registers_from_log(log) == {"e07": {"float32/4/4": {"registers": 40, "spill_bytes": 8}}}
+    facts = sweep.kernel_facts(sweep.registers_from_log(log)["e07"], "float32", 1)
+    assert facts["packs"] == 4 and facts["bytes_in_flight_per_thread"] == 64
+    assert sweep.kernel_facts({}, "float16", 1) == {}
+
+
+def test_occupancy_follows_the_register_allocation():
+    # 256-thread blocks on an H100: 65536 registers, at most 2048 threads per SM
+    assert sweep.occupancy(32) == 1.0  # 8 blocks
+    assert sweep.occupancy(47) == 5 * 256 / 2048  # rounded to 48 per thread: 5 blocks
+    assert sweep.occupancy(64) == 0.5
+    assert sweep.occupancy(128) == 0.25
+
+
+def test_no_expression_is_a_bare_input():
+    assert all(item["expr"] not in item["inputs"] for item in sweep.expressions(13, 200))
+
+
+def test_force_packs_patches_every_launcher(tmp_path):
+    root = sweep.generate(tmp_path, seed=13, count=len(sweep.FIXED) + 1)
+    assert sweep.force_packs(root) == len(sweep.FIXED) + 1
+    text = (root / "sweep_ops" / "csrc" / "e07" / "cuda" / "e07_kernel.cu").read_text()
+    assert 'std::getenv("KG_SWEEP_PACKS")' in text and "launch_packs<scalar_t, kVec, 4>(a, b, c, out, n, stream);" in text

@@ -262,7 +262,12 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     kept = [rel for rel in before if rel.endswith((".cpp", ".cu", ".h")) or rel in (
         "setup.py", "pyproject.toml", "README.md", "myteam_ops/_build.py")]
     assert len(kept) > 20
-    assert [rel for rel in kept if after[rel] != before[rel]] == []
+    # Only what later template versions improved in the kernels changes (the launch rule, x ** 3 as
+    # multiplications); nothing moves to the stable ABI.
+    changed = [rel for rel in kept if after[rel] != before[rel]]
+    assert all(rel.endswith("_kernel.cu") or rel.endswith("/opmath.h") for rel in changed), changed
+    for rel in changed:
+        assert b"torch/csrc/stable" not in after[rel] and b"STD_CUDA" not in after[rel], rel
     # The loader takes the templates' fixes (the check for two builds side by side), nothing ABI-related.
     loader = after["myteam_ops/_loader.py"].decode()
     assert "several compiled extensions" in loader and "torch_target_version" not in loader

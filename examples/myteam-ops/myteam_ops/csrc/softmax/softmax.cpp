@@ -112,8 +112,9 @@ Tensor softmax_cpu(const Tensor& x) {
           _r[1] = kMean1 ? part[0] / static_cast<acc_t>(cols) : part[0];
         }
         for (int64_t col = 0; col < cols; ++col) {
+          const acc_t _a1 = softmax_reduce1_arg<acc_t>(static_cast<acc_t>(x_ptr[base + col]), _r);
           out_ptr[base + col] = static_cast<scalar_t>(softmax_out<acc_t>(
-              static_cast<acc_t>(x_ptr[base + col]), _r));
+              static_cast<acc_t>(x_ptr[base + col]), _a1, _r));
         }
       }
     });

@@ -37,10 +37,12 @@ OPMATH_FN acc_t softmax_reduce1_arg(acc_t x, const acc_t* _r) {
   return opmath::exp(x - _r[0]);
 }
 
-// The output, element by element.
+// The output, element by element. _a1 is softmax_reduce1_arg at this element: the output
+// reuses it, so the CUDA kernel keeps the values it computed for reduction 1 in registers
+// instead of evaluating them again (the CPU loop and the multi-pass kernel pass it recomputed).
 template <typename acc_t>
-OPMATH_FN acc_t softmax_out(acc_t x, const acc_t* _r) {
-  return opmath::exp(x - _r[0]) * (acc_t(1.0) / _r[1]);
+OPMATH_FN acc_t softmax_out(acc_t x, acc_t _a1, const acc_t* _r) {
+  return _a1 * (acc_t(1.0) / _r[1]);
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 

@@ -137,8 +137,10 @@ log_softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ o
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc = Reduce0<acc_t>::combine(acc, log_softmax_reduce0_arg<acc_t>(
-              x_v[p * kVec + k], _r));
+          acc_t value;
+          value = log_softmax_reduce0_arg<acc_t>(
+              x_v[p * kVec + k], _r);
+          acc = Reduce0<acc_t>::combine(acc, value);
         }
       }
     }
@@ -156,8 +158,10 @@ log_softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ o
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc = Reduce1<acc_t>::combine(acc, log_softmax_reduce1_arg<acc_t>(
-              x_v[p * kVec + k], _r));
+          acc_t value;
+          value = log_softmax_reduce1_arg<acc_t>(
+              x_v[p * kVec + k], _r);
+          acc = Reduce1<acc_t>::combine(acc, value);
         }
       }
     }

@@ -10,10 +10,12 @@
 //   * 16-byte (128-bit) loads and stores: 4 float32 or 8 float16/bfloat16 elements per access.
 //     2-byte accesses cannot fill the memory pipe: a one-element-per-thread kernel loses about a
 //     quarter of the bandwidth in bfloat16.
-//   * Enough loads in flight: each thread issues all its loads before any math, about 64 bytes
-//     on large tensors (kPacksPerThread packs of every input). With one 16-byte load per thread, a
-//     unary op with erf ran at 0.94x of torch.compile in float16; with four, 1.07x. On tensors
-//     that fill the GPU only a few times over, one pack per thread keeps every SM busy instead.
+//   * Enough loads in flight: each thread issues all its loads (P packs of every input) before any
+//     math. P (1, 2 or 4) is chosen at run time from what the compiled kernels need: registers and
+//     occupancy from the CUDA occupancy API, the bytes each P keeps in flight, and how heavy the
+//     expression's math is (see choose_packs below, and the expression sweep in docs/benchmarks.md:
+//     40 expressions measured with each P in every dtype). On tensors that fill the GPU only a few
+//     times over, one pack per thread keeps every SM busy instead.
 //   * A grid that covers the whole tensor and no loop in the kernel: blocks sweep memory in order,
 //     and a thread that runs once needs fewer registers (more resident warps). A grid of a few
 //     waves with a grid-stride loop ran 4% slower (DRAM throughput 90% instead of 93% of peak):
@@ -31,7 +33,9 @@
 #include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 #include "../muladd.h"
 #include "muladd_kernel.h"
@@ -42,17 +46,42 @@ namespace {
 constexpr int kThreadsPerBlock = 256;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 constexpr int kInputs = 3;
-// 16-byte packs per input and thread on large tensors: about 64 bytes of loads in flight per
-// thread. More only costs registers (a 3-input op with 4 packs per thread ran at 0.81x in bfloat16).
-constexpr int kPacksPerThread = kInputs >= 4 ? 1 : 4 / kInputs;
-// ...used when the grid is then still at least this many times the threads the GPU holds at
-// once. Fewer, longer blocks leave SMs idle at the end of a shallow grid (and on small tensors,
-// idle from the start).
+// The most 16-byte packs per input and thread: at most 8 loads (128 bytes) per thread, so 4 for one
+// or two inputs, 2 for three or four, 1 above. More only costs registers.
+constexpr int kMaxPacks = kInputs <= 2 ? 4 : (kInputs <= 4 ? 2 : 1);
+// The expression's cost, in float instructions per element (kernelgen's estimate: exp 10, sin 25,
+// pow 40, a division 10, +-* 1, ...). Math is heavy when it costs at least kHeavyCostPerByte per
+// byte the element moves: the kernel then runs out of instruction issue before it runs out of
+// memory bandwidth, and more resident warps beat more bytes in flight (measured: a 1-input op with
+// two sines and an rsqrt, 14 per byte in float16, ran at 0.89x of torch.compile with 4 packs and
+// 1.01x with 2; a 2-input one with a sine and a cosine, 10 per byte, 0.86x with 4 and 0.99x with 1).
+// kernelgen computed it from --expr: if you change the formula in ../muladd.h, re-estimate it
+// (it only steers the launch shape, never the result).
+constexpr int kMathCost = 2;
+constexpr int kHeavyCostPerByte = 10;
+// Light math: the fewest packs that keep this many bytes of loads in flight per SM (Little's law:
+// an H100 SM needs tens of kilobytes outstanding to cover DRAM latency at full bandwidth; 96 KB was
+// the best of 64, 96 and 128 over the sweep).
+constexpr int64_t kTargetBytesInFlightPerSm = 96 * 1024;
+// ...with at least this many of the SM's 8 blocks of 256 threads resident, and for heavy math, the
+// most packs that keep kHeavyMinBlocksPerSm resident (else the most that keep the best occupancy).
+constexpr int kLightMinBlocksPerSm = 4;
+constexpr int kHeavyMinBlocksPerSm = 6;
+// More than one pack per thread only when the grid is then still at least this many times the
+// threads the GPU holds at once. Fewer, longer blocks leave SMs idle at the end of a shallow grid
+// (and on small tensors, idle from the start).
 constexpr int64_t kMinWavesForPacks = 4;
 // At least this many blocks resident per SM: __launch_bounds__ then caps registers at
 // 65536 / (4 * 256) = 64 per thread, so that at least half of the SM's thread slots hold warps
 // whose loads are in flight. (Uncapped, a 4-input bfloat16 op used 159 registers: one block per SM.)
 constexpr int kMinBlocksPerSm = 4;
+// Ops of 5 or more inputs run one pack per thread, and 7 or 8 bfloat16 inputs can need more than
+// those 64 registers (every input's pack is widened to float, with bit operations, before the math).
+// For them a second kernel allows 65536 / (3 * 256) = 85, and runs when the capped one reached the
+// cap or spilled. Measured on an H100 at 2^28 over the sweep's 14 ops of 5-8 inputs: in bfloat16 six
+// ops at the cap ran 3-11% faster with it (the worst of them had been at 0.90x of torch.compile), two
+// 1-3% slower; in float16 none gained and three lost 2-3.5%, so only bfloat16 switches.
+constexpr int kWideMinBlocksPerSm = 3;
 // The hardware limit on gridDim.x. launch_packs splits a tensor that would need more blocks
 // (over 2^39 elements) into several launches.
 constexpr int64_t kMaxBlocks = 2147483647;
@@ -68,8 +97,8 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 // [b * kPacksPerBlock, (b + 1) * kPacksPerBlock); its thread t takes packs t, t + 256, ..., so a warp
 // reads one contiguous 512-byte span per input and pack (coalesced). Block 0 also does the last
 // n % kVec elements, one per thread.
-template <typename scalar_t, int kVec, int kPacks>
-__global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm)
+template <typename scalar_t, int kVec, int kPacks, int kBlocksPerSm = kMinBlocksPerSm>
+__global__ void __launch_bounds__(kThreadsPerBlock, kBlocksPerSm)
 muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, const scalar_t* __restrict__ c, scalar_t* __restrict__ out, int64_t n) {
   using acc_t = opmath::opmath_type<scalar_t>;
   using pack_t = Pack<scalar_t, kVec>;
@@ -127,7 +156,7 @@ int64_t resident_threads() {
   return int64_t{sms} * threads_per_sm;
 }
 
-template <typename scalar_t, int kVec, int kPacks>
+template <typename scalar_t, int kVec, int kPacks, int kBlocksPerSm = kMinBlocksPerSm>
 void launch_packs(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
   constexpr int64_t kElementsPerBlock = int64_t{kThreadsPerBlock} * kPacks * kVec;
   // A multiple of kVec, so every launch but the last gets whole, still aligned, packs.
@@ -136,7 +165,7 @@ void launch_packs(const scalar_t* a, const scalar_t* b, const scalar_t* c, scala
     const int64_t count = std::min(n - start, kMaxElementsPerLaunch);
     // Enough blocks for the whole packs; at least one, which also covers a tensor of only a tail.
     const int64_t blocks = std::max<int64_t>(1, (count / kVec * kVec + kElementsPerBlock - 1) / kElementsPerBlock);
-    muladd_kernel<scalar_t, kVec, kPacks><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
+    muladd_kernel<scalar_t, kVec, kPacks, kBlocksPerSm><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
         a + start, b + start, c + start, out + start, count);
     // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
     // CUDA call, far from its cause, unless it is checked right here.
@@ -144,11 +173,107 @@ void launch_packs(const scalar_t* a, const scalar_t* b, const scalar_t* c, scala
   }
 }
 
+// The packs per thread for this dtype on the current GPU (see kMaxPacks .. kMinWavesForPacks). A
+// kernel that reached the register cap of __launch_bounds__ (or spilled) is not a candidate beyond
+// one pack: it was measured starved (a 4-input bfloat16 op at 64 registers with 2 packs ran at
+// 0.90x, with 1 pack at 1.00x). Computed once per device and dtype.
+constexpr int kWide = -1;  // choose_packs: one pack per thread, the kWideMinBlocksPerSm kernel
+
+template <typename scalar_t, int kVec>
+int choose_packs() {
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> chosen[kMaxDevices];
+  int device = 0;
+  STD_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < kMaxDevices) {
+    if (const int known = chosen[device].load(std::memory_order_relaxed)) {
+      return known;
+    }
+  }
+  struct Option {
+    int packs;
+    int blocks;  // resident blocks per SM
+    int64_t bytes_in_flight;  // per SM
+  };
+  Option options[3];
+  int count = 0;
+  bool one_pack_starved = false;
+  const auto consider = [&](const void* kernel, int packs) {
+    cudaFuncAttributes attributes;
+    STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    int blocks = 0;
+    STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, kThreadsPerBlock, 0));
+    const bool starved = attributes.numRegs * kThreadsPerBlock * kMinBlocksPerSm >= 65536 || attributes.localSizeBytes > 0;
+    if (packs == 1) {
+      one_pack_starved = starved;
+    }
+    if (packs == 1 || !starved) {
+      options[count++] = {packs, blocks, int64_t{blocks} * kThreadsPerBlock * packs * kInputs * kVectorBytes};
+    }
+  };
+  consider(reinterpret_cast<const void*>(&muladd_kernel<scalar_t, kVec, 1>), 1);
+  if constexpr (kMaxPacks >= 2) {
+    consider(reinterpret_cast<const void*>(&muladd_kernel<scalar_t, kVec, 2>), 2);
+  }
+  if constexpr (kMaxPacks >= 4) {
+    consider(reinterpret_cast<const void*>(&muladd_kernel<scalar_t, kVec, 4>), 4);
+  }
+  constexpr bool kHeavy = kMathCost >= kHeavyCostPerByte * (kInputs + 1) * static_cast<int>(sizeof(scalar_t));
+  int packs = 0;
+  if (kHeavy) {
+    int best_blocks = 0;
+    for (int i = 0; i < count; ++i) {
+      best_blocks = std::max(best_blocks, options[i].blocks);
+    }
+    for (int i = 0; i < count; ++i) {  // options are in increasing packs: the last match wins
+      if (options[i].blocks >= std::min(kHeavyMinBlocksPerSm, best_blocks)) {
+        packs = options[i].packs;
+      }
+    }
+  } else {
+    const Option* most = nullptr;
+    for (int i = 0; i < count && packs == 0; ++i) {
+      if (options[i].blocks < kLightMinBlocksPerSm && i > 0) {
+        continue;
+      }
+      if (options[i].bytes_in_flight >= kTargetBytesInFlightPerSm) {
+        packs = options[i].packs;
+      } else if (most == nullptr || options[i].bytes_in_flight > most->bytes_in_flight) {
+        most = &options[i];
+      }
+    }
+    if (packs == 0) {
+      packs = most->packs;
+    }
+  }
+  if (kMaxPacks == 1 && one_pack_starved && std::is_same_v<scalar_t, torch::headeronly::BFloat16>) {
+    packs = kWide;
+  }
+  if (device < kMaxDevices) {
+    chosen[device].store(packs, std::memory_order_relaxed);
+  }
+  return packs;
+}
+
 template <typename scalar_t, int kVec>
 void launch_vec(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream) {
-  if constexpr (kPacksPerThread > 1) {
-    if (n / kVec / kPacksPerThread >= kMinWavesForPacks * resident_threads()) {
-      launch_packs<scalar_t, kVec, kPacksPerThread>(a, b, c, out, n, stream);
+  const int packs = choose_packs<scalar_t, kVec>();
+  if constexpr (kMaxPacks == 1) {
+    if (packs == kWide) {
+      launch_packs<scalar_t, kVec, 1, kWideMinBlocksPerSm>(a, b, c, out, n, stream);
+      return;
+    }
+  }
+  const int64_t waves = kMinWavesForPacks * resident_threads();
+  if constexpr (kMaxPacks >= 4) {
+    if (packs >= 4 && n / kVec / 4 >= waves) {
+      launch_packs<scalar_t, kVec, 4>(a, b, c, out, n, stream);
+      return;
+    }
+  }
+  if constexpr (kMaxPacks >= 2) {
+    if (packs >= 2 && n / kVec / 2 >= waves) {
+      launch_packs<scalar_t, kVec, 2>(a, b, c, out, n, stream);
       return;
     }
   }
@@ -163,7 +288,9 @@ void launch_muladd(const scalar_t* a, const scalar_t* b, const scalar_t* c, scal
   if (is_aligned(a) && is_aligned(b) && is_aligned(c) && is_aligned(out)) {
     launch_vec<scalar_t, kVec>(a, b, c, out, n, stream);
   } else {
-    launch_vec<scalar_t, 1>(a, b, c, out, n, stream);
+    // Misaligned views: one element per access and one pack per thread (a slow path that exists
+    // for correctness; copy the input to an aligned tensor if it is hot).
+    launch_packs<scalar_t, 1, 1>(a, b, c, out, n, stream);
   }
 }
 

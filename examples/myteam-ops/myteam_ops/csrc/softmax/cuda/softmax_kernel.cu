@@ -128,6 +128,10 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
   }
 
   acc_t _r[kReductions];
+  // The output reuses reduction 1's per-element argument: kept here, in the registers the
+  // inputs free once it is computed, instead of evaluated twice (transcendental math such as exp
+  // would otherwise make the half-precision kernels compute-bound).
+  acc_t _a1_v[kPerThread];
   // ---- _r[0] = max(x) ----
   {
     acc_t acc = Reduce0<acc_t>::identity();
@@ -137,8 +141,10 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc = Reduce0<acc_t>::combine(acc, softmax_reduce0_arg<acc_t>(
-              x_v[p * kVec + k], _r));
+          acc_t value;
+          value = softmax_reduce0_arg<acc_t>(
+              x_v[p * kVec + k], _r);
+          acc = Reduce0<acc_t>::combine(acc, value);
         }
       }
     }
@@ -156,8 +162,10 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc = Reduce1<acc_t>::combine(acc, softmax_reduce1_arg<acc_t>(
-              x_v[p * kVec + k], _r));
+          acc_t& value = _a1_v[p * kVec + k];
+          value = softmax_reduce1_arg<acc_t>(
+              x_v[p * kVec + k], _r);
+          acc = Reduce1<acc_t>::combine(acc, value);
         }
       }
     }
@@ -176,7 +184,7 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         result.v[k] = static_cast<scalar_t>(softmax_out<acc_t>(
-            x_v[p * kVec + k], _r));
+            acc_t(0), _a1_v[p * kVec + k], _r));
       }
       *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;
     }
@@ -232,8 +240,9 @@ softmax_long_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ 
     Pack<scalar_t, kVec> result;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
+      const acc_t _a1 = softmax_reduce1_arg<acc_t>(static_cast<acc_t>(x_p.v[k]), _r);
       result.v[k] = static_cast<scalar_t>(softmax_out<acc_t>(
-          static_cast<acc_t>(x_p.v[k]), _r));
+          static_cast<acc_t>(x_p.v[k]), _a1, _r));
     }
     *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;
   }
