@@ -14,14 +14,16 @@ reads each kernel's registers per thread and spills from it.
 for every dtype and size (triton.testing.do_bench, median, L2 flushed), and prints the distribution
 of the ratios (min, median), the ten worst cases with their registers, and JSON.
 
-Status: written and its `generate` step tested on the dev machine (tests/test_sweep.py); not yet run
-on the GPU (the session that wrote it had no device time left). See docs/design.md, open threads.
+`prewarm --part I/N` compiles every N-th reference from I ahead of `run`, so that several processes
+fill Inductor's and Triton's caches side by side (docs/device/sweep.sh runs three) and `run` only
+times. `summary` prints the distribution again from one or more JSON files.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import re
 import statistics
@@ -92,22 +94,29 @@ def expressions(seed: int, count: int) -> list[dict[str, object]]:
     while len(chosen) < count:
         n_inputs = rng.randint(1, 8)
         text = random_expression(rng, names[:n_inputs], rng.randint(0, 6), rng.randint(2, 6))
+        if text in names:
+            continue  # a bare input: torch.compile returns it without a copy, nothing to compare
         chosen.append({"inputs": names[:n_inputs], "expr": text, "origin": f"random (seed {seed})"})
     for item in chosen:  # canonical text: what the op records
         item["expr"] = parse(str(item["expr"]), tuple(item["inputs"])).source  # type: ignore[arg-type]
     return chosen
 
 
-def generate(out: Path, seed: int, count: int) -> Path:
+def generate(out: Path, seed: int, count: int, name: str = "sweep-ops", min_inputs: int = 1) -> Path:
+    """One package ``name`` (namespace: its first word) of the expressions with at least ``min_inputs``
+    inputs, op eNN numbered as in the full list."""
     from kernelgen.render import generate as write_package
     from kernelgen.spec import OpSpec, PackageSpec
 
     items = expressions(seed, count)
     ops = [
-        OpSpec.create(f"e{index:02d}", inputs=item["inputs"], expr=str(item["expr"]), namespace="sweep")  # type: ignore[arg-type]
+        OpSpec.create(f"e{index:02d}", inputs=item["inputs"], expr=str(item["expr"]),  # type: ignore[arg-type]
+                      namespace=name.split("-")[0])
         for index, item in enumerate(items)
     ]
-    pkg = PackageSpec.for_new_op(ops[0], name="sweep-ops")
+    kept = [index for index, item in enumerate(items) if len(item["inputs"]) >= min_inputs]
+    ops, items = [ops[i] for i in kept], [items[i] for i in kept]
+    pkg = PackageSpec.for_new_op(ops[0], name=name)
     for op in ops[1:]:
         pkg = pkg.with_op(op)
     out.mkdir(parents=True, exist_ok=True)
@@ -117,70 +126,193 @@ def generate(out: Path, seed: int, count: int) -> Path:
     return root
 
 
-def registers_from_log(log: str) -> dict[str, dict[str, int]]:
-    """Per op: the most registers and spill bytes of its vector-path kernels at sm_90 (ptxas -v)."""
-    found: dict[str, dict[str, int]] = {}
-    entry = None
+_MANGLED_DTYPES = {"f": "float32", "d": "float64", "N3c104HalfE": "float16", "N3c108BFloat16E": "bfloat16"}
+REGISTERS_PER_SM = 65536
+THREADS_PER_BLOCK = 256  # the template's kThreadsPerBlock
+MAX_THREADS_PER_SM = 2048
+
+
+def force_packs(package: Path) -> int:
+    """Experiment build: every op's launcher takes its packs per thread (1, 2 or 4) from the environment
+    variable KG_SWEEP_PACKS when it is set (`run --packs 1,2,4` times each), else the template's rule."""
+    patched = 0
+    for kernel in sorted(package.glob("*/csrc/e[0-9][0-9]/cuda/e[0-9][0-9]_kernel.cu")):
+        text = kernel.read_text()
+        m = re.search(r"(void launch_vec\([^)]*\) \{\n)", text)
+        call = re.search(r"  launch_packs<scalar_t, kVec, 1>\(([^;]*)\);\n\}", text)
+        assert m and call, kernel
+        forced = ('  if (const char* forced = std::getenv("KG_SWEEP_PACKS")) {\n'
+                  + "".join(f"    if (std::atoi(forced) == {p}) {{\n      launch_packs<scalar_t, kVec, {p}>({call.group(1)});\n"
+                            "      return;\n    }\n" for p in (1, 2, 4))
+                  + "  }\n")
+        text = "#include <cstdlib>\n" + text.replace(m.group(1), m.group(1) + forced, 1)
+        kernel.write_text(text)
+        patched += 1
+    return patched
+
+
+def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
+    """ptxas -v at sm_90: op -> "dtype/kVec/kPacks" -> registers and spill bytes of that kernel."""
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    key = None
     for line in log.splitlines():
-        m = re.search(r"Compiling entry function '_ZN(\d+)(e\d\d)\w*_kernel\w*' for 'sm_90'", line)
+        m = re.search(r"Compiling entry function '_ZN\d+(e\d\d)\w*?_kernelI(f|d|N3c104HalfE|N3c108BFloat16E)"
+                      r"Li(\d+)ELi(\d+)E(?:Li(\d+)E)?\w*' for 'sm_90'", line)
         if m:
-            entry = m.group(2)
+            wide = "/wide" if m.group(5) == "3" else ""  # the one-pack kernel of kWideMinBlocksPerSm
+            key = (m.group(1), f"{_MANGLED_DTYPES[m.group(2)]}/{m.group(3)}/{m.group(4)}{wide}")
+            found.setdefault(key[0], {})[key[1]] = {"registers": 0, "spill_bytes": 0}
             continue
+        if key is None:
+            continue
+        entry = found[key[0]][key[1]]
         m = re.search(r"(\d+) bytes spill stores", line)
-        if m and entry:
-            found.setdefault(entry, {"registers": 0, "spill_bytes": 0})
-            found[entry]["spill_bytes"] = max(found[entry]["spill_bytes"], int(m.group(1)))
+        if m:
+            entry["spill_bytes"] = int(m.group(1))
         m = re.search(r"Used (\d+) registers", line)
-        if m and entry:
-            found.setdefault(entry, {"registers": 0, "spill_bytes": 0})
-            found[entry]["registers"] = max(found[entry]["registers"], int(m.group(1)))
-            entry = None
+        if m:
+            entry["registers"] = int(m.group(1))
+            key = None
     return found
 
 
-def run(package: Path, sizes: list[int], dtypes: list[str], json_path: str | None, build_log: str | None) -> None:
+def occupancy(registers: int) -> float:
+    """Theoretical occupancy of a 256-thread block using ``registers`` per thread on an H100 (registers
+    are allocated per warp in units of 256, i.e. 8 per thread)."""
+    per_thread = -(-max(registers, 1) // 8) * 8
+    blocks = min(REGISTERS_PER_SM // (per_thread * THREADS_PER_BLOCK), MAX_THREADS_PER_SM // THREADS_PER_BLOCK)
+    return blocks * THREADS_PER_BLOCK / MAX_THREADS_PER_SM
+
+
+def kernel_facts(regs: dict[str, dict[str, int]], dtype: str, inputs: int) -> dict[str, object]:
+    """Registers, spills and occupancy of the vector kernel with the most packs per thread (the one the
+    launcher picks on large tensors)."""
+    vec = 16 // {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}[dtype]
+    mine = {key: value for key, value in regs.items() if key.startswith(f"{dtype}/{vec}/") and key.count("/") == 2}
+    if not mine:
+        return {}
+    key = max(mine, key=lambda k: int(k.split("/")[2]))
+    return {"packs": int(key.split("/")[2]), **mine[key], "occupancy": occupancy(mine[key]["registers"]),
+            "bytes_in_flight_per_thread": 16 * inputs * int(key.split("/")[2]),
+            "registers_by_packs": {k.split("/")[2]: v["registers"] for k, v in sorted(mine.items())}}
+
+
+def _items(manifest: dict, dtypes: list[str], sizes: list[int], part: str | None):
+    ops = manifest["ops"]
+    if part:
+        index, count = (int(v) for v in part.split("/"))
+        ops = ops[index::count]
+    for op in ops:
+        for dtype_name in dtypes:
+            for n in sizes:
+                yield op, dtype_name, n
+
+
+def _inputs(op: dict, dtype, n: int):
+    import torch
+
+    gen = torch.Generator("cuda").manual_seed(n)
+    return [torch.empty(n, dtype=dtype, device="cuda").normal_(generator=gen) for _ in op["inputs"]]
+
+
+def prewarm(package: Path, sizes: list[int], dtypes: list[str], part: str) -> None:
+    """Compile the references of one part of the ops (e.g. ``0/3``) so that the timing process finds
+    Inductor's and Triton's caches warm (several of these run side by side on the GPU machine)."""
+    import importlib
+
+    import torch
+
+    torch._dynamo.config.cache_size_limit = 64
+    manifest = json.loads((package.parent / "sweep.json").read_text())
+    sys.path.insert(0, str(package))
+    for op, dtype_name, n in _items(manifest, dtypes, sizes, part):
+        reference = importlib.import_module(f"sweep_ops.ops.{op['name']}").reference
+        args = _inputs(op, getattr(torch, dtype_name), n)
+        torch.compile(reference, dynamic=False)(*args)
+        del args
+        torch.cuda.empty_cache()
+    print(f"prewarmed part {part}", flush=True)
+
+
+def run(package: Path, sizes: list[int], dtypes: list[str], json_path: str | None, build_log: str | None,
+        packs: list[int] | None = None) -> None:
     import importlib
 
     import torch
     from triton.testing import do_bench
 
+    torch._dynamo.config.cache_size_limit = 64
     manifest = json.loads((package.parent / "sweep.json").read_text())
     sys.path.insert(0, str(package))
     module = importlib.import_module("sweep_ops")
     regs = registers_from_log(Path(build_log).read_text()) if build_log else {}
-    results = []
-    for op in manifest["ops"]:
+    results: list[dict[str, object]] = []
+    copies: dict[tuple[str, int], float] = {}
+    compiled = {}
+
+    def bench(fn) -> float:
+        return do_bench(fn, warmup=10, rep=60, return_mode="median")
+
+    for op, dtype_name, n in _items(manifest, dtypes, sizes, None):
+        dtype = getattr(torch, dtype_name)
         fn = getattr(module, op["name"])
-        reference = importlib.import_module(f"sweep_ops.ops.{op['name']}").reference
-        for dtype_name in dtypes:
-            dtype = getattr(torch, dtype_name)
-            for n in sizes:
-                gen = torch.Generator("cuda").manual_seed(n)
-                args = [torch.empty(n, dtype=dtype, device="cuda").normal_(generator=gen) for _ in op["inputs"]]
-                torch._dynamo.reset()
-                compiled = torch.compile(reference, dynamic=False)
-                dst = torch.empty_like(args[0])
-                ours = do_bench(lambda fn=fn, args=args: fn(*args), return_mode="median")
-                theirs = do_bench(lambda compiled=compiled, args=args: compiled(*args), return_mode="median")
-                copy = do_bench(lambda dst=dst, src=args[0]: dst.copy_(src), return_mode="median")
-                moved = (len(args) + 1) * n * args[0].element_size()
-                results.append({
-                    "op": op["name"], "expr": op["expr"], "inputs": len(op["inputs"]), "dtype": dtype_name, "n": n,
-                    "us": ours * 1e3, "vs_compile": theirs / ours,
-                    "pct_of_copy": 100 * (moved / ours) / (2 * n * args[0].element_size() / copy),
-                    **regs.get(op["name"], {}),
-                })
-                print(f"{op['name']} {dtype_name} {n}: {theirs / ours:.2f}x compile, "
-                      f"{results[-1]['pct_of_copy']:.0f}% of copy", flush=True)
-    ratios = [r["vs_compile"] for r in results if r["n"] == max(sizes)]
-    print(f"\nat n={max(sizes)}: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x torch.compile "
-          f"over {len(ratios)} cases")
+        if op["name"] not in compiled:
+            reference = importlib.import_module(f"sweep_ops.ops.{op['name']}").reference
+            compiled[op["name"]] = torch.compile(reference, dynamic=False)
+        args = _inputs(op, dtype, n)
+        theirs_fn = compiled[op["name"]]
+        theirs_fn(*args)  # compile (from the prewarmed caches) before timing
+        if (dtype_name, n) not in copies:
+            dst = torch.empty_like(args[0])
+            copies[(dtype_name, n)] = bench(lambda dst=dst, src=args[0]: dst.copy_(src))
+            del dst
+        ours = bench(lambda fn=fn, args=args: fn(*args))
+        theirs = bench(lambda fn=theirs_fn, args=args: fn(*args))
+        forced = {}
+        for p in packs or []:  # a build patched by force_packs
+            os.environ["KG_SWEEP_PACKS"] = str(p)
+            forced[p] = bench(lambda fn=fn, args=args: fn(*args)) * 1e3
+            del os.environ["KG_SWEEP_PACKS"]
+        copy = copies[(dtype_name, n)]
+        size = args[0].element_size()
+        moved = (len(args) + 1) * n * size
+        copy_rate = 2 * n * size / copy
+        row = {
+            "op": op["name"], "expr": op["expr"], "inputs": len(op["inputs"]), "dtype": dtype_name, "n": n,
+            "us": ours * 1e3, "compile_us": theirs * 1e3, "vs_compile": theirs / ours,
+            "pct_of_copy": 100 * (moved / ours) / copy_rate,
+            "compile_pct_of_copy": 100 * (moved / theirs) / copy_rate,
+            "calls": len(re.findall(r"[a-z]+\(", op["expr"])),
+            **kernel_facts(regs.get(op["name"], {}), dtype_name, len(op["inputs"])),
+        }
+        if forced:
+            vec = 16 // size
+            row["forced_us"] = {p: us for p, us in forced.items()}
+            row["forced_registers"] = {p: regs.get(op["name"], {}).get(f"{dtype_name}/{vec}/{p}", {}).get("registers")
+                                       for p in forced}
+        results.append(row)
+        print(f"{op['name']} {dtype_name} {n}: {row['vs_compile']:.2f}x compile, {row['pct_of_copy']:.0f}% of copy "
+              f"(compile {row['compile_pct_of_copy']:.0f}%), {row.get('registers', '?')} regs"
+              + "".join(f", P={p} {theirs * 1e3 / us:.2f}x" for p, us in forced.items()), flush=True)
+        del args
+        if json_path:
+            Path(json_path).write_text(json.dumps({"seed": manifest["seed"], "rows": results}, indent=1))
+    summarize(results, sizes)
+
+
+def summarize(results: list[dict], sizes: list[int]) -> None:
+    for n in sorted(set(sizes)):
+        for dtype in sorted({r["dtype"] for r in results}):
+            ratios = [r["vs_compile"] for r in results if r["n"] == n and r["dtype"] == dtype]
+            if ratios:
+                print(f"n={n} {dtype}: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x torch.compile "
+                      f"over {len(ratios)} expressions")
     print("ten worst:")
     for r in sorted(results, key=lambda r: r["vs_compile"])[:10]:
-        print(f"  {r['vs_compile']:.2f}x {r['pct_of_copy']:.0f}% {r['dtype']} n={r['n']} {r.get('registers', '?')} regs "
-              f"{r.get('spill_bytes', '?')} B spilled: {r['op']} = {r['expr']}")
-    if json_path:
-        Path(json_path).write_text(json.dumps({"seed": manifest["seed"], "rows": results}, indent=2))
+        bound = " [both below 90% of copy]" if r["pct_of_copy"] < 90 and r["compile_pct_of_copy"] < 90 else ""
+        by_packs = ", ".join(f"P={p}: {v}" for p, v in (r.get("registers_by_packs") or {}).items())
+        print(f"  {r['vs_compile']:.2f}x {r['pct_of_copy']:.0f}% (compile {r['compile_pct_of_copy']:.0f}%) {r['dtype']} "
+              f"n={r['n']} registers {by_packs or '?'}, math {r.get('calls', '?')} calls{bound}: {r['op']} = {r['expr']}")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -190,17 +322,37 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("out", type=Path)
     g.add_argument("--seed", type=int, default=13)
     g.add_argument("--count", type=int, default=40)
+    g.add_argument("--name", default="sweep-ops", help="package name (the namespace is its first word)")
+    g.add_argument("--min-inputs", type=int, default=1, help="only the expressions with this many inputs or more")
     r = sub.add_parser("run")
     r.add_argument("package", type=Path)
     r.add_argument("--sizes", default=f"{2**24},{2**28}")
     r.add_argument("--dtypes", default="float32,float64,float16,bfloat16")
     r.add_argument("--json")
     r.add_argument("--build-log")
+    r.add_argument("--packs", default="", help="also time these packs per thread (a force-packs build)")
+    f = sub.add_parser("force-packs")
+    f.add_argument("package", type=Path)
+    w = sub.add_parser("prewarm")
+    w.add_argument("package", type=Path)
+    w.add_argument("--sizes", default=f"{2**24},{2**28}")
+    w.add_argument("--dtypes", default="float32,float64,float16,bfloat16")
+    w.add_argument("--part", default="0/1", help="INDEX/COUNT: every COUNT-th op from INDEX")
+    s = sub.add_parser("summary")
+    s.add_argument("json", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "generate":
-        print(f"wrote {generate(args.out, args.seed, args.count)}")
+        print(f"wrote {generate(args.out, args.seed, args.count, args.name, args.min_inputs)}")
+    elif args.command == "prewarm":
+        prewarm(args.package, [int(v) for v in args.sizes.split(",")], args.dtypes.split(","), args.part)
+    elif args.command == "force-packs":
+        print(f"patched {force_packs(args.package)} kernels")
+    elif args.command == "summary":
+        rows = [row for path in args.json for row in json.loads(Path(path).read_text())["rows"]]
+        summarize(rows, sorted({row["n"] for row in rows}))
     else:
-        run(args.package, [int(s) for s in args.sizes.split(",")], args.dtypes.split(","), args.json, args.build_log)
+        run(args.package, [int(v) for v in args.sizes.split(",")], args.dtypes.split(","), args.json, args.build_log,
+            [int(v) for v in args.packs.split(",") if v])
 
 
 if __name__ == "__main__":

@@ -1,0 +1,131 @@
+"""Kernel variants of the rowwise register kernel, for one device run (issue 10's remaining cells).
+
+    python docs/device/rowwise_variants.py .device/rwexp     # dev machine (needs copier): generates
+    bash docs/device/rowwise_variants.sh                      # GPU machine: builds and benches them
+
+Generates a LayerNorm op (two weights) and a softmax op with the current templates, then copies the
+LayerNorm package once per variant and edits its kernel file:
+  base        the template as it is
+  pre         the output's weight packs loaded with the inputs, before the reductions (in flight
+              during them), instead of in the output loop after the last barrier
+  pre_lb1     pre, and __launch_bounds__(512, 1) for the 32-elements-per-thread kernel (128 registers)
+  t1024_pre   pre, with up to 1024 threads of 16 elements per row (no 32-per-thread kernel)
+  na          the register kernel's input loads with ld.global.L1::no_allocate: the rows stream past
+              L1, so that the weights (re-read for every row) stay in it
+  cs          the same with __ldcs (ld.global.cs, evict-first in L1 and L2)
+  na_wl       na, and the weights with ld.global.nc.L1::evict_last
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+LN = "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b"
+SOFTMAX = "exp(x - max(x)) / sum(exp(x - max(x)))"
+
+
+def new(out: Path, name: str, expr: str, weights: str | None) -> Path:
+    cmd = [sys.executable, "-m", "kernelgen", "new", name, "--kind", "rowwise", "--inputs", "x", "--expr", expr,
+           "-o", str(out)]
+    if weights:
+        cmd += ["--weights", weights]
+    subprocess.run(cmd, check=True)
+    return out / name
+
+
+def prefetch(text: str) -> str:
+    """Load the output's weights right after the inputs, keep them in registers until the output."""
+    loads = "  // weights of the output, loaded before the reductions\n"
+    for w in ("w", "b"):
+        loads += f"  Pack<scalar_t, kVec> {w}_pre[kPacks];\n"
+    loads += ("#pragma unroll\n  for (int p = 0; p < kPacks; ++p) {\n"
+              "    const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;\n"
+              "    if (col < limit) {\n      w_pre[p] = load<scalar_t, kVec>(w + col);\n"
+              "      b_pre[p] = load<scalar_t, kVec>(b + col);\n    }\n  }\n\n")
+    text = text.replace("  acc_t _r[kReductions];\n", loads + "  acc_t _r[kReductions];\n", 1)
+    for w in ("w", "b"):
+        old = f"      const Pack<scalar_t, kVec> {w}_p = load<scalar_t, kVec>({w} + col);\n"
+        assert text.count(old) == 1, old
+        text = text.replace(old, f"      const Pack<scalar_t, kVec> {w}_p = {w}_pre[p];\n")
+    return text
+
+
+HINTED = """
+// Experiment: 16-byte loads with cache hints (docs/device/rowwise_variants.py).
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ Pack<scalar_t, kVec> load_hint(const scalar_t* p) {
+  if constexpr (sizeof(Pack<scalar_t, kVec>) == 16) {
+    uint4 v;
+    asm("%INSN% {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    Pack<scalar_t, kVec> r;
+    memcpy(&r, &v, 16);
+    return r;
+  } else {
+    return load<scalar_t, kVec>(p);
+  }
+}
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ Pack<scalar_t, kVec> load_keep(const scalar_t* p) {
+  if constexpr (sizeof(Pack<scalar_t, kVec>) == 16) {
+    uint4 v;
+    asm("ld.global.nc.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    Pack<scalar_t, kVec> r;
+    memcpy(&r, &v, 16);
+    return r;
+  } else {
+    return load<scalar_t, kVec>(p);
+  }
+}
+"""
+
+
+def hinted(text: str, insn: str, keep_weights: bool) -> str:
+    anchor = "// Reduces `value` over the threads of one row"
+    text = text.replace(anchor, HINTED.replace("%INSN%", insn) + "\n" + anchor, 1)
+    old = "      x_p = load<scalar_t, kVec>(x + base + col);\n"
+    assert text.count(old) == 1
+    text = text.replace(old, "      x_p = load_hint<scalar_t, kVec>(x + base + col);\n")
+    if keep_weights:
+        for w in ("w", "b"):
+            old = f"      const Pack<scalar_t, kVec> {w}_p = load<scalar_t, kVec>({w} + col);\n"
+            assert text.count(old) == 1
+            text = text.replace(old, f"      const Pack<scalar_t, kVec> {w}_p = load_keep<scalar_t, kVec>({w} + col);\n")
+    return "#include <cstring>\n" + text
+
+
+def main(out: Path) -> None:
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    base = new(out, "lnexp", LN, "w,b")
+    new(out, "smexp", SOFTMAX, None)
+    kernel = Path("lnexp/csrc/lnexp/cuda/lnexp_kernel.cu")
+    text = (base / kernel).read_text()
+    lb = "__global__ void __launch_bounds__(kMaxThreads, 2)\nlnexp_rows_kernel"
+    assert lb in text
+    variants = {
+        "pre": prefetch(text),
+        "pre_lb1": prefetch(text).replace(lb, lb.replace(", 2)", ", kPerThread == kLongPerThread ? 1 : 2)")),
+        "t1024_pre": re.sub(r"constexpr int kMaxThreads = 512;", "constexpr int kMaxThreads = 1024;",
+                            re.sub(r"constexpr int kLongPerThread = 32;", "constexpr int kLongPerThread = 16;",
+                                   prefetch(text).replace(lb, lb.replace(", 2)", ", 1)")))),
+    }
+    variants["na"] = hinted(text, "ld.global.L1::no_allocate.v4.u32", False)
+    variants["cs"] = hinted(text, "ld.global.cs.v4.u32", False)
+    variants["na_wl"] = hinted(text, "ld.global.L1::no_allocate.v4.u32", True)
+    for name in ("pre", "pre_lb1", "t1024_pre"):  # measured slower (docs/benchmarks.md)
+        del variants[name]
+    for name, variant in variants.items():
+        assert variant != text, name
+        target = out / f"lnexp_{name}"
+        shutil.copytree(base, target)
+        (target / kernel).write_text(variant)
+    print("wrote", out)
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
