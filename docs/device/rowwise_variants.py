@@ -54,10 +54,10 @@ def prefetch(text: str) -> str:
     return text
 
 
-HINTED = """
-// Experiment: 16-byte loads with cache hints (docs/device/rowwise_variants.py).
+LOAD_WITH_HINT = """
+// Experiment: a 16-byte load with a cache hint (docs/device/rowwise_variants.py).
 template <typename scalar_t, int kVec>
-__device__ __forceinline__ Pack<scalar_t, kVec> load_hint(const scalar_t* p) {
+__device__ __forceinline__ Pack<scalar_t, kVec> %NAME%(const scalar_t* p) {
   if constexpr (sizeof(Pack<scalar_t, kVec>) == 16) {
     uint4 v;
     asm("%INSN% {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
@@ -68,24 +68,17 @@ __device__ __forceinline__ Pack<scalar_t, kVec> load_hint(const scalar_t* p) {
     return load<scalar_t, kVec>(p);
   }
 }
-template <typename scalar_t, int kVec>
-__device__ __forceinline__ Pack<scalar_t, kVec> load_keep(const scalar_t* p) {
-  if constexpr (sizeof(Pack<scalar_t, kVec>) == 16) {
-    uint4 v;
-    asm("ld.global.nc.L1::evict_last.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-    Pack<scalar_t, kVec> r;
-    memcpy(&r, &v, 16);
-    return r;
-  } else {
-    return load<scalar_t, kVec>(p);
-  }
-}
 """
+
+
+def _load_with_hint(name: str, insn: str) -> str:
+    return LOAD_WITH_HINT.replace("%NAME%", name).replace("%INSN%", insn)
 
 
 def hinted(text: str, insn: str, keep_weights: bool) -> str:
     anchor = "// Reduces `value` over the threads of one row"
-    text = text.replace(anchor, HINTED.replace("%INSN%", insn) + "\n" + anchor, 1)
+    helpers = _load_with_hint("load_hint", insn) + _load_with_hint("load_keep", "ld.global.nc.L1::evict_last.v4.u32")
+    text = text.replace(anchor, helpers + "\n" + anchor, 1)
     old = "      x_p = load<scalar_t, kVec>(x + base + col);\n"
     assert text.count(old) == 1
     text = text.replace(old, "      x_p = load_hint<scalar_t, kVec>(x + base + col);\n")
