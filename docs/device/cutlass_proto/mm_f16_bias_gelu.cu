@@ -1,0 +1,5 @@
+// One instantiation of the prototype (see mm_sm90.cu).
+#define MM_ELEMENT cutlass::half_t
+#define MM_BIAS true
+#define MM_ENTRY mm_sm90_f16_bias_gelu
+#include "mm_sm90.cu"
