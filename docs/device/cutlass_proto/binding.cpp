@@ -1,5 +1,5 @@
 // Python binding of the issue-11 prototype (an experiment: ATen, not the stable ABI).
-#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/extension.h>
 
 #include "mm_sm90.h"
@@ -25,7 +25,7 @@ torch::Tensor mm(torch::Tensor a, torch::Tensor b, std::optional<torch::Tensor> 
   auto fn = bias ? (half ? mm_sm90_f16_bias_gelu : mm_sm90_bf16_bias_gelu) : (half ? mm_sm90_f16 : mm_sm90_bf16);
   const int rc = fn(static_cast<int>(config), a.data_ptr(), b.data_ptr(), bias_ptr, d.data_ptr(),
                     static_cast<int>(a.size(0)), static_cast<int>(b.size(1)), static_cast<int>(a.size(1)),
-                    workspace.data_ptr(), workspace.numel(), at::cuda::getCurrentCUDAStream());
+                    workspace.data_ptr(), workspace.numel(), c10::cuda::getCurrentCUDAStream());
   TORCH_CHECK(rc == 0, "mm_sm90 config ", config, " failed with code ", rc);
   return d;
 }
