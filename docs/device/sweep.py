@@ -310,9 +310,9 @@ def summarize(results: list[dict], sizes: list[int]) -> None:
     print("ten worst:")
     for r in sorted(results, key=lambda r: r["vs_compile"])[:10]:
         bound = " [both below 90% of copy]" if r["pct_of_copy"] < 90 and r["compile_pct_of_copy"] < 90 else ""
-        by_packs = ", ".join(f"P={p}: {v}" for p, v in (r.get("registers_by_packs") or {}).items())
+        by_packs = ", ".join(f"P={p}: {v} ({occupancy(v):.0%})" for p, v in (r.get("registers_by_packs") or {}).items())
         print(f"  {r['vs_compile']:.2f}x {r['pct_of_copy']:.0f}% (compile {r['compile_pct_of_copy']:.0f}%) {r['dtype']} "
-              f"n={r['n']} registers {by_packs or '?'}, math {r.get('calls', '?')} calls{bound}: {r['op']} = {r['expr']}")
+              f"n={r['n']} registers (occupancy) {by_packs or '?'}, math {r.get('calls', '?')} calls{bound}: {r['op']} = {r['expr']}")
 
 
 def main(argv: list[str] | None = None) -> None:
