@@ -346,3 +346,20 @@ def test_whole_powers_compile_to_multiplications_that_match_pow(tmp_path):
 def test_triton_powers():
     x = parse("x ** 3 + x ** -1 + x ** 2.5", ("x",)).triton()
     assert "(x) * (x) * (x)" in x and "1.0 / (x)" in x and "libdevice.pow(x, tl.full((), 2.5, ACC))" in x
+
+
+def test_math_cost_counts_what_the_launch_rule_weighs():
+    """ParsedExpr.math_cost (the elementwise kernel's kMathCost): calls by MATH_COST, a division 10,
+    +-* and negation 1, whole powers as their multiplications, other powers as pow."""
+    from kernelgen.expr import MATH_COST
+
+    assert parse("a * b + c", ("a", "b", "c")).math_cost == 2
+    assert parse("x * sigmoid(1.702 * x)", ("x",)).math_cost == 2 + MATH_COST["sigmoid"]
+    assert parse("a / b", ("a", "b")).math_cost == 10
+    assert parse("-x", ("x",)).math_cost == 1
+    assert parse("x ** 2", ("x",)).math_cost == 1  # one multiplication
+    assert parse("x ** 3", ("x",)).math_cost == 2
+    assert parse("x ** -1", ("x",)).math_cost == 1 + 10  # a reciprocal
+    assert parse("x ** 0.5", ("x",)).math_cost == MATH_COST["sqrt"]
+    assert parse("x ** 2.5", ("x",)).math_cost == MATH_COST["pow"]
+    assert parse("sin(cos(x))", ("x",)).math_cost == MATH_COST["sin"] + MATH_COST["cos"]
