@@ -68,6 +68,26 @@ echo "== ruff and mypy (configured in pyproject.toml)"
 ruff check kernelgen tests
 mypy
 
+# The oldest torch the stable-ABI examples promise to load on (TORCH_TARGET_VERSION 2.10 in their
+# _build.py): its headers only, unpacked from its wheel (no install), so that
+# tests/test_stable_abi.py compiles every example's sources against them.
+OLDEST_DIR="$REPO/.ci-cache/torch-2.10"
+if [ ! -f "$OLDEST_DIR/torch/include/torch/csrc/stable/library.h" ]; then
+  echo "== fetching torch 2.10's headers (the oldest torch a stable-ABI op supports)"
+  rm -rf "$OLDEST_DIR" && mkdir -p "$OLDEST_DIR/wheel"
+  python -m pip download -q "torch==2.10.0" --no-deps -d "$OLDEST_DIR/wheel"
+  python - "$OLDEST_DIR" <<'PYEOF'
+import pathlib, sys, zipfile
+root = pathlib.Path(sys.argv[1])
+with zipfile.ZipFile(next((root / "wheel").glob("torch-*.whl"))) as wheel:
+    for name in wheel.namelist():
+        if name.startswith("torch/include/"):
+            wheel.extract(name, root)
+PYEOF
+  rm -rf "$OLDEST_DIR/wheel"
+fi
+export KERNELGEN_OLDEST_TORCH_INCLUDE="$OLDEST_DIR/torch/include"
+
 python -m pytest -q -ra tests "$@"
 # Each example's own suite runs from its root, as a user runs it (two examples both have a
 # tests/test_muladd.py, which one pytest session cannot collect together).

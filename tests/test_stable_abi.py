@@ -242,3 +242,73 @@ def test_full_loader_keeps_its_exact_match(tmp_path, monkeypatch):
     for other in ("2.14.2", "2.15.0"):  # any other torch, newer included
         with pytest.raises(ImportError, match=rf"guard_full was built against torch {re.escape(other)} but torch 2\.14\.1 .*is installed"):
             loader.check_build_info({"torch": other, "cuda": None, "with_cuda": False})
+
+
+# ---- the oldest torch a stable-ABI op promises to load on -----------------------------------
+
+#: Set by tests/run.sh to the include directory of torch==<TORCH_TARGET_VERSION>.0 (headers only,
+#: from its wheel). The examples are built against the installed torch; this compiles their sources
+#: against the oldest headers they claim, so that an API newer than TORCH_TARGET_VERSION shows here
+#: and not first on a user's older torch (as STABLE_TORCH_ERROR_CODE_CHECK once did on torch 2.11).
+OLDEST_INCLUDE_ENV = "KERNELGEN_OLDEST_TORCH_INCLUDE"
+
+
+def _example_sources() -> list[tuple[Path, Path]]:
+    found = []
+    for example in _example_packages():
+        package = example / _answers(example)["package"]
+        found += [(example, source) for source in sorted((package / "csrc").rglob("*.c*"))
+                  if source.suffix in (".cpp", ".cu")]
+    return found
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("example, source", _example_sources(), ids=lambda p: p.name)
+def test_example_compiles_against_the_oldest_supported_torch(example, source, tmp_path):
+    import os
+    import sysconfig
+
+    include = os.environ.get(OLDEST_INCLUDE_ENV)
+    if not include:
+        pytest.skip(f"{OLDEST_INCLUDE_ENV} is not set (tests/run.sh sets it to torch 2.10's headers)")
+    include_dir = Path(include)
+    assert (include_dir / "torch/csrc/stable/library.h").is_file(), f"{include_dir} holds no torch headers"
+    spec = importlib.util.spec_from_file_location("_build_for_headers", example / _answers(example)["package"] / "_build.py")
+    assert spec is not None and spec.loader is not None
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    assert build.target_version() == "2.10"
+    assert f"torch-{build.target_version()}" in str(include_dir), include_dir  # the headers of that version
+    cxx_flags, nvcc_flags = build.compile_flags(True)
+    includes = [f"-I{include_dir}", f"-I{include_dir}/torch/csrc/api/include", f"-I{sysconfig.get_paths()['include']}"]
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    if source.suffix == ".cu":
+        command = [f"{cuda_home}/bin/nvcc", "-std=c++17", *nvcc_flags, *includes, "-gencode=arch=compute_90,code=sm_90",
+                   "-c", str(source), "-o", str(tmp_path / "kernel.o")]
+    else:
+        command = [os.environ.get("CXX", "g++"), "-std=c++17", "-fsyntax-only", *cxx_flags, *includes,
+                   f"-I{cuda_home}/include", str(source)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, f"{source.relative_to(REPO)} does not compile against {include_dir}:\n{result.stderr[-3000:]}"
+
+
+@pytest.mark.build
+def test_the_oldest_headers_refuse_an_api_added_after_them(tmp_path):
+    """The check above can fail: STABLE_TORCH_ERROR_CODE_CHECK (torch 2.11+) compiles against the
+    installed torch and not against the oldest headers."""
+    import os
+
+    include = os.environ.get(OLDEST_INCLUDE_ENV)
+    if not include:
+        pytest.skip(f"{OLDEST_INCLUDE_ENV} is not set (tests/run.sh sets it to torch 2.10's headers)")
+    source = tmp_path / "newer_api.cpp"
+    source.write_text("#include <torch/csrc/stable/library.h>\n"
+                      "void check(AOTITorchError code) { STABLE_TORCH_ERROR_CODE_CHECK(code); }\n")
+    flags = ["-std=c++17", "-fsyntax-only", "-DTORCH_TARGET_VERSION=0x020a000000000000", str(source)]
+    newest = _torch_dir() / "include"
+    results = {}
+    for name, root in (("installed", newest), ("oldest", Path(include))):
+        results[name] = subprocess.run([os.environ.get("CXX", "g++"), f"-I{root}", f"-I{root}/torch/csrc/api/include",
+                                        *flags], capture_output=True, text=True, timeout=300, check=False)
+    assert results["installed"].returncode == 0, results["installed"].stderr[-2000:]
+    assert results["oldest"].returncode != 0 and "STABLE_TORCH_ERROR_CODE_CHECK" in results["oldest"].stderr
