@@ -14,6 +14,10 @@ LayerNorm package once per variant and edits its kernel file:
               L1, so that the weights (re-read for every row) stay in it
   cs          the same with __ldcs (ld.global.cs, evict-first in L1 and L2)
   na_wl       na, and the weights with ld.global.nc.L1::evict_last
+  persist     (not yet run) one 1024-thread block per SM that loops over rows (1024 / threads rows at a
+              time) and keeps the weights in shared memory, loaded once: a row's weights are then
+              read from L2 once per SM instead of once per row (two weights of float32 re-read per
+              16384-element row are as many bytes as the row itself)
 """
 
 from __future__ import annotations
@@ -90,6 +94,145 @@ def hinted(text: str, insn: str, keep_weights: bool) -> str:
     return "#include <cstring>\n" + text
 
 
+PERSISTENT = r"""
+// ---- Experiment (docs/device/rowwise_variants.py, variant persist) ------------------------------
+// One block of kPersistThreads per SM, looping over groups of rows; the weights live in shared memory
+// (loaded once per block), so each row reads only its own elements from memory.
+constexpr int kPersistThreads = 1024;
+
+template <typename scalar_t, int kVec, int kPerThread>
+__global__ void __launch_bounds__(kPersistThreads, 1)
+lnexp_persistent_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, const scalar_t* __restrict__ b,
+                        scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
+  using acc_t = opmath::opmath_type<scalar_t>;
+  using pack_t = Pack<scalar_t, kVec>;
+  constexpr int kPacks = kPerThread / kVec;
+  extern __shared__ __align__(16) unsigned char persist_smem[];
+  scalar_t* w_s = reinterpret_cast<scalar_t*>(persist_smem);
+  scalar_t* b_s = w_s + cols;
+  __shared__ acc_t scratch[kReductions][kPersistThreads / kWarp];
+  const int flat = threadIdx.y * blockDim.x + threadIdx.x;
+  for (int64_t i = int64_t{flat} * kVec; i < cols; i += int64_t{blockDim.x} * blockDim.y * kVec) {
+    *reinterpret_cast<pack_t*>(w_s + i) = load<scalar_t, kVec>(w + i);
+    *reinterpret_cast<pack_t*>(b_s + i) = load<scalar_t, kVec>(b + i);
+  }
+  __syncthreads();
+  for (int64_t first = int64_t{blockIdx.x} * blockDim.y; first < rows; first += int64_t{gridDim.x} * blockDim.y) {
+    const int64_t row = first + threadIdx.y;
+    const int64_t limit = row < rows ? cols : 0;
+    const int64_t base = row * cols;
+    acc_t x_v[kPerThread];
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+      pack_t x_p{};
+      if (col < limit) {
+        x_p = load<scalar_t, kVec>(x + base + col);
+      }
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        x_v[p * kVec + k] = static_cast<acc_t>(x_p.v[k]);
+      }
+    }
+    acc_t _r[kReductions];
+    {
+      acc_t acc = Reduce0<acc_t>::identity();
+#pragma unroll
+      for (int p = 0; p < kPacks; ++p) {
+        const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+        if (col < limit) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            acc = Reduce0<acc_t>::combine(acc, lnexp_reduce0_arg<acc_t>(x_v[p * kVec + k], acc_t(0), acc_t(0), _r));
+          }
+        }
+      }
+      _r[0] = row_reduce<Reduce0<acc_t>>(acc, scratch[0]);
+      if constexpr (kMean0) {
+        _r[0] /= static_cast<acc_t>(cols);
+      }
+    }
+    {
+      acc_t acc = Reduce1<acc_t>::identity();
+#pragma unroll
+      for (int p = 0; p < kPacks; ++p) {
+        const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+        if (col < limit) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            acc = Reduce1<acc_t>::combine(acc, lnexp_reduce1_arg<acc_t>(x_v[p * kVec + k], acc_t(0), acc_t(0), _r));
+          }
+        }
+      }
+      _r[1] = row_reduce<Reduce1<acc_t>>(acc, scratch[1]);
+      if constexpr (kMean1) {
+        _r[1] /= static_cast<acc_t>(cols);
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int64_t col = (static_cast<int64_t>(p) * blockDim.x + threadIdx.x) * kVec;
+      if (col < limit) {
+        const pack_t w_p = *reinterpret_cast<const pack_t*>(w_s + col);
+        const pack_t b_p = *reinterpret_cast<const pack_t*>(b_s + col);
+        pack_t result;
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          result.v[k] = static_cast<scalar_t>(lnexp_out<acc_t>(x_v[p * kVec + k], static_cast<acc_t>(w_p.v[k]),
+                                                               static_cast<acc_t>(b_p.v[k]), _r));
+        }
+        *reinterpret_cast<pack_t*>(out + base + col) = result;
+      }
+    }
+    __syncthreads();  // the next group reuses scratch
+  }
+}
+
+template <typename scalar_t, int kVec>
+bool launch_persistent(const scalar_t* x, const scalar_t* w, const scalar_t* b, scalar_t* out, int64_t rows,
+                       int64_t cols, cudaStream_t stream) {
+  const size_t smem = 2 * static_cast<size_t>(cols) * sizeof(scalar_t);
+  if (kVec == 1 || cols > kMaxRegisterCols || smem > 200 * 1024) {
+    return false;
+  }
+  const bool short_rows = cols <= kMaxShortCols;
+  int threads = kWarp;
+  while (threads < kMaxThreads && int64_t{threads} * kShortPerThread < cols) {
+    threads *= 2;
+  }
+  const dim3 block(threads, kPersistThreads / threads);
+  int device = 0;
+  int sms = 0;
+  STD_CUDA_CHECK(cudaGetDevice(&device));
+  STD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const int64_t groups = (rows + block.y - 1) / block.y;
+  const unsigned int grid = static_cast<unsigned int>(std::min<int64_t>(groups, sms));
+  if (short_rows) {
+    auto kernel = lnexp_persistent_kernel<scalar_t, kVec, kShortPerThread>;
+    STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<grid, block, smem, stream>>>(x, w, b, out, rows, cols);
+  } else {
+    auto kernel = lnexp_persistent_kernel<scalar_t, kVec, kLongPerThread>;
+    STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+    kernel<<<grid, block, smem, stream>>>(x, w, b, out, rows, cols);
+  }
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+// ---- end of the experiment --------------------------------------------------------------------------
+"""
+
+
+def persistent(text: str) -> str:
+    anchor = "bool is_aligned(const void* ptr) {"
+    assert anchor in text
+    text = text.replace(anchor, PERSISTENT + "\n" + anchor, 1)
+    old = "  if (cols > kMaxRegisterCols) {\n"
+    assert text.count(old) == 1
+    return text.replace(old, "  if (rows > 0 && launch_persistent<scalar_t, kVec>(x, w, b, out, rows, cols, stream)) {\n"
+                             "    return;\n  }\n" + old, 1)
+
+
 def main(out: Path) -> None:
     if out.exists():
         shutil.rmtree(out)
@@ -110,6 +253,7 @@ def main(out: Path) -> None:
     variants["na"] = hinted(text, "ld.global.L1::no_allocate.v4.u32", False)
     variants["cs"] = hinted(text, "ld.global.cs.v4.u32", False)
     variants["na_wl"] = hinted(text, "ld.global.L1::no_allocate.v4.u32", True)
+    variants["persist"] = persistent(text)
     for name in ("pre", "pre_lb1", "t1024_pre"):  # measured slower (docs/benchmarks.md)
         del variants[name]
     for name, variant in variants.items():
