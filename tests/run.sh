@@ -75,7 +75,10 @@ OLDEST_DIR="$REPO/.ci-cache/torch-2.10"
 if [ ! -f "$OLDEST_DIR/torch/include/torch/csrc/stable/library.h" ]; then
   echo "== fetching torch 2.10's headers (the oldest torch a stable-ABI op supports)"
   rm -rf "$OLDEST_DIR" && mkdir -p "$OLDEST_DIR/wheel"
-  python -m pip download -q "torch==2.10.0" --no-deps -d "$OLDEST_DIR/wheel"
+  # Headers are the same in every wheel of a release: name one, so that the download does not depend
+  # on this machine's Python (a Python that torch 2.10 has no wheel for would fail it).
+  python -m pip download -q "torch==2.10.0" --no-deps --only-binary=:all: --python-version 3.11 \
+    --platform manylinux_2_28_x86_64 -d "$OLDEST_DIR/wheel"
   python - "$OLDEST_DIR" <<'PYEOF'
 import pathlib, sys, zipfile
 root = pathlib.Path(sys.argv[1])
