@@ -283,9 +283,9 @@ class ParsedExpr:
 
     @property
     def math_cost(self) -> int:
-        """A rough count of the float instructions one element costs on a GPU (:data:`MATH_COST`):
-        the elementwise kernel's launch rule calls the math heavy when it exceeds
-        ``HEAVY_COST_PER_BYTE`` per byte moved."""
+        """A rough count of the float instructions one element costs on a GPU (:data:`MATH_COST`),
+        emitted as the elementwise kernel's ``kMathCost``: its launch rule calls the math heavy at
+        ``kHeavyCostPerByte`` (10) or more per byte an element moves."""
         return _math_cost(self.tree)
 
     @property
@@ -608,33 +608,32 @@ def _plan(tree: Node) -> RowPlan:
                 stages.append(RowStage(node.func, arg, _emit(node, _CanonicalStyle())))
                 index[node] = len(stages) - 1
             return RowRef(index[node])
-        if isinstance(node, Neg):
-            return Neg(rewrite(node.operand))
-        if isinstance(node, BinOp):
-            return BinOp(node.op, rewrite(node.left), rewrite(node.right))
-        if isinstance(node, Power):
-            return Power(rewrite(node.base), node.exponent)
-        if isinstance(node, Call):
-            return Call(node.func, tuple(rewrite(arg) for arg in node.args))
-        return node
+        return _map_children(node, rewrite)
 
     output = rewrite(tree)
     return RowPlan(tuple(stages), output)
+
+
+def _map_children(node: Node, fn: Callable[[Node], Node]) -> Node:
+    """``node`` rebuilt with ``fn`` applied to each of its children (:func:`_children`'s order)."""
+    if isinstance(node, Reduce):
+        return Reduce(node.func, fn(node.arg))
+    if isinstance(node, Neg):
+        return Neg(fn(node.operand))
+    if isinstance(node, BinOp):
+        return BinOp(node.op, fn(node.left), fn(node.right))
+    if isinstance(node, Power):
+        return Power(fn(node.base), node.exponent)
+    if isinstance(node, Call):
+        return Call(node.func, tuple(fn(arg) for arg in node.args))
+    return node
 
 
 def _replace(node: Node, old: Node, new: Node) -> Node:
     """``node`` with every occurrence of the subtree ``old`` replaced by ``new``."""
     if node == old:
         return new
-    if isinstance(node, Neg):
-        return Neg(_replace(node.operand, old, new))
-    if isinstance(node, BinOp):
-        return BinOp(node.op, _replace(node.left, old, new), _replace(node.right, old, new))
-    if isinstance(node, Power):
-        return Power(_replace(node.base, old, new), node.exponent)
-    if isinstance(node, Call):
-        return Call(node.func, tuple(_replace(arg, old, new) for arg in node.args))
-    return node
+    return _map_children(node, lambda child: _replace(child, old, new))
 
 
 def _kept_argument(plan: RowPlan, inputs: tuple[str, ...]) -> tuple[int, Node] | None:
