@@ -137,8 +137,7 @@ layernorm_rows_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t value;
-          value = layernorm_reduce0_arg<acc_t>(
+          const acc_t value = layernorm_reduce0_arg<acc_t>(
               x_v[p * kVec + k], acc_t(0), acc_t(0), _r);
           acc = Reduce0<acc_t>::combine(acc, value);
         }
@@ -158,8 +157,7 @@ layernorm_rows_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t value;
-          value = layernorm_reduce1_arg<acc_t>(
+          const acc_t value = layernorm_reduce1_arg<acc_t>(
               x_v[p * kVec + k], acc_t(0), acc_t(0), _r);
           acc = Reduce1<acc_t>::combine(acc, value);
         }

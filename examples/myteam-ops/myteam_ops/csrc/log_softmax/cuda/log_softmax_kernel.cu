@@ -137,8 +137,7 @@ log_softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ o
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t value;
-          value = log_softmax_reduce0_arg<acc_t>(
+          const acc_t value = log_softmax_reduce0_arg<acc_t>(
               x_v[p * kVec + k], _r);
           acc = Reduce0<acc_t>::combine(acc, value);
         }
@@ -158,8 +157,7 @@ log_softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ o
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t value;
-          value = log_softmax_reduce1_arg<acc_t>(
+          const acc_t value = log_softmax_reduce1_arg<acc_t>(
               x_v[p * kVec + k], _r);
           acc = Reduce1<acc_t>::combine(acc, value);
         }

@@ -141,8 +141,7 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t value;
-          value = softmax_reduce0_arg<acc_t>(
+          const acc_t value = softmax_reduce0_arg<acc_t>(
               x_v[p * kVec + k], _r);
           acc = Reduce0<acc_t>::combine(acc, value);
         }
@@ -162,9 +161,9 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t& value = _a1_v[p * kVec + k];
-          value = softmax_reduce1_arg<acc_t>(
+          const acc_t value = softmax_reduce1_arg<acc_t>(
               x_v[p * kVec + k], _r);
+          _a1_v[p * kVec + k] = value;
           acc = Reduce1<acc_t>::combine(acc, value);
         }
       }

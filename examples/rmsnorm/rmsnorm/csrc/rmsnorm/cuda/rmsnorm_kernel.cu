@@ -137,8 +137,7 @@ rmsnorm_rows_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__
       if (col < limit) {
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t value;
-          value = rmsnorm_reduce0_arg<acc_t>(
+          const acc_t value = rmsnorm_reduce0_arg<acc_t>(
               x_v[p * kVec + k], acc_t(0), _r);
           acc = Reduce0<acc_t>::combine(acc, value);
         }
