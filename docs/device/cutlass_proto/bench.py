@@ -39,6 +39,17 @@ def bench(fn) -> float:
     return do_bench(fn, return_mode="median")
 
 
+def each_config(mod, a, b, bias, expected, describe) -> str:
+    """Every configuration on (a, b, bias): its error against ``expected`` and ``describe(time)``."""
+    cells = []
+    for c in CONFIGS:
+        out = mod.mm(a, b, bias, c)
+        err = ((out.float() - expected).abs().max() / expected.abs().max()).item()
+        t = bench(lambda c=c: mod.mm(a, b, bias, c))
+        cells.append(f"c{c} {describe(t)} (rel err {err:.1e})")
+    return ", ".join(cells)
+
+
 def measure(mod, dtype: torch.dtype, m: int, n: int, k: int) -> None:
     a = torch.randn(m, k, device="cuda", dtype=dtype)
     b = torch.randn(k, n, device="cuda", dtype=dtype)
@@ -46,27 +57,17 @@ def measure(mod, dtype: torch.dtype, m: int, n: int, k: int) -> None:
     flops = 2 * m * n * k
     ref = torch.matmul(a.float(), b.float())
     t_cublas = bench(lambda: torch.matmul(a, b))
-    cells = []
-    for c in CONFIGS:
-        out = mod.mm(a, b, None, c)
-        err = ((out.float() - ref).abs().max() / ref.abs().max()).item()
-        t = bench(lambda c=c: mod.mm(a, b, None, c))
-        cells.append(f"c{c} {t_cublas / t:.2f}x (rel err {err:.1e})")
-    print(f"{str(dtype)[6:]:8} {m}x{n}x{k} plain: cuBLAS {flops / t_cublas / 1e12:.0f} TFLOP/s; " + ", ".join(cells), flush=True)
+    cells = each_config(mod, a, b, None, ref, lambda t: f"{t_cublas / t:.2f}x")
+    print(f"{str(dtype)[6:]:8} {m}x{n}x{k} plain: cuBLAS {flops / t_cublas / 1e12:.0f} TFLOP/s; {cells}", flush=True)
     t_eager = bench(lambda: fused_reference(a, b, bias))
     t_compile = float("nan")
     if (m, n, k) in COMPILE_SHAPES:
         compiled = torch.compile(fused_reference, mode="max-autotune-no-cudagraphs")
         compiled(a, b, bias)
         t_compile = bench(lambda: compiled(a, b, bias))
-    fused_ref = epilogue(ref, bias.float())
-    cells = []
-    for c in CONFIGS:
-        out = mod.mm(a, b, bias, c)
-        err = ((out.float() - fused_ref).abs().max() / fused_ref.abs().max()).item()
-        t = bench(lambda c=c: mod.mm(a, b, bias, c))
-        cells.append(f"c{c} {t_eager / t:.2f}x eager, {t_compile / t:.2f}x compile (rel err {err:.1e})")
-    print(f"{str(dtype)[6:]:8} {m}x{n}x{k} bias+gelu: " + ", ".join(cells), flush=True)
+    cells = each_config(mod, a, b, bias, epilogue(ref, bias.float()),
+                        lambda t: f"{t_eager / t:.2f}x eager, {t_compile / t:.2f}x compile")
+    print(f"{str(dtype)[6:]:8} {m}x{n}x{k} bias+gelu: {cells}", flush=True)
 
 
 def main(source: str) -> None:
