@@ -30,7 +30,7 @@ from .expr import parse
 #: 5: the elementwise kernel picks its packs per thread at run time (occupancy API, bytes in flight,
 #:    the expression's math cost); x ** n with a whole n is multiplications (opmath::ipow); a rowwise
 #:    output keeps a reduction's per-element argument instead of computing it again.
-TEMPLATE_VERSION = "5"
+TEMPLATE_VERSION = "6"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.

@@ -363,3 +363,49 @@ def test_math_cost_counts_what_the_launch_rule_weighs():
     assert parse("x ** 0.5", ("x",)).math_cost == MATH_COST["sqrt"]
     assert parse("x ** 2.5", ("x",)).math_cost == MATH_COST["pow"]
     assert parse("sin(cos(x))", ("x",)).math_cost == MATH_COST["sin"] + MATH_COST["cos"]
+
+
+def test_fast_float_keeps_its_type_through_every_function_and_matches_float_on_the_host(tmp_path):
+    """opmath::fast_float (the float16/bfloat16 op-math type of the elementwise CUDA kernel): every
+    emitted construct, with acc_t = fast_float, compiles, stays a fast_float (so the fast division and
+    exp follow the whole expression), and on the host gives the float result bit for bit."""
+    import shutil
+    import subprocess
+
+    import jinja2
+
+    from kernelgen.expr import FUNCTIONS
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on this machine")
+    root = Path(__file__).resolve().parent.parent / "templates" / "package" / "{{package}}" / "csrc"
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                             keep_trailing_newline=True)
+    (tmp_path / "opmath.h").write_text(env.from_string((root / "opmath.h.jinja").read_text()).render(
+        abi="full", op_name="t", ops=[]))
+    unary = sorted(name for name in FUNCTIONS if name not in ("min", "max", "pow"))
+    texts = [f"{name}(abs(x) + 0.5) / (y - 3)" for name in unary] + [
+        "min(x, y) * max(x, -y) - pow(abs(x) + 1, y)", "x ** 3 - 2 / y + x ** -2 + x ** 2.5 * 1e-3",
+        "-(x * y) / 7 + 1 / (1 + exp(-x))", "sigmoid(x) * sigmoid(-y)", "(x + 1) ** 0.5 + y ** 2"]
+    parsed = [parse(text, ("x", "y")) for text in texts]
+    checks = []
+    for p in parsed:
+        fast, plain = p.cpp("opmath::fast_float"), p.cpp("float")
+        checks.append(f"  static_assert(std::is_same<decltype({fast}), opmath::fast_float>::value, \"{p.canonical}\");\n"
+                      f"  {{ const opmath::fast_float f = {fast};\n"
+                      f"    const float g = [](float x, float y) {{ return {plain}; }}(xv, yv);\n"
+                      f"    std::printf(\"%d\\n\", std::memcmp(&f.v, &g, sizeof g) == 0 || (g != g && f.v != f.v)); }}")
+    calls = [f"opmath::{name}(x)" for name in unary] + ["opmath::pow(x, y)", "opmath::min(x, y)", "opmath::max(x, y)",
+                                                     "opmath::ipow<-3>(x)", "opmath::square(x)", "-x", "2 / x"]
+    checks += [f"  static_assert(std::is_same<decltype({call}), opmath::fast_float>::value, \"{call}\");" for call in calls]
+    (tmp_path / "main.cpp").write_text(
+        "#include <cstdio>\n#include <cstring>\n#include <initializer_list>\n#include <type_traits>\n#include \"opmath.h\"\nusing namespace t;\n"
+        "int main() {\n  for (float xv : {-2.5f, -0.3f, 0.0f, 0.7f, 4.0f}) {\n"
+        "  const float yv = xv * 0.5f + 0.25f;\n  const opmath::fast_float x = xv, y = yv;\n"
+        + "\n".join(checks) + "\n  }\n}\n")
+    done = subprocess.run([compiler, "-std=c++17", "-O1", "-o", str(tmp_path / "main"), str(tmp_path / "main.cpp")],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    same = subprocess.run([str(tmp_path / "main")], check=True, capture_output=True, text=True).stdout.split()
+    assert len(same) == 5 * len(texts) and set(same) == {"1"}, same

@@ -14,7 +14,12 @@ LayerNorm package once per variant and edits its kernel file:
               L1, so that the weights (re-read for every row) stay in it
   cs          the same with __ldcs (ld.global.cs, evict-first in L1 and L2)
   na_wl       na, and the weights with ld.global.nc.L1::evict_last
-  persist     (not yet run) one 1024-thread block per SM that loops over rows (1024 / threads rows at a
+  mp          rows longer than 8192 take the multi-pass kernel (passes after the first read the row
+              from L2) instead of 32 registers per thread
+  h32         float16/bfloat16 rows take 32 elements per thread at every length (64 bytes in flight
+              per thread, as float32 has with 16), so 4096 is 128 threads, not 256
+  lb3         the 16-per-thread kernel capped at 42 registers (3 blocks of 512, 6 of 256 per SM)
+  persist     (measured slower, stop 20: 69-89% of copy) one 1024-thread block per SM that loops over rows (1024 / threads rows at a
               time) and keeps the weights in shared memory, loaded once: a row's weights are then
               read from L2 once per SM instead of once per row (two weights of float32 re-read per
               16384-element row are as many bytes as the row itself)
@@ -233,6 +238,11 @@ def persistent(text: str) -> str:
                              "    return;\n  }\n" + old, 1)
 
 
+def _sub(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, old
+    return text.replace(old, new)
+
+
 def main(out: Path) -> None:
     if out.exists():
         shutil.rmtree(out)
@@ -254,7 +264,14 @@ def main(out: Path) -> None:
     variants["cs"] = hinted(text, "ld.global.cs.v4.u32", False)
     variants["na_wl"] = hinted(text, "ld.global.L1::no_allocate.v4.u32", True)
     variants["persist"] = persistent(text)
-    for name in ("pre", "pre_lb1", "t1024_pre"):  # measured slower (docs/benchmarks.md)
+    variants["mp"] = _sub(text, "constexpr int64_t kMaxRegisterCols = int64_t{kLongPerThread} * kMaxThreads;",
+                          "constexpr int64_t kMaxRegisterCols = kMaxShortCols;")
+    h32 = _sub(text, "  const bool short_rows = cols <= kMaxShortCols;\n",
+               "  const bool short_rows = sizeof(scalar_t) > 2 && cols <= kMaxShortCols;\n"
+               "  const int per_thread = short_rows ? kShortPerThread : kLongPerThread;\n")
+    variants["h32"] = _sub(h32, "int64_t{threads} * kShortPerThread < cols", "int64_t{threads} * per_thread < cols")
+    variants["lb3"] = _sub(text, lb, lb.replace(", 2)", ", kPerThread == kShortPerThread ? 3 : 2)"))
+    for name in ("pre", "pre_lb1", "t1024_pre", "na", "cs", "persist"):  # measured slower (docs/benchmarks.md)
         del variants[name]
     for name, variant in variants.items():
         assert variant != text, name

@@ -102,9 +102,10 @@ def expressions(seed: int, count: int) -> list[dict[str, object]]:
     return chosen
 
 
-def generate(out: Path, seed: int, count: int, name: str = "sweep-ops", min_inputs: int = 1) -> Path:
+def generate(out: Path, seed: int, count: int, name: str = "sweep-ops", min_inputs: int = 1,
+             only: set[str] | None = None) -> Path:
     """One package ``name`` (namespace: its first word) of the expressions with at least ``min_inputs``
-    inputs, op eNN numbered as in the full list."""
+    inputs (and, given ``only``, named in it), op eNN numbered as in the full list."""
     from kernelgen.render import generate as write_package
     from kernelgen.spec import OpSpec, PackageSpec
 
@@ -114,7 +115,8 @@ def generate(out: Path, seed: int, count: int, name: str = "sweep-ops", min_inpu
                       namespace=name.split("-")[0])
         for index, item in enumerate(items)
     ]
-    kept = [index for index, item in enumerate(items) if len(item["inputs"]) >= min_inputs]
+    kept = [index for index, item in enumerate(items)
+            if len(item["inputs"]) >= min_inputs and (only is None or f"e{index:02d}" in only)]
     ops, items = [ops[i] for i in kept], [items[i] for i in kept]
     pkg = PackageSpec.for_new_op(ops[0], name=name)
     for op in ops[1:]:
@@ -324,6 +326,7 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--count", type=int, default=40)
     g.add_argument("--name", default="sweep-ops", help="package name (the namespace is its first word)")
     g.add_argument("--min-inputs", type=int, default=1, help="only the expressions with this many inputs or more")
+    g.add_argument("--only", default="", help="only these ops, comma-separated (e13,e31)")
     r = sub.add_parser("run")
     r.add_argument("package", type=Path)
     r.add_argument("--sizes", default=f"{2**24},{2**28}")
@@ -342,7 +345,8 @@ def main(argv: list[str] | None = None) -> None:
     s.add_argument("json", nargs="+")
     args = parser.parse_args(argv)
     if args.command == "generate":
-        print(f"wrote {generate(args.out, args.seed, args.count, args.name, args.min_inputs)}")
+        only = set(args.only.split(",")) if args.only else None
+        print(f"wrote {generate(args.out, args.seed, args.count, args.name, args.min_inputs, only)}")
     elif args.command == "prewarm":
         prewarm(args.package, [int(v) for v in args.sizes.split(",")], args.dtypes.split(","), args.part)
     elif args.command == "force-packs":

@@ -11,6 +11,7 @@
 #include <torch/headeronly/util/Half.h>
 
 #include <cmath>
+#include <type_traits>
 
 #if defined(__CUDACC__)
 #define OPMATH_FN __host__ __device__ __forceinline__
@@ -91,6 +92,89 @@ OPMATH_FN T ipow(T x) {
     }
   }
 }
+
+// ---- fast_float: the op-math type of float16 and bfloat16 in the elementwise CUDA kernel ---------
+// A float whose division, exp and sigmoid run on the GPU's fast approximate instructions
+// (div.full.f32, ex2.approx.f32), as torch.compile's Triton kernels do. Their errors are far below
+// the rounding of a 16-bit result, half an ulp: 2^-11 relative in float16, 2^-8 in bfloat16.
+//   * division: 2 ulp of float (2^-22 relative) over the whole range (div.full.f32, not __fdividef,
+//     which returns 0 for divisors above 2^126: bfloat16 has float's range and would see it);
+//   * exp: 2 + 1.17|x| ulp (__expf), below 2^-16 relative wherever exp(x) is a finite float.
+// log, sin, cos, tanh, erf, sqrt and pow stay accurate: __logf's error is absolute near 1, so
+// log(1 + small) would lose float16 digits, and __sinf / __cosf grow inaccurate with |x|.
+// Measured on an H100: a float16 expression with three exps and two sigmoids ran at 0.82x of
+// torch.compile with the accurate functions (docs/benchmarks.md in kernelgen, "Expression sweep").
+// float32 and float64 kernels, and every CPU loop, compute in float / double with accurate math.
+// Arithmetic on fast_float gives fast_float, so the policy follows the whole expression; it converts
+// to and from float implicitly, so any float function accepts it (at that function's accuracy).
+struct fast_float {
+  float v;
+  fast_float() = default;
+  OPMATH_FN constexpr fast_float(float x) : v(x) {}
+  OPMATH_FN constexpr operator float() const { return v; }
+};
+
+// The op-math type of the elementwise CUDA kernel for storage type S (whose op-math type is A).
+template <typename S, typename A>
+using kernel_math_type = std::conditional_t<std::is_same<A, float>::value && !std::is_same<S, float>::value, fast_float, A>;
+
+OPMATH_FN float fast_divide(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  float q;
+  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
+  return q;
+#else
+  return a / b;
+#endif
+}
+
+// + - * / of two fast_floats, or of a fast_float and a number (taken as float): exact matches, so
+// they win over the built-in float operators that the implicit conversion would also allow.
+template <typename T>
+using if_number = std::enable_if_t<std::is_arithmetic<T>::value, int>;
+OPMATH_FN fast_float operator+(fast_float a, fast_float b) { return a.v + b.v; }
+OPMATH_FN fast_float operator-(fast_float a, fast_float b) { return a.v - b.v; }
+OPMATH_FN fast_float operator*(fast_float a, fast_float b) { return a.v * b.v; }
+OPMATH_FN fast_float operator/(fast_float a, fast_float b) { return fast_divide(a.v, b.v); }
+OPMATH_FN fast_float operator-(fast_float a) { return -a.v; }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator+(fast_float a, T b) { return a + fast_float(static_cast<float>(b)); }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator+(T a, fast_float b) { return fast_float(static_cast<float>(a)) + b; }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator-(fast_float a, T b) { return a - fast_float(static_cast<float>(b)); }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator-(T a, fast_float b) { return fast_float(static_cast<float>(a)) - b; }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator*(fast_float a, T b) { return a * fast_float(static_cast<float>(b)); }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator*(T a, fast_float b) { return fast_float(static_cast<float>(a)) * b; }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator/(fast_float a, T b) { return a / fast_float(static_cast<float>(b)); }
+template <typename T, if_number<T> = 0>
+OPMATH_FN fast_float operator/(T a, fast_float b) { return fast_float(static_cast<float>(a)) / b; }
+OPMATH_FN fast_float& operator+=(fast_float& a, fast_float b) { return a = a + b; }
+OPMATH_FN fast_float& operator-=(fast_float& a, fast_float b) { return a = a - b; }
+OPMATH_FN fast_float& operator*=(fast_float& a, fast_float b) { return a = a * b; }
+OPMATH_FN fast_float& operator/=(fast_float& a, fast_float b) { return a = a / b; }
+
+#if defined(__CUDA_ARCH__)
+OPMATH_FN fast_float exp(fast_float x) { return ::__expf(x.v); }
+#else
+OPMATH_FN fast_float exp(fast_float x) { return ::expf(x.v); }
+#endif
+OPMATH_FN fast_float sigmoid(fast_float x) { return fast_float(1.0f) / (fast_float(1.0f) + exp(-x)); }
+OPMATH_FN fast_float log(fast_float x) { return ::logf(x.v); }
+OPMATH_FN fast_float sqrt(fast_float x) { return sqrt(x.v); }
+OPMATH_FN fast_float rsqrt(fast_float x) { return rsqrt(x.v); }
+OPMATH_FN fast_float tanh(fast_float x) { return ::tanhf(x.v); }
+OPMATH_FN fast_float abs(fast_float x) { return ::fabsf(x.v); }
+OPMATH_FN fast_float sin(fast_float x) { return ::sinf(x.v); }
+OPMATH_FN fast_float cos(fast_float x) { return ::cosf(x.v); }
+OPMATH_FN fast_float erf(fast_float x) { return ::erff(x.v); }
+OPMATH_FN fast_float pow(fast_float x, fast_float y) { return ::powf(x.v, y.v); }
+OPMATH_FN fast_float pow(fast_float x, float y) { return ::powf(x.v, y); }
+OPMATH_FN fast_float pow(float x, fast_float y) { return ::powf(x, y.v); }
 
 // min and max propagate NaN like torch.minimum / torch.maximum (fminf/fmaxf would drop it).
 template <typename T>

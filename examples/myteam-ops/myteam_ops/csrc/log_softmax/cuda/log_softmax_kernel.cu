@@ -9,8 +9,9 @@
 // once:
 //   * Rows of up to kMaxRegisterCols elements (16384) are held in registers: each thread loads
 //     a fixed number of elements of every input, all loads issued before any math, and every reduction and
-//     the output then run on those registers. One warp per row for rows up to 512 elements (four
-//     rows per block), up to 16 warps per row above (see kShortPerThread and kLongPerThread).
+//     the output then run on those registers. One warp per row for rows up to 512 elements (1024 in
+//     float16/bfloat16; four rows per block), up to 16 warps per row above (see kShortPerThread and
+//     kLongPerThread).
 //   * Longer rows take a multi-pass kernel: one block per row, each reduction a loop over the row
 //     (re-read from memory, which the L2 cache partly absorbs), then the output loop.
 //   * 16-byte loads and stores (4 float32 or 8 float16/bfloat16 elements) when every row starts
@@ -48,6 +49,9 @@ constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 // LayerNorm float32 at 76-89% of a copy's bandwidth (spilling registers); 16 everywhere, at up to
 // 1024 threads, lost at 16384 (60% in float16). Fewer elements per thread mean more threads per row
 // to hide each load's and each reduction's latency, up to where the block's barriers cost more.
+// float16 and bfloat16 take kLongPerThread at every length: 16 of them are only 32 bytes in flight
+// per thread, and LayerNorm at rows of 4096 ran at 87-88% of a copy with 16 per thread (256 threads
+// a row), 97-98% with 32 (128 threads), as float32 runs with 16 (64 bytes either way).
 constexpr int kShortPerThread = 16;
 constexpr int kLongPerThread = 32;
 constexpr int kMaxThreads = 512;
@@ -261,10 +265,11 @@ void launch_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int
     return;
   }
   // Threads per row: a power of two from one warp to kMaxThreads, enough for kShortPerThread elements
-  // each; rows longer than kMaxShortCols take kMaxThreads threads of kLongPerThread elements.
-  const bool short_rows = cols <= kMaxShortCols;
+  // each (kLongPerThread for the 2-byte types, and for rows longer than kMaxShortCols).
+  const bool short_rows = sizeof(scalar_t) > 2 && cols <= kMaxShortCols;
+  const int per_thread = short_rows ? kShortPerThread : kLongPerThread;
   int threads = kWarp;
-  while (threads < kMaxThreads && int64_t{threads} * kShortPerThread < cols) {
+  while (threads < kMaxThreads && int64_t{threads} * per_thread < cols) {
     threads *= 2;
   }
   const int rows_per_block = std::max(1, kRowBlockThreads / threads);

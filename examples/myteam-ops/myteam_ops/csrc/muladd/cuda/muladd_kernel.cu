@@ -67,6 +67,10 @@ constexpr int64_t kTargetBytesInFlightPerSm = 96 * 1024;
 // most packs that keep kHeavyMinBlocksPerSm resident (else the most that keep the best occupancy).
 constexpr int kLightMinBlocksPerSm = 4;
 constexpr int kHeavyMinBlocksPerSm = 6;
+// ...and in float64 at most 2 packs: a float64 op with six nested tanh ran at 0.91x of torch.compile
+// with 4 packs and 0.99x with 2 (each pack is 2 elements of a long double-precision routine, fully
+// unrolled); three other math-heavy float64 ops were within 1% either way (H100, 2^28 elements).
+constexpr int kHeavyMaxPacksFloat64 = 2;
 // More than one pack per thread only when the grid is then still at least this many times the
 // threads the GPU holds at once. Fewer, longer blocks leave SMs idle at the end of a shallow grid
 // (and on small tensors, idle from the start).
@@ -100,7 +104,9 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 template <typename scalar_t, int kVec, int kPacks, int kBlocksPerSm = kMinBlocksPerSm>
 __global__ void __launch_bounds__(kThreadsPerBlock, kBlocksPerSm)
 muladd_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, const scalar_t* __restrict__ c, scalar_t* __restrict__ out, int64_t n) {
-  using acc_t = opmath::opmath_type<scalar_t>;
+  // float16 and bfloat16 compute in opmath::fast_float: float with the fast division and exp that
+  // their rounding hides (opmath.h says how small the errors are, and what it gained).
+  using acc_t = opmath::kernel_math_type<scalar_t, opmath::opmath_type<scalar_t>>;
   using pack_t = Pack<scalar_t, kVec>;
   constexpr int64_t kPacksPerBlock = int64_t{kThreadsPerBlock} * kPacks;
   const int64_t n_packs = n / kVec;
@@ -226,6 +232,9 @@ int choose_packs() {
       best_blocks = std::max(best_blocks, options[i].blocks);
     }
     for (int i = 0; i < count; ++i) {  // options are in increasing packs: the last match wins
+      if (sizeof(scalar_t) == 8 && options[i].packs > kHeavyMaxPacksFloat64) {
+        continue;
+      }
       if (options[i].blocks >= std::min(kHeavyMinBlocksPerSm, best_blocks)) {
         packs = options[i].packs;
       }
