@@ -67,9 +67,12 @@ constexpr int64_t kTargetBytesInFlightPerSm = 96 * 1024;
 // most packs that keep kHeavyMinBlocksPerSm resident (else the most that keep the best occupancy).
 constexpr int kLightMinBlocksPerSm = 4;
 constexpr int kHeavyMinBlocksPerSm = 6;
-// ...and in float64 at most 2 packs: a float64 op with six nested tanh ran at 0.91x of torch.compile
-// with 4 packs and 0.99x with 2 (each pack is 2 elements of a long double-precision routine, fully
-// unrolled); three other math-heavy float64 ops were within 1% either way (H100, 2^28 elements).
+// float64 math costs kFloat64CostScale times its float estimate (an H100 issues double-precision math
+// at half the float rate, and the double routines for tanh, erf, sin... are about twice as long), and
+// heavy float64 math takes at most 2 packs: a float64 op with six nested tanh (kMathCost 120) ran at
+// 34% of a copy's bandwidth, compute-bound, and at 0.91x of torch.compile with the 4 packs of the
+// light rule, 0.99x with 2; three other math-heavy float64 ops were within 1% either way (H100, 2^28).
+constexpr int kFloat64CostScale = 4;
 constexpr int kHeavyMaxPacksFloat64 = 2;
 // More than one pack per thread only when the grid is then still at least this many times the
 // threads the GPU holds at once. Fewer, longer blocks leave SMs idle at the end of a shallow grid
@@ -224,7 +227,8 @@ int choose_packs() {
   if constexpr (kMaxPacks >= 4) {
     consider(reinterpret_cast<const void*>(&muladd_kernel<scalar_t, kVec, 4>), 4);
   }
-  constexpr bool kHeavy = kMathCost >= kHeavyCostPerByte * (kInputs + 1) * static_cast<int>(sizeof(scalar_t));
+  constexpr int kCost = kMathCost * (sizeof(scalar_t) == 8 ? kFloat64CostScale : 1);
+  constexpr bool kHeavy = kCost >= kHeavyCostPerByte * (kInputs + 1) * static_cast<int>(sizeof(scalar_t));
   int packs = 0;
   if (kHeavy) {
     int best_blocks = 0;
