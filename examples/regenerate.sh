@@ -25,3 +25,5 @@ kernelgen add log_softmax --kind rowwise --inputs x --expr "x - max(x) - log(sum
 kernelgen add layernorm --kind rowwise --inputs x --weights w,b --expr "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b" --defaults --package examples/myteam-ops
 kernelgen add softmax_tl --kind rowwise --backend triton --inputs x --expr "exp(x - max(x)) / sum(exp(x - max(x)))" --defaults --package examples/myteam-ops
 kernelgen add layernorm_tl --kind rowwise --backend triton --inputs x --weights w,b --expr "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b" --defaults --package examples/myteam-ops
+# A matmul with a fused bias + GELU epilogue (issue 11): the product and the activation in one kernel.
+kernelgen add linear_gelu --kind matmul --bias --epilogue "(acc + bias) * sigmoid(1.702 * (acc + bias))" --defaults --package examples/myteam-ops

@@ -38,7 +38,7 @@ from .spec import (
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
     "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace", "backend": "--backend",
-    "abi": "--abi", "weights": "--weights",
+    "abi": "--abi", "weights": "--weights", "epilogue": "--epilogue", "bias": "--bias",
 }
 
 
@@ -71,6 +71,10 @@ def _op_options(func: Any) -> Any:
         click.option("--expr", default=None, help='elementwise: scalar expression over the inputs, e.g. "a*b+c"; '
                      'rowwise: also over the weights, with row reductions sum, mean, max, min, e.g. '
                      '"x * rsqrt(mean(x * x) + 1e-6) * w".'),
+        click.option("--epilogue", default=None, help='matmul: expression applied to each element of A @ B, over acc '
+                     '(the float32 accumulator; float64 for float64) and, with --bias, bias, e.g. '
+                     '"acc + bias" or "(acc + bias) * sigmoid(1.702 * (acc + bias))" [default: acc].'),
+        click.option("--bias", is_flag=True, default=None, help="matmul: the op takes a 1-D bias of N, read by --epilogue as bias."),
         click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}]."),
         click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}]; one per package."),
         click.option("--namespace", default=None, help="torch.ops namespace [default: the package name]; one per package. "
@@ -104,7 +108,7 @@ def _interrupted(err: BaseException) -> NoReturn:
 def _collect_op(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
     arch_list: str | None, namespace: str | None, defaults: bool, backend: str | None = None,
-    abi: str | None = None, weights: str | None = None,
+    abi: str | None = None, weights: str | None = None, *, epilogue: str | None = None, bias: bool | None = None,
 ) -> OpSpec:
     """Prompt for what is missing (on a terminal) and validate everything into an OpSpec."""
     interactive = _interactive(defaults)
@@ -132,6 +136,7 @@ def _collect_op(
         dtypes=dtypes if dtypes is not None else ",".join(DTYPES),
         arch_list=arch_list if arch_list is not None else DEFAULT_ARCH_LIST,
         namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI, weights=weights,
+        epilogue=epilogue, bias=bool(bias),
     )
 
 
@@ -144,8 +149,9 @@ def _collect_op(
 @click.option("--op", "first_op", default=None, help="Name of the package's first op [default: NAME]: `kernelgen new myteam-ops --op muladd ...`.")
 def new(
     op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, weights: str | None,
-    expr: str | None, dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, output: Path,
-    force: bool, defaults: bool, answers_file: Path | None, first_op: str | None,
+    expr: str | None, epilogue: str | None, bias: bool | None, dtypes: str | None, arch_list: str | None,
+    namespace: str | None, abi: str | None, output: Path, force: bool, defaults: bool, answers_file: Path | None,
+    first_op: str | None,
 ) -> None:
     """Generate a package in OUTPUT/NAME holding one op (NAME, or --op); grow it with `kernelgen add`.
 
@@ -169,8 +175,8 @@ def new(
     try:
         with terminate_as_exception():
             if answers_file is not None:
-                if any(value is not None for value in (op_name, kind, backend, inputs, weights, expr, dtypes, arch_list,
-                                                       namespace, abi, first_op)):
+                if any(value is not None for value in (op_name, kind, backend, inputs, weights, expr, epilogue, bias,
+                                                       dtypes, arch_list, namespace, abi, first_op)):
                     raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
                 from .answers import load_answers
 
@@ -179,13 +185,14 @@ def new(
                 if first_op is None:
                     pkg = PackageSpec.for_new_op(
                         _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend, abi,
-                                    weights))
+                                    weights, epilogue=epilogue, bias=bias))
                 else:
                     if op_name is None:
                         raise click.UsageError("missing NAME (the package's name; --op names its first op)")
                     package = normalize_package_name(op_name)
                     op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
-                                     namespace if namespace is not None else package, defaults, backend, abi, weights)
+                                     namespace if namespace is not None else package, defaults, backend, abi, weights,
+                                     epilogue=epilogue, bias=bias)
                     if namespace is None:
                         check_namespace(package, derived_from_op=True)
                     pkg = PackageSpec.for_new_op(op, name=op_name)
@@ -208,7 +215,7 @@ def new(
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 def add(
     op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, weights: str | None,
-    expr: str | None,
+    expr: str | None, epilogue: str | None, bias: bool | None,
     dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, defaults: bool,
     package_dir: Path, dry_run: bool,
 ) -> None:
@@ -238,7 +245,7 @@ def add(
                 raise SpecError(f"the package is built on the {recorded.abi} ABI, for all its ops (one build); "
                                 f"omit --abi", "abi")
             op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
-                             backend, recorded.abi, weights)
+                             backend, recorded.abi, weights, epilogue=epilogue, bias=bias)
             result, _, pkg = plan(root, new_op=op)
             if result.conflicts:
                 raise KernelgenError(

@@ -15,7 +15,7 @@ from typing import Any
 
 from . import expr as expr_mod
 from . import names as names_mod
-from .errors import AnswersError, InvalidNameError, SpecError
+from .errors import AnswersError, ExprError, InvalidNameError, SpecError
 
 KINDS: dict[str, str] = {
     "elementwise": (
@@ -28,8 +28,9 @@ KINDS: dict[str, str] = {
         "pass over memory with the row held on chip, a CPU loop, a backward derived from the reference"
     ),
     "matmul": (
-        "C = A @ B for (M, K) @ (K, N), optionally batched; a shared-memory tiled CUDA kernel "
-        "with tensor cores for float16/bfloat16, a blocked CPU loop, the analytic backward"
+        "C = A @ B for (M, K) @ (K, N), optionally batched, with an optional fused epilogue over the "
+        "accumulator (--epilogue 'acc + bias' with --bias); a shared-memory tiled CUDA kernel with tensor "
+        "cores for float16/bfloat16, a blocked CPU loop, the analytic backward (the reference's vjp when fused)"
     ),
 }
 
@@ -396,6 +397,9 @@ class OpSpec:
     backend: str = "cuda"  # "cuda" (C++/CUDA, compiled into the package's _C) or "triton" (Python only)
     abi: str = DEFAULT_ABI  # the package's: "stable" (LibTorch stable ABI) or "full" (ATen); see ABIS
     weights: tuple[str, ...] = ()  # rowwise: the 1-D (C,) tensors broadcast over the rows
+    epilogue: str = "acc"  # matmul: the canonical expression applied to each element of A @ B
+    bias: bool = False  # matmul: the op takes a 1-D bias of N, which the epilogue reads as `bias`
+    epilogue_parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def create(
@@ -411,6 +415,8 @@ class OpSpec:
         backend: str = "cuda",
         abi: str = DEFAULT_ABI,
         weights: str | list[str] | tuple[str, ...] | None = None,
+        epilogue: str | None = None,
+        bias: bool = False,
     ) -> OpSpec:
         op_name = normalize_op_name(name)
         abi = parse_abi(abi)
@@ -429,6 +435,9 @@ class OpSpec:
                 "with --abi stable", "abi")
         if weights and kind != "rowwise":
             raise SpecError(f"--weights is only for --kind rowwise, not {kind}", "weights")
+        if (epilogue is not None or bias) and kind != "matmul":
+            raise SpecError(f"--epilogue and --bias are only for --kind matmul, not {kind}",
+                            "epilogue" if epilogue is not None else "bias")
         if namespace is None:
             ns = check_namespace(op_name, derived_from_op=True)
         else:
@@ -465,7 +474,19 @@ class OpSpec:
                        abi, weight_names)
         if inputs is not None or expr is not None:
             raise SpecError(f"--inputs and --expr are only for --kind {' or '.join(EXPR_KINDS)}, not {kind}", "kind")
-        return cls(name, op_name, kind, ns, dtype_tuple, arch, abi=abi)
+        parsed_epilogue = parse_epilogue(epilogue if epilogue is not None else "acc", bias)
+        if (parsed_epilogue.source != "acc" or bias) and abi != "stable":
+            raise SpecError(
+                f"--epilogue and --bias are generated on the stable ABI only (new features start there); this "
+                f"package is on the {abi} ABI: put the op in a package made with --abi stable",
+                "epilogue" if epilogue is not None else "bias")
+        return cls(name, op_name, kind, ns, dtype_tuple, arch, abi=abi, epilogue=parsed_epilogue.source, bias=bias,
+                   epilogue_parsed=parsed_epilogue)
+
+    @property
+    def fused(self) -> bool:
+        """A matmul op with an epilogue other than the plain product, or a bias."""
+        return self.kind == "matmul" and (self.epilogue != "acc" or self.bias)
 
     def record(self) -> dict[str, object]:
         """What the package's answers file records of this op (enough to render it again)."""
@@ -477,6 +498,10 @@ class OpSpec:
             if self.weights:
                 data["weights"] = list(self.weights)
             data["expr"] = self.expr
+        if self.fused:  # recorded only when not the plain product, so older records stay valid
+            data["epilogue"] = self.epilogue
+            if self.bias:
+                data["bias"] = True
         return data
 
     def source_basenames(self) -> frozenset[str]:
@@ -596,6 +621,8 @@ class PackageSpec:
                 backend=field_of(raw, "backend", str, required=False) or "cuda",
                 abi=abi,
                 weights=field_of(raw, "weights", list, required=False),
+                epilogue=field_of(raw, "epilogue", str, required=False),
+                bias=_recorded_flag(raw, "bias", f"{where}: ops[{index}]"),
             ))
         first, *rest = ops
         spec = cls(name, package, first.namespace, first.arch_list, (first,), abi)
@@ -620,10 +647,42 @@ class PackageSpec:
         data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
         if op.kind in EXPR_KINDS:
             data.update({"inputs": list(op.inputs), "expr": op.expr, "weights": list(op.weights)})
+        if op.kind == "matmul":
+            data.update({"epilogue": op.epilogue, "bias": op.bias})
         return data
 
 
 _TYPE_WORDS: dict[type, str] = {str: "string", list: "list of strings", dict: "mapping"}
+
+
+def _recorded_flag(raw: dict[str, object], key: str, where: str) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise AnswersError(f"{where}: {key!r} must be true or false, not {_short(value)}")
+    return value
+
+
+#: The names a matmul epilogue may read: the accumulator, and with --bias the bias.
+EPILOGUE_NAMES = ("acc", "bias")
+
+
+def parse_epilogue(text: str, bias: bool) -> expr_mod.ParsedExpr:
+    """Parse a matmul --epilogue over ``acc`` (and ``bias`` with --bias), through the same safe parser
+    as --expr; its one-line errors name --epilogue (and --bias) instead of --expr (and --inputs)."""
+    names = EPILOGUE_NAMES if bias else EPILOGUE_NAMES[:1]
+    try:
+        return expr_mod.parse(text, names)
+    except ExprError as err:
+        message = err.message.replace("--expr", "--epilogue")
+        if "declared in --inputs but not used" in message:
+            if "'bias'" in message:
+                message = f"--bias is given but --epilogue {expr_mod._clip(text)!r} does not use bias"
+            else:
+                message = (f"--epilogue {expr_mod._clip(text)!r} does not use acc (the element of A @ B); "
+                           "it must, e.g. 'acc + bias' or 'acc * sigmoid(acc)'")
+        elif "unknown name 'bias'" in message and not bias:
+            message = message.split(";")[0] + "; the bias needs --bias"
+        raise ExprError(message, "epilogue") from None
 
 
 def _short(value: object) -> str:

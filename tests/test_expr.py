@@ -315,10 +315,9 @@ def test_fuzz_parse_raises_only_expr_error_and_canonical_text_is_safe():
     assert tried >= 1000 and accepted >= 100, (tried, accepted)
 
 
-def test_whole_powers_compile_to_multiplications_that_match_pow(tmp_path):
-    """opmath::ipow (what x ** 3 emits) through the host compiler, against Python's pow."""
+def _host_compiler_with_opmath(tmp_path: Path) -> str:
+    """The host C++ compiler (or a skip), with the package's opmath.h rendered into tmp_path."""
     import shutil
-    import subprocess
 
     import jinja2
 
@@ -330,6 +329,14 @@ def test_whole_powers_compile_to_multiplications_that_match_pow(tmp_path):
                              keep_trailing_newline=True)
     (tmp_path / "opmath.h").write_text(env.from_string((root / "opmath.h.jinja").read_text()).render(
         abi="full", op_name="t", ops=[]))
+    return compiler
+
+
+def test_whole_powers_compile_to_multiplications_that_match_pow(tmp_path):
+    """opmath::ipow (what x ** 3 emits) through the host compiler, against Python's pow."""
+    import subprocess
+
+    compiler = _host_compiler_with_opmath(tmp_path)
     exponents = [-3, -2, -1, 0, 1, 3, 4, 5, 7, 16]
     parsed = [parse(f"x ** {n}", ("x",)).cpp("double") for n in exponents]
     body = "\n".join(f'  std::printf("%.17g\\n", {text});' for text in parsed)
@@ -369,21 +376,11 @@ def test_fast_float_keeps_its_type_through_every_function_and_matches_float_on_t
     """opmath::fast_float (the float16/bfloat16 op-math type of the elementwise CUDA kernel): every
     emitted construct, with acc_t = fast_float, compiles, stays a fast_float (so the fast division and
     exp follow the whole expression), and on the host gives the float result bit for bit."""
-    import shutil
     import subprocess
-
-    import jinja2
 
     from kernelgen.expr import FUNCTIONS
 
-    compiler = shutil.which("g++") or shutil.which("c++")
-    if compiler is None:
-        pytest.skip("no C++ compiler on this machine")
-    root = Path(__file__).resolve().parent.parent / "templates" / "package" / "{{package}}" / "csrc"
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                             keep_trailing_newline=True)
-    (tmp_path / "opmath.h").write_text(env.from_string((root / "opmath.h.jinja").read_text()).render(
-        abi="full", op_name="t", ops=[]))
+    compiler = _host_compiler_with_opmath(tmp_path)
     unary = sorted(name for name in FUNCTIONS if name not in ("min", "max", "pow"))
     texts = [f"{name}(abs(x) + 0.5) / (y - 3)" for name in unary] + [
         "min(x, y) * max(x, -y) - pow(abs(x) + 1, y)", "x ** 3 - 2 / y + x ** -2 + x ** 2.5 * 1e-3",

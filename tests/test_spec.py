@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from kernelgen.errors import InvalidNameError, SpecError
+from kernelgen.errors import AnswersError, InvalidNameError, SpecError
 from kernelgen.spec import (
     DEFAULT_ARCH_LIST,
     OpSpec,
@@ -106,3 +108,46 @@ def test_answers_round_trip():
     assert spec.expr == "x * sigmoid(1.702 * x)"  # recorded in canonical form, not as typed
     again = PackageSpec.from_answers(PackageSpec.for_new_op(spec).answers())
     assert again.ops == (spec,)
+
+
+def test_matmul_epilogue_and_bias():
+    """--epilogue goes through the safe parser over acc (and bias with --bias); the canonical text is
+    what the op records, and a plain product records nothing new (older answers stay valid)."""
+    plain = OpSpec.create("mm", kind="matmul")
+    assert plain.epilogue == "acc" and not plain.bias and not plain.fused
+    assert "epilogue" not in plain.record() and "bias" not in plain.record()
+    fused = OpSpec.create("mm", kind="matmul", bias=True, epilogue="(acc+bias)*sigmoid(1.702*(acc+bias))")
+    assert fused.fused and fused.epilogue == "(acc + bias) * sigmoid(1.702 * (acc + bias))"
+    assert fused.record()["epilogue"] == fused.epilogue and fused.record()["bias"] is True
+    again = PackageSpec.from_answers(PackageSpec.for_new_op(fused).answers()).ops[0]
+    assert again == fused
+    assert OpSpec.create("mm", kind="matmul", epilogue="max(acc, 0.0)").fused
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    ({"epilogue": "acc + bias"}, "unknown name 'bias' at column 7 in --epilogue; the bias needs --bias"),
+    ({"epilogue": "acc", "bias": True}, "--bias is given but --epilogue 'acc' does not use bias"),
+    ({"epilogue": "bias * 2", "bias": True}, "does not use acc"),
+    ({"epilogue": "x + acc"}, "unknown name 'x'"),
+    ({"epilogue": "acc  # __import__('os')"}, "comments are not allowed in --epilogue"),
+    ({"epilogue": "open(acc)"}, "unknown function 'open'"),
+    ({"epilogue": "acc * 2", "abi": "full"}, "stable ABI only"),
+])
+def test_matmul_epilogue_errors(kwargs, fragment):
+    with pytest.raises(SpecError, match=re.escape(fragment)) as info:
+        OpSpec.create("mm", kind="matmul", **kwargs)
+    assert "\n" not in str(info.value) and info.value.param in ("epilogue", "bias")
+
+
+def test_epilogue_is_only_for_matmul():
+    with pytest.raises(SpecError, match="only for --kind matmul, not elementwise"):
+        OpSpec.create("ew", inputs="x", expr="x", epilogue="acc")
+    with pytest.raises(SpecError, match="only for --kind matmul, not rowwise"):
+        OpSpec.create("rw", kind="rowwise", inputs="x", bias=True)
+
+
+def test_recorded_bias_must_be_a_boolean():
+    data = PackageSpec.for_new_op(OpSpec.create("mm", kind="matmul", bias=True, epilogue="acc + bias")).answers()
+    data["ops"][0]["bias"] = "yes"  # type: ignore[index]
+    with pytest.raises(AnswersError, match=r"'bias' must be true or false, not 'yes'"):
+        PackageSpec.from_answers(data)

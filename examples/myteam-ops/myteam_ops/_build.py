@@ -33,6 +33,7 @@ OPS = (
     "layernorm",
     "softmax_tl",
     "layernorm_tl",
+    "linear_gelu",
 )
 #: The ops compiled into _C (the CUDA C++ backend). Triton ops are Python only: a package with no
 #: C++ op builds no extension at all, so it installs instantly and needs no compiler.
@@ -44,6 +45,7 @@ EXTENSION_OPS = (
     "softmax",
     "log_softmax",
     "layernorm",
+    "linear_gelu",
 )
 HAS_EXTENSION = bool(EXTENSION_OPS)
 PACKAGE_DIR = Path(__file__).resolve().parent

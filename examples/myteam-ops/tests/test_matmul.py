@@ -28,6 +28,11 @@ TOLERANCES = {
 }
 
 
+def run(a, b):
+    """The op under test."""
+    return myteam_ops.matmul(a, b)
+
+
 def assert_matches(out, a, b):
     expected = torch.matmul(a.double(), b.double())
     rtol, atol = TOLERANCES[a.dtype]
@@ -62,7 +67,7 @@ SHAPES = [(1, 1, 1), (17, 33, 65), (127, 129, 255), (1, 4096, 1), (4096, 1, 4096
 def test_matches_reference(device, dtype, mkn):
     m, k, n = mkn
     a, b = make((m, k), dtype, device, 0), make((k, n), dtype, device, 1)
-    out = myteam_ops.matmul(a, b)
+    out = run(a, b)
     assert out.shape == (m, n) and out.dtype == dtype and out.is_contiguous()
     assert torch.isfinite(out).all()  # every element written (the allocation is uninitialized)
     assert_matches(out, a, b)
@@ -72,7 +77,7 @@ def test_matches_reference(device, dtype, mkn):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_batched(device, dtype):
     a, b = make((3, 33, 17), dtype, device, 2), make((3, 17, 40), dtype, device, 3)
-    out = myteam_ops.matmul(a, b)
+    out = run(a, b)
     assert out.shape == (3, 33, 40)
     assert_matches(out, a, b)
 
@@ -80,11 +85,12 @@ def test_batched(device, dtype):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_empty_cases(device, dtype):
-    k0 = myteam_ops.matmul(make((5, 0), dtype, device, 0), make((0, 7), dtype, device, 0))
+    a0, b0 = make((5, 0), dtype, device, 0), make((0, 7), dtype, device, 0)
+    k0 = run(a0, b0)
     assert k0.shape == (5, 7) and torch.equal(k0, torch.zeros(5, 7, dtype=dtype, device=device))
-    assert myteam_ops.matmul(make((0, 4), dtype, device, 0), make((4, 7), dtype, device, 0)).shape == (0, 7)
-    assert myteam_ops.matmul(make((5, 4), dtype, device, 0), make((4, 0), dtype, device, 0)).shape == (5, 0)
-    assert myteam_ops.matmul(make((0, 5, 4), dtype, device, 0), make((0, 4, 3), dtype, device, 0)).shape == (0, 5, 3)
+    assert run(make((0, 4), dtype, device, 0), make((4, 7), dtype, device, 0)).shape == (0, 7)
+    assert run(make((5, 4), dtype, device, 0), make((4, 0), dtype, device, 0)).shape == (5, 0)
+    assert run(make((0, 5, 4), dtype, device, 0), make((0, 4, 3), dtype, device, 0)).shape == (0, 5, 3)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -98,7 +104,7 @@ def test_non_contiguous_and_misaligned(device, dtype, view):
     else:  # contiguous views whose data starts one element into the storage: not 16-byte aligned
         a = make((130 * 64 + 1,), dtype, device, 4)[1:].view(130, 64)
         b = make((64 * 136 + 1,), dtype, device, 5)[1:].view(64, 136)
-    assert_matches(myteam_ops.matmul(a, b), a, b)
+    assert_matches(run(a, b), a, b)
 
 
 @pytest.mark.parametrize("device", DEVICES)
@@ -127,14 +133,16 @@ def test_torch_compile_fullgraph(device):
     a = make((33, 17), DTYPES[0], device, 14).requires_grad_()
     b = make((17, 9), DTYPES[0], device, 15).requires_grad_()
 
+    inputs = (a, b)
+
     def f(x, y):
         return myteam_ops.matmul(x, y).relu()
 
     compiled = torch.compile(f, fullgraph=True)
-    out = compiled(a, b)
-    torch.testing.assert_close(out, f(a, b))
-    grads = torch.autograd.grad(out.sum(), (a, b))
-    want = torch.autograd.grad(f(a, b).sum(), (a, b))
+    out = compiled(*inputs)
+    torch.testing.assert_close(out, f(*inputs))
+    grads = torch.autograd.grad(out.sum(), inputs)
+    want = torch.autograd.grad(f(*inputs).sum(), inputs)
     for got, ref in zip(grads, want):
         torch.testing.assert_close(got, ref)
 
@@ -143,42 +151,42 @@ def test_torch_compile_fullgraph(device):
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_bitwise_deterministic(device, dtype):
     a, b = make((257, 300), dtype, device, 16), make((300, 129), dtype, device, 17)
-    assert torch.equal(myteam_ops.matmul(a, b), myteam_ops.matmul(a, b))
+    assert torch.equal(run(a, b), run(a, b))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_error_inner_dimension_mismatch(device):
     with pytest.raises(RuntimeError, match=r"matmul: inner dimensions differ: A \[3, 4\] has 4 columns but B \[5, 6\] has 5 rows"):
-        myteam_ops.matmul(make((3, 4), DTYPES[0], device, 0), make((5, 6), DTYPES[0], device, 0))
+        run(make((3, 4), DTYPES[0], device, 0), make((5, 6), DTYPES[0], device, 0))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_error_rank(device):
     with pytest.raises(RuntimeError, match=r"matmul: expected A and B both 2-D .* got A \[3\] and B \[3, 2\]"):
-        myteam_ops.matmul(make((3,), DTYPES[0], device, 0), make((3, 2), DTYPES[0], device, 0))
+        run(make((3,), DTYPES[0], device, 0), make((3, 2), DTYPES[0], device, 0))
     with pytest.raises(RuntimeError, match=r"got A \[2, 3, 4\] and B \[4, 5\]"):
-        myteam_ops.matmul(make((2, 3, 4), DTYPES[0], device, 0), make((4, 5), DTYPES[0], device, 0))
+        run(make((2, 3, 4), DTYPES[0], device, 0), make((4, 5), DTYPES[0], device, 0))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_error_batch_mismatch(device):
     with pytest.raises(RuntimeError, match=r"matmul: batch sizes differ: A \[2, 3, 4\], B \[3, 4, 5\]"):
-        myteam_ops.matmul(make((2, 3, 4), DTYPES[0], device, 0), make((3, 4, 5), DTYPES[0], device, 0))
+        run(make((2, 3, 4), DTYPES[0], device, 0), make((3, 4, 5), DTYPES[0], device, 0))
 
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_error_dtypes(device):
     if len(DTYPES) > 1:
         with pytest.raises(RuntimeError, match=r"matmul: B has dtype .* but A has dtype"):
-            myteam_ops.matmul(make((3, 4), DTYPES[0], device, 0), make((4, 5), DTYPES[1], device, 0))
+            run(make((3, 4), DTYPES[0], device, 0), make((4, 5), DTYPES[1], device, 0))
     with pytest.raises(RuntimeError, match=r"matmul: A has dtype Int, but matmul supports"):
-        myteam_ops.matmul(torch.ones(3, 4, dtype=torch.int32, device=device), torch.ones(4, 5, dtype=torch.int32, device=device))
+        run(torch.ones(3, 4, dtype=torch.int32, device=device), torch.ones(4, 5, dtype=torch.int32, device=device))
 
 
 @requires_cuda
 def test_error_device_mismatch():
     with pytest.raises(RuntimeError, match=r"matmul: B is on cpu but A is on cuda"):
-        myteam_ops.matmul(make((3, 4), DTYPES[0], "cuda", 0), make((4, 5), DTYPES[0], "cpu", 0))
+        run(make((3, 4), DTYPES[0], "cuda", 0), make((4, 5), DTYPES[0], "cpu", 0))
 
 
 def test_error_not_a_tensor():
@@ -189,10 +197,10 @@ def test_error_not_a_tensor():
 @requires_cuda
 def test_current_stream_and_cuda_graph():
     a, b = make((200, 96), DTYPES[0], "cuda", 18), make((96, 136), DTYPES[0], "cuda", 19)
-    myteam_ops.matmul(a, b)
+    run(a, b)
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        out = myteam_ops.matmul(a, b)
+        out = run(a, b)
     a.copy_(make((200, 96), DTYPES[0], "cuda", 20))
     graph.replay()
     torch.cuda.synchronize()

@@ -1,4 +1,4 @@
-// matmul.cpp: the schema of myteam::matmul (C = A @ B), its input checks, and
+// matmul.cpp: the schema of myteam::matmul (C = matmul_epilogue(A @ B)), its input checks, and
 // its CPU implementation.
 //
 // Registered with the dispatcher rather than bound with pybind11, so it is a real PyTorch operator:
@@ -115,7 +115,7 @@ Tensor matmul_cpu(const Tensor& a, const Tensor& b) {
         }
         scalar_t* c_row = c_ptr + row * p.n;
         for (int64_t j = 0; j < p.n; ++j) {
-          c_row[j] = static_cast<scalar_t>(acc[j]);
+          c_row[j] = static_cast<scalar_t>(matmul_epilogue<acc_t>(acc[j]));
         }
       }
     });

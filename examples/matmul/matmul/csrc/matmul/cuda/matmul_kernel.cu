@@ -10,8 +10,10 @@
 //     mma.sync m16n8k16 tensor-core instructions fed by ldmatrix, accumulating in float. The next
 //     K-slice of A and B is loaded from global memory into registers while the current one is
 //     multiplied.
-// Both handle any M, N, K: loads outside the matrices read zeros, stores outside are skipped,
-// and every offset that is a product of dimensions is computed in int64.
+// Both handle any M, N, K (K = 0 too: the epilogue then sees acc = 0): loads outside the matrices
+// read zeros, stores outside are skipped, and every offset that is a product of dimensions is
+// computed in int64. Both apply the epilogue (matmul_epilogue in ../matmul_problem.h) to each
+// accumulator as it is stored, in float (double for float64), and round once.
 // The accumulation order is fixed, so results are bitwise deterministic.
 
 #include <cuda_runtime_api.h>
@@ -125,7 +127,7 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, scal
     for (int j = 0; j < kTN; ++j) {
       const int64_t gn = n0 + tx + j * kColsOfThreads;
       if (gm < m && gn < n) {
-        c[gm * n + gn] = static_cast<scalar_t>(acc[i][j]);
+        c[gm * n + gn] = static_cast<scalar_t>(matmul_epilogue<acc_t>(acc[i][j]));
       }
     }
   }
@@ -330,7 +332,7 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
     __syncthreads();
   }
 
-  // Epilogue: straight from the accumulators. Each thread holds, per 16 x 8 tile, two pairs of
+  // Epilogue (matmul_epilogue), straight from the accumulators. Each thread holds, per 16 x 8 tile, two pairs of
   // adjacent columns in rows lane / 4 and lane / 4 + 8; stores outside C are skipped.
 #pragma unroll
   for (int i = 0; i < kTilesM; ++i) {
@@ -343,7 +345,7 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
         const int64_t gm = row + (e / 2) * 8;
         const int64_t gn = col + e % 2;
         if (gm < m && gn < n) {
-          c[gm * n + gn] = static_cast<scalar_t>(acc[i][j][e]);
+          c[gm * n + gn] = static_cast<scalar_t>(matmul_epilogue<float>(acc[i][j][e]));
         }
       }
     }
@@ -356,8 +358,8 @@ bool is_aligned16(const void* ptr) { return reinterpret_cast<std::uintptr_t>(ptr
 }  // namespace
 
 template <typename scalar_t>
-void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p, int device,
-                  cudaStream_t stream) {
+void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
+                  int device, cudaStream_t stream) {
   if constexpr (std::is_same_v<scalar_t, torch::headeronly::Half> || std::is_same_v<scalar_t, torch::headeronly::BFloat16>) {
     int major = 0;
     STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));

@@ -1,0 +1,21 @@
+#pragma once
+// linear_gelu_kernel.h: the interface between the tensor code (linear_gelu_cuda.cpp, compiled by
+// the host compiler with the stable tensor API) and the kernels (linear_gelu_kernel.cu, compiled by
+// nvcc without it).
+// Only raw pointers and sizes cross it.
+
+#include <cuda_runtime_api.h>
+
+#include "../linear_gelu_problem.h"
+
+namespace linear_gelu {
+
+// C = linear_gelu_epilogue(A @ B, bias) for p.batch row-major, contiguous problems (A: M x K, B: K x N,
+// C: M x N, each batch entry stored after the previous one, bias: N), on GPU `device`, launched on
+// `stream`. Needs M, N and batch >= 1, K >= 0, batch <= 65535 and ceil(M / 128) <= 65535 (the grid
+// limits). Instantiated in linear_gelu_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
+template <typename scalar_t>
+void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
+                  int device, cudaStream_t stream);
+
+}  // namespace linear_gelu

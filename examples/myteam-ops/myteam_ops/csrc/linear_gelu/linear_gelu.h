@@ -1,0 +1,18 @@
+#pragma once
+// linear_gelu.h: what the CPU (linear_gelu.cpp) and CUDA (cuda/linear_gelu_cuda.cpp) halves of
+// myteam::linear_gelu share on the tensor side.
+
+#include "../stable_utils.h"
+#include "linear_gelu_problem.h"
+
+namespace linear_gelu {
+
+// Throws std::runtime_error (RuntimeError in Python) naming the shapes, unless A and B are 2-D (or
+// both 3-D with equal batch sizes), A's columns match B's rows, the bias is 1-D of N, and they share
+// a supported dtype and a device. Defined in linear_gelu.cpp, called by both backends.
+Problem check_inputs(const kernelgen::Tensor& a, const kernelgen::Tensor& b, const kernelgen::Tensor& bias);
+
+// The output, allocated like the inputs: [batch,] M x N, contiguous.
+kernelgen::Tensor empty_output(const kernelgen::Tensor& a, const Problem& p);
+
+}  // namespace linear_gelu
