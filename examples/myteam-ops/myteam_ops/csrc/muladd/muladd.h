@@ -12,7 +12,9 @@ namespace muladd {
 // acc_t is the op-math type: float for float16, bfloat16 and float32 inputs (each element is
 // widened once, computed in float, and rounded once when stored), double for float64. The CUDA
 // kernel computes float16 and bfloat16 in opmath::fast_float, a float whose division and exp are the
-// fast approximate ones (their errors are far below 16-bit rounding; see ../opmath.h).
+// fast approximate ones (their errors are far below 16-bit rounding; see ../opmath.h). Write
+// numbers as acc_t(0.5), as the generated line does, and call opmath:: functions: one expression then
+// compiles for every acc_t (a bare 0.5f beside an acc_t in `c ? x : 0.5f` or std::max does not).
 // If you change the formula, change reference() in ops/muladd.py to match: the tests compare against it
 // and the default backward is derived from it.
 template <typename acc_t>
