@@ -50,6 +50,11 @@ DTYPE_INFO: dict[str, dict[str, str]] = {
 _RECORDED = ("name", "package", "namespace", "arch_list", "abi", "ops")
 
 
+def has_sm90(ops: list[dict[str, Any]]) -> bool:
+    """Whether a package's ops include a matmul with a float16 or bfloat16 CUTLASS (sm_90a) path."""
+    return any(op.get("kind") == "matmul" and {"float16", "bfloat16"} & set(op.get("dtypes") or []) for op in ops)
+
+
 def expression(source: str, inputs: list[str]) -> dict[str, Any]:
     parsed = parse(source, tuple(inputs))
     return {
@@ -108,6 +113,7 @@ class KernelgenExtension(Extension):
         environment.globals["kg_expression"] = expression
         environment.globals["kg_twins"] = twins
         environment.globals["kg_rowwise"] = rowwise
+        environment.globals["kg_has_sm90"] = has_sm90
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION

@@ -484,6 +484,11 @@ class OpSpec:
                    epilogue_parsed=parsed_epilogue)
 
     @property
+    def sm90(self) -> bool:
+        """A matmul op with the CUTLASS Hopper path: on the stable ABI, with float16 or bfloat16."""
+        return self.kind == "matmul" and self.abi == "stable" and bool({"float16", "bfloat16"} & set(self.dtypes))
+
+    @property
     def fused(self) -> bool:
         """A matmul op with an epilogue other than the plain product, or a bias."""
         return self.kind == "matmul" and (self.epilogue != "acc" or self.bias)
@@ -509,7 +514,10 @@ class OpSpec:
         name object files by basename, so two ops of a package must not share one."""
         if self.backend != "cuda":
             return frozenset()
-        return frozenset({f"{self.op_name}.cpp", f"{self.op_name}_cuda.cpp", f"{self.op_name}_kernel.cu"})
+        names = {f"{self.op_name}.cpp", f"{self.op_name}_cuda.cpp", f"{self.op_name}_kernel.cu"}
+        if self.kind == "matmul":
+            names.add(f"{self.op_name}_sm90.cu")
+        return frozenset(names)
 
     @property
     def part(self) -> str:
@@ -648,7 +656,7 @@ class PackageSpec:
         if op.kind in EXPR_KINDS:
             data.update({"inputs": list(op.inputs), "expr": op.expr, "weights": list(op.weights)})
         if op.kind == "matmul":
-            data.update({"epilogue": op.epilogue, "bias": op.bias})
+            data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90})
         return data
 
 
