@@ -102,6 +102,18 @@ class Probe:
     def exists(self, path: str) -> bool:
         return Path(path).exists()
 
+    def package_dir(self, name: str) -> str | None:
+        """Where the installed Python package ``name`` is, found without importing it."""
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        return str(list(spec.submodule_search_locations)[0])
+
     def torch(self) -> TorchInfo | None:
         try:
             import torch
@@ -386,6 +398,31 @@ def check_op_torch(op_dir: Path, info: TorchInfo | None) -> Check | None:
     return Check("op torch", OK, f"torch {info.version} >= {wanted}, the package's stable-ABI target")
 
 
+def check_op_cutlass(probe: Probe, op_dir: Path) -> Check | None:
+    """For a package whose matmul ops have the CUTLASS Hopper path (csrc/*/cuda/*_sm90.cu): are the
+    headers there? A build for 9.0 stops without them. None for a package without such an op."""
+    if not any(op_dir.glob("*/csrc/*/cuda/*_sm90.cu")):
+        return None
+    _, arch_list = op_arch_list(op_dir)
+    effective = probe.environ.get("TORCH_CUDA_ARCH_LIST") or arch_list or ""
+    if not re.search(r"(^|[;\s])9\.0", effective):
+        return Check("op cutlass", OK, f"no 9.0 target in {effective!r}: the matmul ops' Hopper path is not built")
+    if probe.environ.get("KERNELGEN_NO_CUTLASS") == "1":
+        return Check("op cutlass", WARN, "KERNELGEN_NO_CUTLASS=1: the matmul ops build without their Hopper (CUTLASS) path",
+                     "unset KERNELGEN_NO_CUTLASS for cuBLAS-class float16/bfloat16 products on H100/H200")
+    root = probe.environ.get("KERNELGEN_CUTLASS_DIR")
+    where = "KERNELGEN_CUTLASS_DIR"
+    if not root:
+        package = probe.package_dir("cutlass_library")
+        root = str(Path(package) / "source") if package else None
+        where = "the nvidia-cutlass package"
+    if root and probe.exists(f"{root}/include/cutlass/cutlass.h"):
+        return Check("op cutlass", OK, f"CUTLASS headers in {root} ({where}), for the matmul ops' Hopper path")
+    return Check("op cutlass", FAIL, "the package's matmul ops have a Hopper path built from CUTLASS, and its headers are "
+                 "missing: a build for 9.0 stops", "pip install --no-deps nvidia-cutlass  (or KERNELGEN_NO_CUTLASS=1 "
+                 "to build the hand-written kernels only)")
+
+
 def arch_covers(arch_list: str, capability: tuple[int, int]) -> str:
     """'sass' if machine code for the capability is built, 'ptx' if only PTX that can JIT to it, else ''."""
     best = ""
@@ -441,6 +478,9 @@ def run_checks(probe: Probe | None = None, op_dir: Path | None = None) -> list[C
         torch_check = check_op_torch(op_dir, info)
         if torch_check is not None:
             checks.append(torch_check)
+        cutlass_check = check_op_cutlass(probe, op_dir)
+        if cutlass_check is not None:
+            checks.append(cutlass_check)
     checks.append(check_gpu(probe, info, op_dir))
     return checks
 

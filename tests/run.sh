@@ -31,6 +31,9 @@ fi
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
 python -m pip install -q -c .ci/constraints.txt -e '.[test]'
+# The CUTLASS headers of the matmul ops' Hopper path (the wheel's Python tools and their dependencies are
+# not needed: --no-deps).
+python -m pip install -q --no-deps -c .ci/constraints.txt nvidia-cutlass
 python - <<'PYEOF'
 import torch, sys
 print(f"torch {torch.__version__}, CUDA {torch.version.cuda}")

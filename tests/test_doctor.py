@@ -324,3 +324,66 @@ def test_a_full_abi_package_gets_no_target_check(tmp_path):
     op = _op(tmp_path, "8.0")  # no abi recorded: a full-ABI package
     (op / "op" / "_build.py").write_text('ARCH_LIST = "8.0"\nTORCH_TARGET_VERSION = (2, 10)\n')
     assert "op torch" not in by_name(doctor.run_checks(healthy(torch=TorchInfo("2.9.1", "12.8", [])), op))
+
+
+def _matmul_package(tmp_path, *, dtypes="float32,float16"):
+    from kernelgen.render import generate
+    from kernelgen.spec import OpSpec, PackageSpec
+
+    return generate(PackageSpec.for_new_op(OpSpec.create("mm", kind="matmul", dtypes=dtypes)), tmp_path, force=False)
+
+
+def test_op_cutlass_headers(tmp_path):
+    """A package whose matmul op has the CUTLASS Hopper path: the headers are checked where the build
+    looks (KERNELGEN_CUTLASS_DIR, else the nvidia-cutlass package), only when 9.0 is a target."""
+    root = _matmul_package(tmp_path)
+    assert list(root.glob("*/csrc/mm/cuda/mm_sm90.cu"))
+
+    class Cutlass(FakeProbe):
+        def package_dir(self, name):
+            return "/site/cutlass_library" if name == "cutlass_library" else None
+
+    check = doctor.check_op_cutlass(Cutlass(files={"/site/cutlass_library/source/include/cutlass/cutlass.h"}), root)
+    assert check.status == OK and "/site/cutlass_library/source" in check.detail
+    check = doctor.check_op_cutlass(FakeProbe(), root)
+    assert check.status == FAIL and "pip install --no-deps nvidia-cutlass" in check.fix
+    check = doctor.check_op_cutlass(FakeProbe(environ={"KERNELGEN_CUTLASS_DIR": "/c"}, files={"/c/include/cutlass/cutlass.h"}), root)
+    assert check.status == OK and "KERNELGEN_CUTLASS_DIR" in check.detail
+    assert doctor.check_op_cutlass(FakeProbe(environ={"TORCH_CUDA_ARCH_LIST": "8.0"}), root).status == OK
+    assert doctor.check_op_cutlass(FakeProbe(environ={"KERNELGEN_NO_CUTLASS": "1"}), root).status == WARN
+    plain = _matmul_package(tmp_path / "f32", dtypes="float32")
+    assert not list(plain.glob("*/csrc/mm/cuda/mm_sm90.cu")) and doctor.check_op_cutlass(FakeProbe(), plain) is None
+
+
+def test_build_py_compiles_the_hopper_path_for_sm_90a(tmp_path, monkeypatch):
+    """The generated _build.py: a 9.0 target becomes sm_90a machine code (+ the PTX the list asks
+    for), with KG_SM90A and the CUTLASS include directories; no 9.0 target, or KERNELGEN_NO_CUTLASS,
+    builds without the path; missing headers stop the build with one line."""
+    import importlib.util
+
+    root = _matmul_package(tmp_path)
+    (build_py,) = root.glob("*/_build.py")
+    spec = importlib.util.spec_from_file_location("_mm_build_test", build_py)
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    headers = tmp_path / "cutlass"
+    (headers / "include" / "cutlass").mkdir(parents=True)
+    (headers / "include" / "cutlass" / "cutlass.h").write_text("")
+    monkeypatch.setenv("KERNELGEN_CUTLASS_DIR", str(headers))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX")
+    flags = build.sm90_flags()
+    assert [f for f in flags if f.startswith("-gencode")] == [
+        "-gencode=arch=compute_80,code=sm_80", "-gencode=arch=compute_90,code=compute_90",
+        "-gencode=arch=compute_90a,code=sm_90a"]
+    assert "-DKG_SM90A=1" in flags and f"-I{headers / 'include'}" in flags
+    assert any(path.name == "mm_sm90.cu" for path in build.sources(True))
+    assert not any(path.name == "mm_sm90.cu" for path in build.sources(False))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0+PTX")
+    assert build.sm90_flags() is None and not any(path.name == "mm_sm90.cu" for path in build.sources(True))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
+    monkeypatch.setenv("KERNELGEN_NO_CUTLASS", "1")
+    assert build.sm90_flags() is None
+    monkeypatch.delenv("KERNELGEN_NO_CUTLASS")
+    monkeypatch.setenv("KERNELGEN_CUTLASS_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(SystemExit, match="pip install --no-deps nvidia-cutlass"):
+        build.sm90_flags()

@@ -177,15 +177,82 @@ def configure_environment(jit: bool = False) -> bool:
     return True
 
 
+# ---- the Hopper path of the matmul ops (CUTLASS) ----------------------------------------------
+# csrc/<op>/cuda/<op>_sm90.cu holds a CUTLASS 3.x GEMM for float16/bfloat16 (TMA, wgmma). wgmma needs
+# sm_90a machine code, which TORCH_CUDA_ARCH_LIST's "9.0" does not produce: where the list has 9.0,
+# this module passes the -gencode flags itself, with sm_90a in place of sm_90 (the same number of
+# device compiles; sm_90a runs on H100/H200, as sm_90 does), PTX as the list says, and defines
+# KG_SM90A, which lets the launcher take that path. The headers come from the nvidia-cutlass wheel
+# (pip install --no-deps nvidia-cutlass: the headers are all the build needs) or KERNELGEN_CUTLASS_DIR
+# (a directory holding include/cutlass and tools/util/include). KERNELGEN_NO_CUTLASS=1 builds the
+# hand-written kernels only.
+SM90_SOURCE_SUFFIX = "_sm90.cu"
+
+
+def cutlass_dirs() -> Optional[list[str]]:
+    """The CUTLASS include directories, or None when the headers are not installed."""
+    root = os.environ.get("KERNELGEN_CUTLASS_DIR")
+    if not root:
+        import importlib.util
+
+        spec = importlib.util.find_spec("cutlass_library")  # locates the package without importing it
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        root = str(Path(list(spec.submodule_search_locations)[0]) / "source")
+    dirs = [Path(root) / "include", Path(root) / "tools" / "util" / "include"]
+    if not (dirs[0] / "cutlass" / "cutlass.h").is_file():
+        return None
+    return [str(d) for d in dirs]
+
+
+def _arch_entries() -> list[str]:
+    """The arch list of this build: TORCH_CUDA_ARCH_LIST, else (a JIT build) the visible GPUs'."""
+    text = os.environ.get("TORCH_CUDA_ARCH_LIST", "").replace(" ", ";")
+    if not text:
+        import torch
+
+        text = ";".join(sorted({"%d.%d" % torch.cuda.get_device_capability(i) for i in range(torch.cuda.device_count())}))
+    return [entry for entry in text.split(";") if entry]
+
+
+def sm90_flags() -> Optional[list[str]]:
+    """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target or
+    KERNELGEN_NO_CUTLASS=1. Exits with one line when 9.0 is a target and the headers are missing."""
+    entries = _arch_entries()
+    if os.environ.get("KERNELGEN_NO_CUTLASS") == "1" or not any(e.split("+")[0] in ("9.0", "9.0a") for e in entries):
+        return None
+    dirs = cutlass_dirs()
+    if dirs is None:
+        sys.exit(f"{PACKAGE}: building for 9.0 needs the CUTLASS headers for the matmul ops' Hopper path: "
+                 "pip install --no-deps nvidia-cutlass (or set KERNELGEN_CUTLASS_DIR, or KERNELGEN_NO_CUTLASS=1 "
+                 "to build the hand-written kernels only)")
+    gencode = []
+    for entry in entries:
+        version = entry.split("+")[0].rstrip("a")
+        if not re.fullmatch(r"\d+\.\d+", version):  # a named arch ("Hopper"): torch's flags, no Hopper path
+            log(f"note: {entry!r} in TORCH_CUDA_ARCH_LIST is not a number: building without the CUTLASS path")
+            return None
+        num = version.replace(".", "")
+        sass = "90a" if num == "90" else num + ("a" if entry.split("+")[0].endswith("a") else "")
+        gencode.append(f"-gencode=arch=compute_{sass},code=sm_{sass}")
+        if entry.endswith("+PTX"):
+            gencode.append(f"-gencode=arch=compute_{num},code=compute_{num}")
+    # 2908: CUTLASS's Blackwell headers, pulled in by its collective builders, capture `this` implicitly.
+    return sorted(set(gencode)) + ["-DKG_SM90A=1", "--expt-relaxed-constexpr", "-diag-suppress=2908"] + [f"-I{d}" for d in dirs]
+
+
 def compile_flags(with_cuda: bool) -> tuple[list[str], list[str]]:
     debug = os.environ.get("DEBUG") == "1"
     defines = stable_defines(with_cuda)
-    return (CXX_DEBUG_FLAGS if debug else CXX_FLAGS) + defines, (NVCC_DEBUG_FLAGS if debug else NVCC_FLAGS) + defines
+    sm90 = (sm90_flags() or []) if with_cuda else []
+    return (CXX_DEBUG_FLAGS if debug else CXX_FLAGS) + defines, (NVCC_DEBUG_FLAGS if debug else NVCC_FLAGS) + defines + sm90
 
 
 def sources(with_cuda: bool) -> list[Path]:
     """The files to compile, sorted (a stable order keeps ninja's incremental builds incremental)."""
     found = sorted(path for pattern in ("*.cpp", "*.cu") for path in CSRC.rglob(pattern))
+    if not with_cuda or sm90_flags() is None:  # the Hopper path is compiled only for a 9.0 target
+        found = [path for path in found if not path.name.endswith(SM90_SOURCE_SUFFIX)]
     return [path for path in found if with_cuda or ("cuda" not in path.relative_to(CSRC).parts[:-1] and path.suffix != ".cu")]
 
 

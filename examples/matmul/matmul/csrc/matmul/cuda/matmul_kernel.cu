@@ -363,6 +363,15 @@ void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Prob
   if constexpr (std::is_same_v<scalar_t, torch::headeronly::Half> || std::is_same_v<scalar_t, torch::headeronly::BFloat16>) {
     int major = 0;
     STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+#if defined(KG_SM90A)
+    // On Hopper, the CUTLASS kernel (matmul_sm90.cu) when it takes the problem; this file's
+    // tensor-core kernel otherwise.
+    int minor = 0;
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    if (major == 9 && minor == 0 && launch_matmul_sm90<scalar_t>(a, b, c, p, device, stream)) {
+      return;
+    }
+#endif
     if (major >= 8) {
       const dim3 grid(static_cast<unsigned>(ceil_div(p.n, tc::kBN)), static_cast<unsigned>(ceil_div(p.m, tc::kBM)),
                       static_cast<unsigned>(p.batch));

@@ -18,4 +18,11 @@ template <typename scalar_t>
 void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
                   int device, cudaStream_t stream);
 
+// The Hopper path (linear_gelu_sm90.cu, CUTLASS; compiled when the build targets 9.0, see KG_SM90A in
+// _build.py): float16/bfloat16 on an sm_90 device. Returns false, having launched nothing, when the
+// problem is one it does not take (K or N not a multiple of 8, misaligned pointers, K = 0).
+template <typename scalar_t>
+bool launch_linear_gelu_sm90(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
+                       int device, cudaStream_t stream);
+
 }  // namespace linear_gelu
