@@ -112,7 +112,7 @@ class Probe:
             return None
         if spec is None or not spec.submodule_search_locations:
             return None
-        return str(list(spec.submodule_search_locations)[0])
+        return str(next(iter(spec.submodule_search_locations)))
 
     def torch(self) -> TorchInfo | None:
         try:

@@ -198,7 +198,7 @@ def cutlass_dirs() -> Optional[list[str]]:
         spec = importlib.util.find_spec("cutlass_library")  # locates the package without importing it
         if spec is None or not spec.submodule_search_locations:
             return None
-        root = str(Path(list(spec.submodule_search_locations)[0]) / "source")
+        root = str(Path(next(iter(spec.submodule_search_locations))) / "source")
     dirs = [Path(root) / "include", Path(root) / "tools" / "util" / "include"]
     if not (dirs[0] / "cutlass" / "cutlass.h").is_file():
         return None
