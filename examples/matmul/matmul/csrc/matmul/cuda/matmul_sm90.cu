@@ -62,8 +62,18 @@ struct EpilogueNode {
 };
 
 // Tile M x N x K per CTA, and CTAs per cluster (a cluster shares each TMA load of A or B by multicast).
+// KG_SM90_CONFIG (a -D flag, for measuring) picks one of the prototype's other configurations:
+// 1 = 128 x 128 x 64, cluster 1 x 2; 2 = 256 x 128 x 64, cluster 1 x 2 (docs/device/cutlass_proto).
+#if !defined(KG_SM90_CONFIG) || KG_SM90_CONFIG == 0
 using kTile = Shape<_128, _256, _64>;
 using kCluster = Shape<_2, _1, _1>;
+#elif KG_SM90_CONFIG == 1
+using kTile = Shape<_128, _128, _64>;
+using kCluster = Shape<_1, _2, _1>;
+#else
+using kTile = Shape<_256, _128, _64>;
+using kCluster = Shape<_1, _2, _1>;
+#endif
 
 template <typename Element>
 struct Sm90Gemm {
