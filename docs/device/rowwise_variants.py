@@ -16,9 +16,12 @@ LayerNorm package once per variant and edits its kernel file:
   na_wl       na, and the weights with ld.global.nc.L1::evict_last
   mp          rows longer than 8192 take the multi-pass kernel (passes after the first read the row
               from L2) instead of 32 registers per thread
-  h32         float16/bfloat16 rows take 32 elements per thread at every length (64 bytes in flight
+  h32         (the template since stop 20) float16/bfloat16 rows take 32 elements per thread at every length (64 bytes in flight
               per thread, as float32 has with 16), so 4096 is 128 threads, not 256
   lb3         the 16-per-thread kernel capped at 42 registers (3 blocks of 512, 6 of 256 per SM)
+  smem        (stop 20, not yet run) rows of 8193-16384 in shared memory, copied with cp.async by 256
+              threads (no registers held by loads in flight): 3 float32 rows of 16384 per SM instead
+              of 2; the reductions and the output read the row from shared memory
   persist     (measured slower, stop 20: 69-89% of copy) one 1024-thread block per SM that loops over rows (1024 / threads rows at a
               time) and keeps the weights in shared memory, loaded once: a row's weights are then
               read from L2 once per SM instead of once per row (two weights of float32 re-read per
@@ -228,6 +231,103 @@ bool launch_persistent(const scalar_t* x, const scalar_t* w, const scalar_t* b, 
 """
 
 
+SMEM = r"""
+// ---- Experiment (docs/device/rowwise_variants.py, variant smem) ----------------------------------
+// Rows of kMaxShortCols+1 .. kMaxRegisterCols elements held in shared memory instead of registers:
+// 256 threads copy the row with cp.async (16 bytes each, straight into shared memory, no registers
+// held while the loads are in flight), then every reduction and the output read it from there. A
+// float32 row of 16384 is 64 KB: 3 rows per SM in flight, against 2 for the 512-thread register
+// kernel at 64 registers.
+constexpr int kSmemThreads = 256;
+
+template <typename scalar_t, int kVec>
+__global__ void __launch_bounds__(kSmemThreads)
+lnexp_smem_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, const scalar_t* __restrict__ b,
+                  scalar_t* __restrict__ out, int64_t cols) {
+  using acc_t = opmath::opmath_type<scalar_t>;
+  using pack_t = Pack<scalar_t, kVec>;
+  extern __shared__ __align__(16) unsigned char smem_row[];
+  scalar_t* row_s = reinterpret_cast<scalar_t*>(smem_row);
+  __shared__ acc_t scratch[kReductions][kMaxThreads / kWarp];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
+  const int64_t step = static_cast<int64_t>(kSmemThreads) * kVec;
+  for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += step) {
+    __pipeline_memcpy_async(row_s + col, x + base + col, sizeof(pack_t));
+  }
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncthreads();
+  acc_t _r[kReductions];
+  {
+    acc_t acc = Reduce0<acc_t>::identity();
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += step) {
+      const pack_t x_p = *reinterpret_cast<const pack_t*>(row_s + col);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc = Reduce0<acc_t>::combine(acc, lnexp_reduce0_arg<acc_t>(static_cast<acc_t>(x_p.v[k]), acc_t(0), acc_t(0), _r));
+      }
+    }
+    _r[0] = row_reduce<Reduce0<acc_t>>(acc, scratch[0]);
+    if constexpr (kMean0) {
+      _r[0] /= static_cast<acc_t>(cols);
+    }
+  }
+  {
+    acc_t acc = Reduce1<acc_t>::identity();
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += step) {
+      const pack_t x_p = *reinterpret_cast<const pack_t*>(row_s + col);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc = Reduce1<acc_t>::combine(acc, lnexp_reduce1_arg<acc_t>(static_cast<acc_t>(x_p.v[k]), acc_t(0), acc_t(0), _r));
+      }
+    }
+    _r[1] = row_reduce<Reduce1<acc_t>>(acc, scratch[1]);
+    if constexpr (kMean1) {
+      _r[1] /= static_cast<acc_t>(cols);
+    }
+  }
+  for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += step) {
+    const pack_t x_p = *reinterpret_cast<const pack_t*>(row_s + col);
+    const pack_t w_p = load<scalar_t, kVec>(w + col);
+    const pack_t b_p = load<scalar_t, kVec>(b + col);
+    pack_t result;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      result.v[k] = static_cast<scalar_t>(lnexp_out<acc_t>(static_cast<acc_t>(x_p.v[k]), static_cast<acc_t>(w_p.v[k]),
+                                                           static_cast<acc_t>(b_p.v[k]), _r));
+    }
+    *reinterpret_cast<pack_t*>(out + base + col) = result;
+  }
+}
+
+template <typename scalar_t, int kVec>
+bool launch_smem(const scalar_t* x, const scalar_t* w, const scalar_t* b, scalar_t* out, int64_t rows, int64_t cols,
+                 cudaStream_t stream) {
+  if (kVec == 1 || rows == 0 || cols <= kMaxShortCols || cols > kMaxRegisterCols || rows > kMaxBlocks) {
+    return false;
+  }
+  const size_t bytes = static_cast<size_t>(cols) * sizeof(scalar_t);
+  STD_CUDA_CHECK(cudaFuncSetAttribute(lnexp_smem_kernel<scalar_t, kVec>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(bytes)));
+  lnexp_smem_kernel<scalar_t, kVec><<<static_cast<unsigned int>(rows), kSmemThreads, bytes, stream>>>(x, w, b, out, cols);
+  STD_CUDA_KERNEL_LAUNCH_CHECK();
+  return true;
+}
+// ---- end of the experiment --------------------------------------------------------------------------
+"""
+
+
+def smem(text: str) -> str:
+    anchor = "bool is_aligned(const void* ptr) {"
+    assert anchor in text
+    text = text.replace(anchor, SMEM + "\n" + anchor, 1)
+    text = "#include <cuda_pipeline.h>\n" + text  # at file scope, before the op's namespaces
+    old = "  if (cols > kMaxRegisterCols) {\n"
+    assert text.count(old) == 1
+    return text.replace(old, "  if (launch_smem<scalar_t, kVec>(x, w, b, out, rows, cols, stream)) {\n"
+                             "    return;\n  }\n" + old, 1)
+
+
 def persistent(text: str) -> str:
     anchor = "bool is_aligned(const void* ptr) {"
     assert anchor in text
@@ -266,12 +366,10 @@ def main(out: Path) -> None:
     variants["persist"] = persistent(text)
     variants["mp"] = _sub(text, "constexpr int64_t kMaxRegisterCols = int64_t{kLongPerThread} * kMaxThreads;",
                           "constexpr int64_t kMaxRegisterCols = kMaxShortCols;")
-    h32 = _sub(text, "  const bool short_rows = cols <= kMaxShortCols;\n",
-               "  const bool short_rows = sizeof(scalar_t) > 2 && cols <= kMaxShortCols;\n"
-               "  const int per_thread = short_rows ? kShortPerThread : kLongPerThread;\n")
-    variants["h32"] = _sub(h32, "int64_t{threads} * kShortPerThread < cols", "int64_t{threads} * per_thread < cols")
+    # h32 (the 2-byte dtypes at 32 elements per thread) is the template since stop 20
+    variants["smem"] = smem(text)
     variants["lb3"] = _sub(text, lb, lb.replace(", 2)", ", kPerThread == kShortPerThread ? 3 : 2)"))
-    for name in ("pre", "pre_lb1", "t1024_pre", "na", "cs", "persist"):  # measured slower (docs/benchmarks.md)
+    for name in ("pre", "pre_lb1", "t1024_pre", "na", "cs", "persist", "mp", "lb3"):  # measured (docs/benchmarks.md)
         del variants[name]
     for name, variant in variants.items():
         assert variant != text, name

@@ -187,8 +187,9 @@ def occupancy(registers: int) -> float:
 
 
 def kernel_facts(regs: dict[str, dict[str, int]], dtype: str, inputs: int) -> dict[str, object]:
-    """Registers, spills and occupancy of the vector kernel with the most packs per thread (the one the
-    launcher picks on large tensors)."""
+    """Registers, spills and occupancy of the vector kernel with the most packs per thread, and every
+    pack count's registers. ``packs`` is that largest count, not necessarily the one the launcher runs:
+    the kernel's choose_packs picks at run time from these figures and the expression's math cost."""
     vec = 16 // {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}[dtype]
     mine = {key: value for key, value in regs.items() if key.startswith(f"{dtype}/{vec}/") and key.count("/") == 2}
     if not mine:
