@@ -25,11 +25,17 @@ case "${1:-test}" in
     (cd examples/myteam-ops && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
        -k "cuda and not compile and not gradcheck and not opcheck" tests/test_linear_gelu.py > "$LOGS/memcheck.log" 2>&1
      echo "memcheck linear_gelu rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$LOGS/memcheck.log" | tr '\n' ' ')")
+    (cd examples/matmul && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
+       -k "cuda and not compile and not gradcheck and not opcheck" tests > "$LOGS/memcheck_matmul.log" 2>&1
+     echo "memcheck matmul rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$LOGS/memcheck_matmul.log" | tr '\n' ' ')")
+    (cd examples/myteam-ops && compute-sanitizer --tool racecheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
+       -k "cuda and not compile and not gradcheck and not opcheck and not large" tests/test_linear_gelu.py > "$LOGS/racecheck.log" 2>&1
+     echo "racecheck linear_gelu rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|passed|failed' "$LOGS/racecheck.log" | tr '\n' ' ')")
     ;;
   bench)
-    (cd examples/matmul && python3 benchmarks/bench_matmul.py --dtypes float16,bfloat16,float32 --sizes 1024,2048,4096,8192 \
+    (cd examples/matmul && python3 benchmarks/bench_matmul.py --dtypes float16,bfloat16,float32 --sizes 1024,2048,4096,8192,8192x8192x1024 \
        --json "$LOGS/bench_matmul.json" --plot "$LOGS/bench_matmul.png" 2>/dev/null | grep -v "^wrote")
-    (cd examples/myteam-ops && python3 benchmarks/bench_linear_gelu.py --dtypes float16,bfloat16 --sizes 1024,4096,8192 \
+    (cd examples/myteam-ops && python3 benchmarks/bench_linear_gelu.py --dtypes float16,bfloat16 --sizes 1024,4096,8192x8192x1024 \
        --json "$LOGS/bench_linear_gelu.json" --plot "$LOGS/bench_linear_gelu.png" 2>/dev/null | grep -v "^wrote")
     cp "$LOGS"/*.png "$FINAL_OUT/" 2>/dev/null
     ;;

@@ -285,6 +285,8 @@ def current_build_info(with_cuda: bool) -> dict[str, Any]:
         "cuda": torch.version.cuda if with_cuda else None,
         "with_cuda": with_cuda,
         "arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST") if with_cuda else None,
+        # Whether the matmul ops' CUTLASS Hopper path was compiled (the tests check which kernel runs).
+        "cutlass_sm90": with_cuda and sm90_flags() is not None,
     }
 
 

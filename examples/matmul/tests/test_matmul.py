@@ -6,7 +6,9 @@ without CUDA.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -205,3 +207,56 @@ def test_current_stream_and_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert_matches(out, a, b)
+
+
+def _hopper_path_reason():
+    if _cuda_skip_reason() is not None:
+        return _cuda_skip_reason()
+    if torch.cuda.get_device_capability() != (9, 0):
+        return "the CUTLASS path runs on sm_90 GPUs (H100, H200) only"
+    info = Path(matmul.__file__).parent / "_build_info.json"
+    if not info.is_file() or not json.loads(info.read_text()).get("cutlass_sm90"):
+        return "matmul was built without the CUTLASS path (no 9.0 target, or KERNELGEN_NO_CUTLASS=1)"
+    return None
+
+
+def cuda_kernels(fn):
+    """The names of the CUDA kernels that fn() launches."""
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return {event.name for event in prof.events() if event.device_type == torch.autograd.DeviceType.CUDA}
+
+
+# (case, A shape, B shape, A's storage offset in elements): which kernel runs is part of the contract.
+# CUTLASS (TMA) takes K and N multiples of 8 with 16-byte aligned pointers, ragged M, N and K included;
+# everything else falls back to the hand-written tensor-core kernel.
+HOPPER_CASES = [
+    ("tiles", (520, 264), (264, 1048), 0, True),  # many tiles, ragged M and N, K not a multiple of 64
+    ("small_k", (130, 40), (40, 24), 0, True),  # K below one k-tile, N below one tile
+    ("batched", (3, 130, 72), (3, 72, 136), 0, True),
+    ("k_not_multiple_of_8", (130, 66), (66, 136), 0, False),
+    ("n_not_multiple_of_8", (130, 72), (72, 134), 0, False),
+    ("misaligned", (130, 64), (64, 136), 1, False),
+]
+
+
+@pytest.mark.skipif(_hopper_path_reason() is not None, reason=_hopper_path_reason() or "")
+@pytest.mark.parametrize("dtype", [d for d in DTYPES if d in (torch.float16, torch.bfloat16)], ids=str)
+@pytest.mark.parametrize("case", HOPPER_CASES, ids=lambda c: c[0])
+def test_hopper_path_and_its_fallback(dtype, case):
+    _, a_shape, b_shape, offset, takes_cutlass = case
+    a = make((math.prod(a_shape) + offset,), dtype, "cuda", 21)[offset:].view(a_shape)
+    b = make((math.prod(b_shape) + offset,), dtype, "cuda", 22)[offset:].view(b_shape)
+    out = run(a, b)
+    kernels = cuda_kernels(lambda: run(a, b))
+    assert any("cutlass" in name for name in kernels) == takes_cutlass, sorted(kernels)
+    assert_matches(out, a, b)
+    # The CUTLASS launch is stream-ordered and allocation-free, so it can be captured in a CUDA graph.
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        replayed = run(a, b)
+    a.copy_(make(a_shape, dtype, "cuda", 23))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert_matches(replayed, a, b)
