@@ -4,6 +4,7 @@
 #   bash docs/device/cutlass_branch.sh test    # build examples/matmul and examples/myteam-ops (the
 #                                              # CUTLASS sm_90a path of matmul and linear_gelu), run their
 #                                              # matmul suites, then compute-sanitizer memcheck over the CUDA tests
+#   bash docs/device/cutlass_branch.sh all     # test (without racecheck), then bench, in one call
 #   bash docs/device/cutlass_branch.sh bench   # the matmul benchmark (cuBLAS, compile) and linear_gelu's
 #                                              # (eager unfused, max-autotune), float16/bfloat16/float32
 set -uo pipefail
@@ -16,8 +17,10 @@ for ex in matmul myteam-ops; do
    echo "build $ex rc=$? in $(( $(date +%s) - t )) s; sm_90a objects: $(grep -c 'code=sm_90a' "$LOGS/build_$ex.log")") &
 done
 wait
-case "${1:-test}" in
-  test)
+MODE=${1:-test}
+if [ "$MODE" = all ]; then RACECHECK=0; fi
+case "$MODE" in
+  test|all)
     (cd examples/matmul && python3 -m pytest -q -p no:cacheprovider > "$LOGS/test_matmul.log" 2>&1; echo "examples/matmul rc=$?: $(tail -1 "$LOGS/test_matmul.log")") &
     (cd examples/myteam-ops && python3 -m pytest -q -p no:cacheprovider tests/test_matmul.py tests/test_linear_gelu.py > "$LOGS/test_myteam_matmul.log" 2>&1; echo "myteam matmul + linear_gelu rc=$?: $(tail -1 "$LOGS/test_myteam_matmul.log")") &
     wait
@@ -28,12 +31,14 @@ case "${1:-test}" in
     (cd examples/matmul && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
        -k "cuda and not compile and not gradcheck and not opcheck" tests > "$LOGS/memcheck_matmul.log" 2>&1
      echo "memcheck matmul rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$LOGS/memcheck_matmul.log" | tr '\n' ' ')")
-    (cd examples/myteam-ops && compute-sanitizer --tool racecheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
+    [ "${RACECHECK:-1}" = 1 ] && (cd examples/myteam-ops && compute-sanitizer --tool racecheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
        -k "cuda and not compile and not gradcheck and not opcheck and not large" tests/test_linear_gelu.py > "$LOGS/racecheck.log" 2>&1
      echo "racecheck linear_gelu rc=$?: $(grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|passed|failed' "$LOGS/racecheck.log" | tr '\n' ' ')")
     ;;
-  bench)
-    (cd examples/matmul && python3 benchmarks/bench_matmul.py --dtypes float16,bfloat16,float32 --sizes 1024,2048,4096,8192,8192x8192x1024 \
+esac
+case "$MODE" in
+  bench|all)
+    (cd examples/matmul && python3 benchmarks/bench_matmul.py --dtypes float16,bfloat16,float32 --sizes 512,1024,2048,4096,8192,8192x8192x1024 \
        --json "$LOGS/bench_matmul.json" --plot "$LOGS/bench_matmul.png" 2>/dev/null | grep -v "^wrote")
     (cd examples/myteam-ops && python3 benchmarks/bench_linear_gelu.py --dtypes float16,bfloat16 --sizes 1024,4096,8192x8192x1024 \
        --json "$LOGS/bench_linear_gelu.json" --plot "$LOGS/bench_linear_gelu.png" 2>/dev/null | grep -v "^wrote")

@@ -127,7 +127,9 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, scal
     for (int j = 0; j < kTN; ++j) {
       const int64_t gn = n0 + tx + j * kColsOfThreads;
       if (gm < m && gn < n) {
-        c[gm * n + gn] = static_cast<scalar_t>(matmul_epilogue<acc_t>(acc[i][j]));
+        // Epilogue math in opmath::kernel_math_type: fast division and exp for 16-bit outputs (../opmath.h).
+        c[gm * n + gn] = static_cast<scalar_t>(static_cast<acc_t>(
+            matmul_epilogue<opmath::kernel_math_type<scalar_t, acc_t>>(acc[i][j])));
       }
     }
   }
@@ -345,7 +347,8 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
         const int64_t gm = row + (e / 2) * 8;
         const int64_t gn = col + e % 2;
         if (gm < m && gn < n) {
-          c[gm * n + gn] = static_cast<scalar_t>(matmul_epilogue<float>(acc[i][j][e]));
+          c[gm * n + gn] = static_cast<scalar_t>(static_cast<float>(
+              matmul_epilogue<opmath::fast_float>(acc[i][j][e])));
         }
       }
     }

@@ -127,7 +127,9 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, cons
     for (int j = 0; j < kTN; ++j) {
       const int64_t gn = n0 + tx + j * kColsOfThreads;
       if (gm < m && gn < n) {
-        c[gm * n + gn] = static_cast<scalar_t>(linear_gelu_epilogue<acc_t>(acc[i][j], static_cast<acc_t>(bias[gn])));
+        // Epilogue math in opmath::kernel_math_type: fast division and exp for 16-bit outputs (../opmath.h).
+        c[gm * n + gn] = static_cast<scalar_t>(static_cast<acc_t>(
+            linear_gelu_epilogue<opmath::kernel_math_type<scalar_t, acc_t>>(acc[i][j], static_cast<acc_t>(bias[gn]))));
       }
     }
   }
@@ -345,7 +347,8 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
         const int64_t gm = row + (e / 2) * 8;
         const int64_t gn = col + e % 2;
         if (gm < m && gn < n) {
-          c[gm * n + gn] = static_cast<scalar_t>(linear_gelu_epilogue<float>(acc[i][j][e], static_cast<float>(bias[gn])));
+          c[gm * n + gn] = static_cast<scalar_t>(static_cast<float>(
+              linear_gelu_epilogue<opmath::fast_float>(acc[i][j][e], static_cast<float>(bias[gn]))));
         }
       }
     }

@@ -7,8 +7,8 @@
 //   * the epilogue fused through CUTLASS's epilogue visitor tree (EVT): a compute node that calls
 //     matmul_epilogue (../matmul_problem.h, shared with the other kernels and the CPU loop) on
 //     every accumulator element, before the one rounding and the TMA store.
-// The tile shape and schedule below were chosen from the configurations measured on an H100 (see
-// kTile and kCluster). Everything else (other archs, float32/float64, shapes TMA cannot take: rows
+// Two configurations, chosen from those measured on an H100 (see Large and Small below), and picked
+// per problem by its tile count. Everything else (other archs, float32/float64, shapes TMA cannot take: rows
 // not 16-byte aligned, i.e. K or N not a multiple of 8, misaligned views) runs the hand-written
 // kernels of matmul_kernel.cu, which stay the reference path and the one to learn from.
 //
@@ -48,53 +48,67 @@ namespace {
 using namespace cute;
 
 // The epilogue as an EVT compute node: CUTLASS calls Op<Array<float, N>> on fragments of N
-// accumulators (and of N bias values); each element goes through matmul_epilogue in float.
+// accumulators; each element goes through matmul_epilogue in
+// opmath::fast_float, the float whose division, exp and sigmoid use the fast instructions (../opmath.h:
+// their error is far below the 16-bit output's rounding). With accurate math, a bias + GELU epilogue
+// doubled the time of an 8192 x 8192 x 1024 product: IEEE division branches to a slow path, which keeps
+// the compiler from interleaving the elements, and the epilogue warps have no other work to hide it.
 template <class Fragment>
 struct EpilogueNode {
   CUTLASS_HOST_DEVICE Fragment operator()(Fragment const& acc) const {
     Fragment out;
     CUTLASS_PRAGMA_UNROLL
     for (int i = 0; i < Fragment::kElements; ++i) {
-      out[i] = matmul_epilogue<float>(acc[i]);
+      out[i] = static_cast<float>(matmul_epilogue<opmath::fast_float>(acc[i]));
     }
     return out;
   }
 };
 
-// Tile M x N x K per CTA, and CTAs per cluster (a cluster shares each TMA load of A or B by multicast).
-// KG_SM90_CONFIG (a -D flag, for measuring) picks one of the prototype's other configurations:
-// 1 = 128 x 128 x 64, cluster 1 x 2; 2 = 256 x 128 x 64, cluster 1 x 2 (docs/device/cutlass_proto).
-#if !defined(KG_SM90_CONFIG) || KG_SM90_CONFIG == 0
-using kTile = Shape<_128, _256, _64>;
-using kCluster = Shape<_2, _1, _1>;
-#elif KG_SM90_CONFIG == 1
-using kTile = Shape<_128, _128, _64>;
-using kCluster = Shape<_1, _2, _1>;
-#else
-using kTile = Shape<_256, _128, _64>;
-using kCluster = Shape<_1, _2, _1>;
-#endif
+// One configuration: the tile M x N x K per CTA, the CTAs per cluster (a cluster shares each TMA load
+// of A or B by multicast), and the kernel schedule. Measured on an H100 against cuBLAS, float16 and
+// bfloat16 (docs/device/cutlass_proto in kernelgen, docs/benchmarks.md "Stop 21"):
+//   * Large: 128 x 256 x 64, cluster 2 x 1, cooperative (two consumer warpgroups share each tile):
+//     0.93-0.97x of cuBLAS at 4096^3, 8192^3 and 8192 x 8192 x 1024; 0.57x at 1024^3, where its
+//     32 tiles leave 100 of the 132 SMs idle.
+//   * Small: 128 x 128 x 64, cluster 1 x 2, ping-pong (each consumer warpgroup owns a tile, and one
+//     runs its epilogue while the other runs the main loop): 0.78-0.83x at 1024^3, but 0.65x at 8192^3.
+//   * 256 x 128 x 64 cooperative measured within 0.03x of Large everywhere, and was not kept.
+// The launcher takes Small when Large would fill less than one wave of the GPU's SMs.
+struct Large {
+  using Tile = Shape<_128, _256, _64>;
+  using Cluster = Shape<_2, _1, _1>;
+  using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
+  using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;
+};
+struct Small {
+  using Tile = Shape<_128, _128, _64>;
+  using Cluster = Shape<_1, _2, _1>;
+  using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
+  using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
+};
 
-template <typename Element>
+template <typename Element, typename Config>
 struct Sm90Gemm {
   using LayoutA = cutlass::layout::RowMajor;  // A: M x K, K contiguous
   using LayoutB = cutlass::layout::RowMajor;  // B: K x N, N contiguous (MN-major for wgmma)
   using LayoutC = cutlass::layout::RowMajor;
+  using Tile = typename Config::Tile;
   static constexpr int kAlign = 16 / sizeof(Element);  // TMA: 16-byte aligned rows
   static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
   using Fusion = cutlass::epilogue::fusion::Sm90EVT<
       cutlass::epilogue::fusion::Sm90Compute<EpilogueNode, Element, float, kRound>,
       cutlass::epilogue::fusion::Sm90AccFetch>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
-      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, kTile, kCluster,
+      cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, typename Config::Cluster,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float,
       void, LayoutC, kAlign,  // no C operand: the output is written only
-      Element, LayoutC, kAlign, cutlass::epilogue::TmaWarpSpecializedCooperative, Fusion>::CollectiveOp;
+      Element, LayoutC, kAlign, typename Config::EpilogueSchedule, Fusion>::CollectiveOp;
   using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, LayoutA, kAlign, Element, LayoutB, kAlign,
-      float, kTile, kCluster,
+      float, Tile, typename Config::Cluster,
       cutlass::gemm::collective::StageCountAutoCarveout<static_cast<int>(sizeof(typename Epilogue::SharedStorage))>,
-      cutlass::gemm::KernelTmaWarpSpecializedCooperative>::CollectiveOp;
+      typename Config::MainloopSchedule>::CollectiveOp;
   using Kernel = cutlass::gemm::kernel::GemmUniversal<Shape<int, int, int, int>, Mainloop, Epilogue,
                                                       cutlass::gemm::PersistentScheduler>;
   using Adapter = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
@@ -114,43 +128,19 @@ struct Element<torch::headeronly::BFloat16> {
   using type = cutlass::bfloat16_t;
 };
 
-}  // namespace
-
-template <typename scalar_t>
-bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
-                       int device, cudaStream_t stream) {
-  using E = typename Element<scalar_t>::type;
-  using Gemm = typename Sm90Gemm<E>::Adapter;
-  // TMA reads rows that start on 16-byte boundaries; CUTLASS checks the shapes, the pointers are
-  // checked here. K = 0 is left to the hand-written kernels.
-  constexpr int64_t kAlign = Sm90Gemm<E>::kAlign;
-  if (p.k == 0 || p.k % kAlign != 0 || p.n % kAlign != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c)) {
-    return false;
-  }
-  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.batch > INT32_MAX) {
-    return false;
-  }
-  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
-  const int batch = static_cast<int>(p.batch);
+// Runs the GEMM in configuration Config; false when CUTLASS does not take the problem.
+template <typename E, typename Config>
+bool run(const E* a, const E* b, E* c, int m, int n, int k, int batch, const cutlass::KernelHardwareInfo& hw,
+         cudaStream_t stream) {
+  using Gemm = typename Sm90Gemm<E, Config>::Adapter;
   using GemmKernel = typename Gemm::GemmKernel;
   const auto stride_a = cutlass::make_cute_packed_stride(typename GemmKernel::StrideA{}, make_shape(m, k, batch));
   const auto stride_b = cutlass::make_cute_packed_stride(typename GemmKernel::StrideB{}, make_shape(n, k, batch));
   const auto stride_c = cutlass::make_cute_packed_stride(typename GemmKernel::StrideD{}, make_shape(m, n, batch));
-  // The SM count once per device (the persistent scheduler launches one CTA per SM at most).
-  static int sm_count[64] = {};
-  if (device < 0 || device >= 64) {
-    return false;
-  }
-  if (sm_count[device] == 0) {
-    STD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count[device], cudaDevAttrMultiProcessorCount, device));
-  }
-  cutlass::KernelHardwareInfo hw;
-  hw.device_id = device;
-  hw.sm_count = sm_count[device];
   typename Gemm::Arguments args{cutlass::gemm::GemmUniversalMode::kGemm,
                                 {m, n, k, batch},
-                                {reinterpret_cast<const E*>(a), stride_a, reinterpret_cast<const E*>(b), stride_b},
-                                {{}, nullptr, stride_c, reinterpret_cast<E*>(c), stride_c},
+                                {a, stride_a, b, stride_b},
+                                {{}, nullptr, stride_c, c, stride_c},
                                 hw};
   Gemm gemm;
   // No workspace is passed: the persistent data-parallel scheduler needs none (a configuration that
@@ -164,6 +154,46 @@ bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const
   const cutlass::Status status = gemm.run(stream);
   STD_CUDA_KERNEL_LAUNCH_CHECK();
   return status == cutlass::Status::kSuccess;
+}
+
+}  // namespace
+
+template <typename scalar_t>
+bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
+                       int device, cudaStream_t stream) {
+  using E = typename Element<scalar_t>::type;
+  // TMA reads rows that start on 16-byte boundaries; CUTLASS checks the shapes, the pointers are
+  // checked here. K = 0 is left to the hand-written kernels.
+  constexpr int64_t kAlign = 16 / sizeof(E);
+  if (p.k == 0 || p.k % kAlign != 0 || p.n % kAlign != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c)) {
+    return false;
+  }
+  if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.batch > INT32_MAX) {
+    return false;
+  }
+  // The SM count once per device (the persistent scheduler launches one CTA per SM at most).
+  static int sm_count[64] = {};
+  if (device < 0 || device >= 64) {
+    return false;
+  }
+  if (sm_count[device] == 0) {
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&sm_count[device], cudaDevAttrMultiProcessorCount, device));
+  }
+  cutlass::KernelHardwareInfo hw;
+  hw.device_id = device;
+  hw.sm_count = sm_count[device];
+  const int m = static_cast<int>(p.m), n = static_cast<int>(p.n), k = static_cast<int>(p.k);
+  const int batch = static_cast<int>(p.batch);
+  const auto* ea = reinterpret_cast<const E*>(a);
+  const auto* eb = reinterpret_cast<const E*>(b);
+  auto* ec = reinterpret_cast<E*>(c);
+  // Large's tiles over all batches: fewer than the SMs leave SMs idle, and Small's half-size tiles
+  // spread the problem over twice as many.
+  const int64_t large_tiles = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
+  if (large_tiles < hw.sm_count) {
+    return run<E, Small>(ea, eb, ec, m, n, k, batch, hw, stream);
+  }
+  return run<E, Large>(ea, eb, ec, m, n, k, batch, hw, stream);
 }
 
 template bool launch_matmul_sm90<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
