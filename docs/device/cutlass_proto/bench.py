@@ -19,8 +19,15 @@ from torch.utils.cpp_extension import load
 from triton.testing import do_bench
 
 HERE = Path(__file__).resolve().parent
-CONFIGS = {0: "128x256x64 coop 2x1", 1: "128x128x64 pingpong 1x2", 2: "256x128x64 coop 1x2"}
+CONFIGS = {0: "128x256x64 coop 2x1", 1: "128x128x64 pingpong 1x2", 2: "256x128x64 coop 1x2",
+           3: "64x128x64 pingpong 1x1", 4: "128x128x64 pingpong 1x1", 5: "64x128x64 pingpong 1x2",
+           6: "128x64x64 pingpong 1x1"}
 SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (8192, 8192, 8192), (8192, 8192, 1024)]
+# PROTO_SMALL=1 (stop 21): configurations 1 and 3-6 only, on problems below one wave of tiles, no compile.
+SMALL = os.environ.get("PROTO_SMALL") == "1"
+if SMALL:
+    CONFIGS = {c: CONFIGS[c] for c in (1, 3, 4, 5, 6)}
+    SHAPES = [(512, 512, 512), (1024, 1024, 1024), (1024, 1024, 4096), (2048, 1024, 1024), (2048, 2048, 2048)]
 # The fused epilogue's targets (issue 11) are against max-autotune compile at these two shapes only;
 # max-autotune costs minutes per shape, so the others time eager only.
 COMPILE_SHAPES = {(4096, 4096, 4096), (8192, 8192, 1024)}
@@ -58,10 +65,10 @@ def measure(mod, dtype: torch.dtype, m: int, n: int, k: int) -> None:
     ref = torch.matmul(a.float(), b.float())
     t_cublas = bench(lambda: torch.matmul(a, b))
     cells = each_config(mod, a, b, None, ref, lambda t: f"{t_cublas / t:.2f}x")
-    print(f"{str(dtype)[6:]:8} {m}x{n}x{k} plain: cuBLAS {flops / t_cublas / 1e12:.0f} TFLOP/s; {cells}", flush=True)
+    print(f"{str(dtype)[6:]:8} {m}x{n}x{k} plain: cuBLAS {flops / t_cublas / 1e9:.0f} TFLOP/s ({1e3 * t_cublas:.1f} us); {cells}", flush=True)
     t_eager = bench(lambda: fused_reference(a, b, bias))
     t_compile = float("nan")
-    if (m, n, k) in COMPILE_SHAPES:
+    if (m, n, k) in COMPILE_SHAPES and not SMALL:
         compiled = torch.compile(fused_reference, mode="max-autotune-no-cudagraphs")
         compiled(a, b, bias)
         t_compile = bench(lambda: compiled(a, b, bias))
@@ -76,7 +83,8 @@ def main(source: str) -> None:
         name="mm_proto", verbose=False,
         sources=[str(HERE / "binding.cpp")] + [str(HERE / f"mm_{v}.cu") for v in ("f16", "f16_bias_gelu", "bf16", "bf16_bias_gelu")],
         extra_include_paths=[f"{source}/include", f"{source}/tools/util/include", str(HERE)],
-        extra_cuda_cflags=["-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode=arch=compute_90a,code=sm_90a"],
+        extra_cuda_cflags=["-O3", "-DNDEBUG", "--expt-relaxed-constexpr", "-gencode=arch=compute_90a,code=sm_90a"]
+        + (["-DMM_ONLY_SMALL"] if SMALL else []),
     )
     print(f"built in {time.time() - started:.0f} s on {os.cpu_count()} cores", flush=True)
     for dtype in (torch.float16, torch.bfloat16):

@@ -154,6 +154,11 @@ using EpiPingpong = cutlass::epilogue::TmaWarpSpecialized;
 using C0 = Config<MM_ELEMENT, Shape<_128, _256, _64>, Shape<_2, _1, _1>, Cooperative, EpiCooperative, MM_BIAS>;
 using C1 = Config<MM_ELEMENT, Shape<_128, _128, _64>, Shape<_1, _2, _1>, Pingpong, EpiPingpong, MM_BIAS>;
 using C2 = Config<MM_ELEMENT, Shape<_256, _128, _64>, Shape<_1, _2, _1>, Cooperative, EpiCooperative, MM_BIAS>;
+// Candidates for problems below one wave of 128 x 128 tiles (stop 21).
+using C3 = Config<MM_ELEMENT, Shape<_64, _128, _64>, Shape<_1, _1, _1>, Pingpong, EpiPingpong, MM_BIAS>;
+using C4 = Config<MM_ELEMENT, Shape<_128, _128, _64>, Shape<_1, _1, _1>, Pingpong, EpiPingpong, MM_BIAS>;
+using C5 = Config<MM_ELEMENT, Shape<_64, _128, _64>, Shape<_1, _2, _1>, Pingpong, EpiPingpong, MM_BIAS>;
+using C6 = Config<MM_ELEMENT, Shape<_128, _64, _64>, Shape<_1, _1, _1>, Pingpong, EpiPingpong, MM_BIAS>;
 
 }  // namespace
 }  // namespace mm_proto
@@ -161,12 +166,22 @@ using C2 = Config<MM_ELEMENT, Shape<_256, _128, _64>, Shape<_1, _2, _1>, Coopera
 int MM_ENTRY(int config, const void* a, const void* b, const void* bias, void* d, int m, int n, int k,
              void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   switch (config) {
-    case 0:
-      return mm_proto::run<mm_proto::C0>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
     case 1:
       return mm_proto::run<mm_proto::C1>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
+#ifndef MM_ONLY_SMALL
+    case 0:
+      return mm_proto::run<mm_proto::C0>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
     case 2:
       return mm_proto::run<mm_proto::C2>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
+#endif
+    case 3:
+      return mm_proto::run<mm_proto::C3>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
+    case 4:
+      return mm_proto::run<mm_proto::C4>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
+    case 5:
+      return mm_proto::run<mm_proto::C5>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
+    case 6:
+      return mm_proto::run<mm_proto::C6>(a, b, bias, d, m, n, k, workspace, workspace_bytes, stream);
     default:
       return 9;
   }
