@@ -258,13 +258,16 @@ def cuda_kernels(fn):
     return {event.name for event in prof.events() if event.device_type == torch.autograd.DeviceType.CUDA}
 
 
-# (case, A shape, B shape, A's storage offset in elements): which kernel runs is part of the contract.
-# CUTLASS (TMA) takes K and N multiples of 8 with 16-byte aligned pointers, ragged M, N and K included;
-# everything else falls back to the hand-written tensor-core kernel.
+# (case, A shape, B shape, A's storage offset in elements, whether CUTLASS takes it): which kernel runs
+# is part of the contract. CUTLASS (TMA) takes K and N multiples of 8 with 16-byte aligned pointers,
+# ragged M, N and K included, in its Large configuration (128 x 256 tiles) when they fill at least half
+# of the SMs, else in Tiny (64 x 128); everything else falls back to the hand-written tensor-core kernel.
 HOPPER_CASES = [
-    ("tiles", (520, 264), (264, 1048), 0, True),  # many tiles, ragged M and N, K not a multiple of 64
+    ("large_tiles", (1160, 264), (264, 2056), 0, True),  # 90 Large tiles; M, N and K ragged
+    ("large_batched", (3, 520, 72), (3, 72, 2056), 0, True),  # 135 Large tiles over 3 batches
+    ("tiny_tiles", (520, 264), (264, 1048), 0, True),  # 25 Large tiles: Tiny's 144
     ("small_k", (130, 40), (40, 24), 0, True),  # K below one k-tile, N below one tile
-    ("batched", (3, 130, 72), (3, 72, 136), 0, True),
+    ("tiny_batched", (3, 130, 72), (3, 72, 136), 0, True),
     ("k_not_multiple_of_8", (130, 66), (66, 136), 0, False),
     ("n_not_multiple_of_8", (130, 72), (72, 134), 0, False),
     ("misaligned", (130, 64), (64, 136), 1, False),

@@ -7,7 +7,7 @@
 //   * the epilogue fused through CUTLASS's epilogue visitor tree (EVT): a compute node that calls
 //     matmul_epilogue (../matmul_problem.h, shared with the other kernels and the CPU loop) on
 //     every accumulator element, before the one rounding and the TMA store.
-// Two configurations, chosen from those measured on an H100 (see Large and Small below), and picked
+// Two configurations, chosen from those measured on an H100 (see Large and Tiny below), and picked
 // per problem by its tile count. Everything else (other archs, float32/float64, shapes TMA cannot take: rows
 // not 16-byte aligned, i.e. K or N not a multiple of 8, misaligned views) runs the hand-written
 // kernels of matmul_kernel.cu, which stay the reference path and the one to learn from.
@@ -67,23 +67,27 @@ struct EpilogueNode {
 
 // One configuration: the tile M x N x K per CTA, the CTAs per cluster (a cluster shares each TMA load
 // of A or B by multicast), and the kernel schedule. Measured on an H100 against cuBLAS, float16 and
-// bfloat16 (docs/device/cutlass_proto in kernelgen, docs/benchmarks.md "Stop 21"):
+// bfloat16 (docs/device/cutlass_proto in kernelgen; docs/benchmarks.md, "Stop 21"):
 //   * Large: 128 x 256 x 64, cluster 2 x 1, cooperative (two consumer warpgroups share each tile):
-//     0.93-0.97x of cuBLAS at 4096^3, 8192^3 and 8192 x 8192 x 1024; 0.57x at 1024^3, where its
-//     32 tiles leave 100 of the 132 SMs idle.
-//   * Small: 128 x 128 x 64, cluster 1 x 2, ping-pong (each consumer warpgroup owns a tile, and one
-//     runs its epilogue while the other runs the main loop): 0.78-0.83x at 1024^3, but 0.65x at 8192^3.
-//   * 256 x 128 x 64 cooperative measured within 0.03x of Large everywhere, and was not kept.
-// The launcher takes Small when Large would fill less than one wave of the GPU's SMs.
+//     0.93-0.97x of cuBLAS at 4096^3, 8192^3 and 8192 x 8192 x 1024, 0.99x at 2048^3; but 0.57x at
+//     1024^3, whose 32 tiles leave 100 of the 132 SMs idle.
+//   * Tiny: 64 x 128 x 64, no cluster, ping-pong (each consumer warpgroup owns a tile; one runs its
+//     epilogue while the other runs its main loop): 0.96x at 1024^3, 0.81-0.87x at 512^3, 0.88-0.97x
+//     at 2048 x 1024 x 1024; but 0.57x at 2048^3 (512 tiles: four waves of small tiles).
+//   * Also measured and not kept: 256 x 128 cooperative (within 0.03x of Large everywhere); 128 x 128
+//     ping-pong with a 1 x 2 cluster (0.73-0.78x at 1024^3, 0.65x at 8192^3) or none; 128 x 64 and
+//     64 x 128 with a cluster (below Tiny at 1024^3). Each configuration costs about 25 s of nvcc per
+//     dtype on the build machine, so the file keeps two.
+// The launcher takes Tiny when Large would leave more than half of the SMs idle.
 struct Large {
   using Tile = Shape<_128, _256, _64>;
   using Cluster = Shape<_2, _1, _1>;
   using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedCooperative;
   using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecializedCooperative;
 };
-struct Small {
-  using Tile = Shape<_128, _128, _64>;
-  using Cluster = Shape<_1, _2, _1>;
+struct Tiny {
+  using Tile = Shape<_64, _128, _64>;
+  using Cluster = Shape<_1, _1, _1>;
   using MainloopSchedule = cutlass::gemm::KernelTmaWarpSpecializedPingpong;
   using EpilogueSchedule = cutlass::epilogue::TmaWarpSpecialized;
 };
@@ -187,11 +191,11 @@ bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const
   const auto* ea = reinterpret_cast<const E*>(a);
   const auto* eb = reinterpret_cast<const E*>(b);
   auto* ec = reinterpret_cast<E*>(c);
-  // Large's tiles over all batches: fewer than the SMs leave SMs idle, and Small's half-size tiles
-  // spread the problem over twice as many.
+  // Large's tiles over all batches: when they would leave more than half of the SMs idle, Tiny's
+  // tiles (a quarter of the size) spread the problem wider.
   const int64_t large_tiles = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
-  if (large_tiles < hw.sm_count) {
-    return run<E, Small>(ea, eb, ec, m, n, k, batch, hw, stream);
+  if (2 * large_tiles < hw.sm_count) {
+    return run<E, Tiny>(ea, eb, ec, m, n, k, batch, hw, stream);
   }
   return run<E, Large>(ea, eb, ec, m, n, k, batch, hw, stream);
 }
