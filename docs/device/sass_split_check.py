@@ -45,7 +45,7 @@ def main(package_dir: str) -> None:
     base += [f"-I{p}" for p in include_paths(device_type="cuda")]
     source = next((package / "csrc").rglob("*_sm90.cu"))
     tmp = Path(tempfile.mkdtemp())
-    variants = {"plain": base, "split": base + ["--split-compile=0"]}
+    variants = {"plain": base, "split": [*base, "--split-compile=0"]}
 
     def compile_one(item):
         label, flags = item
