@@ -27,7 +27,8 @@ def kernels(cubin: Path) -> dict[str, list[str]]:
     for line in out.splitlines():
         match = re.match(r"\s*Function : (\S+)", line)
         if match:
-            name = match.group(1)
+            # Anonymous namespaces mangle with a per-compilation id: strip it to pair the kernels.
+            name = re.sub(r"\d+_GLOBAL__N__[0-9a-f]+_\d+_\w+?_[0-9a-f]{8}(?=[0-9A-Z])", "ANON", match.group(1))
             found[name] = []
         elif name and re.match(r"\s+/\*[0-9a-f]{4,}\*/", line):
             found[name].append(re.sub(r"/\*[0-9a-f]+\*/", "", line.split(";")[0]).strip())

@@ -251,10 +251,7 @@ def test_hopper_path_and_its_fallback(dtype, case):
     _, a_shape, b_shape, offset, takes_cutlass = case
     a = make((math.prod(a_shape) + offset,), dtype, "cuda", 21)[offset:].view(a_shape)
     b = make((math.prod(b_shape) + offset,), dtype, "cuda", 22)[offset:].view(b_shape)
-    out = run(a, b)
-    kernels = cuda_kernels(lambda: run(a, b))
-    assert any("cutlass" in name for name in kernels) == takes_cutlass, sorted(kernels)
-    assert_matches(out, a, b)
+    assert_matches(run(a, b), a, b)
     # The CUTLASS launch is stream-ordered and allocation-free, so it can be captured in a CUDA graph.
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
@@ -263,3 +260,8 @@ def test_hopper_path_and_its_fallback(dtype, case):
     graph.replay()
     torch.cuda.synchronize()
     assert_matches(replayed, a, b)
+    kernels = cuda_kernels(lambda: run(a, b))
+    if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
+        pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as compute-sanitizer): "
+                    "which kernel ran is unchecked")
+    assert any("cutlass" in name for name in kernels) == takes_cutlass, sorted(kernels)
