@@ -180,10 +180,10 @@ void launch_packs(const scalar_t* x, scalar_t* out, int64_t n, cudaStream_t stre
 
 // The packs per thread for this dtype on the current GPU (see kMaxPacks .. kMinWavesForPacks). A
 // kernel that spills (more local memory than the one-pack kernel) is not a candidate beyond one pack.
-// Template version 5 excluded every kernel at the register cap as well; in version 6 four bfloat16
+// Template version 5 excluded every kernel at the register cap as well; in version 6 two bfloat16
 // ops whose 2-pack kernel sits at exactly 64 registers without a spill ran at 1.00x of torch.compile
-// with 2 packs, one of them at 0.95x with the 1 pack that rule gave it. Computed once per device and
-// dtype.
+// with 2 packs, one of them at 0.95x with the 1 pack that rule gave it, while 4-pack kernels that
+// spilled 54-300 bytes ran at 0.42-0.78x. Computed once per device and dtype.
 constexpr int kWide = -1;  // choose_packs: one pack per thread, the kWideMinBlocksPerSm kernel
 
 template <typename scalar_t, int kVec>
