@@ -292,7 +292,12 @@ def list_ops(package_dir: Path, as_json: bool) -> None:
                f"{len(pkg.ops)} op(s)")
     for op in pkg.ops:
         columns = ", ".join(op.inputs) + (f"; weights {', '.join(op.weights)}" if op.weights else "")
-        detail = f"{columns} -> {op.expr}" if op.kind in EXPR_KINDS else "C = A @ B"
+        if op.kind in EXPR_KINDS:
+            detail = f"{columns} -> {op.expr}"
+        elif op.fused:
+            detail = f"C = {op.epilogue}, acc = A @ B" + (" (a, b, bias)" if op.bias else "")
+        else:
+            detail = "C = A @ B"
         click.echo(f"  torch.ops.{pkg.namespace}.{op.op_name:<20} {op.kind:<12} {detail}   [{', '.join(op.dtypes)}]")
 
 

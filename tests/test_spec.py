@@ -151,3 +151,16 @@ def test_recorded_bias_must_be_a_boolean():
     data["ops"][0]["bias"] = "yes"  # type: ignore[index]
     with pytest.raises(AnswersError, match=r"'bias' must be true or false, not 'yes'"):
         PackageSpec.from_answers(data)
+
+
+def test_ops_lists_a_fused_matmul_with_its_epilogue(tmp_path):
+    from click.testing import CliRunner
+
+    from kernelgen.cli import main
+    from kernelgen.render import generate
+
+    op = OpSpec.create("lin", kind="matmul", bias=True, epilogue="max(acc + bias, 0.0)", dtypes="float32")
+    root = generate(PackageSpec.for_new_op(op), tmp_path, force=False)
+    result = CliRunner().invoke(main, ["ops", str(root)])
+    assert result.exit_code == 0, result.output
+    assert "C = max(acc + bias, 0.0), acc = A @ B (a, b, bias)" in result.output

@@ -61,18 +61,17 @@ def _linear_gelu_fake(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> t
 
 # ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
-    # The backward needs the inputs (not the output) to evaluate the epilogue's derivative.
+    # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)
 
 
-def _backward(ctx, grad_c: torch.Tensor):
+def _backward(ctx, grad_out: torch.Tensor):
     # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by torch.func.vjp
-    # in op-math precision (float32 for float16/bfloat16 inputs): it recomputes A @ B with cuBLAS,
-    # differentiates the epilogue, then takes grad_A = g @ B^T and grad_B = A^T @ g and grad_bias = sum of g over the rows.
-    # It is correct for any epilogue kernelgen accepts (gradcheck in the tests proves it). When the
-    # backward matters for speed, write a fused one: the epilogue's derivative can be applied to
-    # grad_c while it is loaded into a matrix product (linear_gelu_epilogue in csrc/ shows the formula).
+    # The default backward is the vector-Jacobian product of reference(), computed by
+    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
+    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
+    # PyTorch kernels. When the backward matters for speed, write a fused backward kernel: declare
+    # a second op (say linear_gelu_backward) in csrc/ the same way as linear_gelu, and call it here.
     # ------------------------------------------------------------------------------------------
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
@@ -82,7 +81,7 @@ def _backward(ctx, grad_c: torch.Tensor):
         return reference(*(x.to(opmath) for x in xs))
 
     _, vjp = torch.func.vjp(in_opmath, *saved)
-    return tuple(g.to(dtype) for g in vjp(grad_c.to(opmath)))
+    return vjp(grad_out.to(opmath))
 
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
