@@ -219,7 +219,7 @@ def sm90_flags() -> Optional[list[str]]:
     """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target or
     KERNELGEN_NO_CUTLASS=1. Exits with one line when 9.0 is a target and the headers are missing."""
     entries = _arch_entries()
-    if os.environ.get("KERNELGEN_NO_CUTLASS") == "1" or not any(e.split("+")[0] in ("9.0", "9.0a") for e in entries):
+    if os.environ.get("KERNELGEN_NO_CUTLASS") == "1" or not any(entry.split("+")[0] in ("9.0", "9.0a") for entry in entries):
         return None
     dirs = cutlass_dirs()
     if dirs is None:
