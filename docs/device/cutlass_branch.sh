@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11 on the GPU machine, for the branch issue11-cutlass (carry .device/cutlass, which holds the
+# Issue 11 on the GPU machine: the CUTLASS sm_90a path of the matmul examples (carry .device/cutlass, which holds the
 # nvidia-cutlass wheel: pip download nvidia-cutlass==4.2.0.0 --no-deps -d .device/cutlass):
 #   bash docs/device/cutlass_branch.sh test    # build examples/matmul and examples/myteam-ops (the
 #                                              # CUTLASS sm_90a path of matmul and linear_gelu), run their
