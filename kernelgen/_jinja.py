@@ -50,9 +50,15 @@ DTYPE_INFO: dict[str, dict[str, str]] = {
 _RECORDED = ("name", "package", "namespace", "arch_list", "abi", "ops")
 
 
+def matmul_has_sm90(kind: object, dtypes: Any) -> bool:
+    """The rule of the CUTLASS (sm_90a) Hopper path, in a stable-ABI package: a matmul op with float16
+    or bfloat16. OpSpec.sm90 and the templates (through kg_has_sm90) both ask here."""
+    return kind == "matmul" and bool({"float16", "bfloat16"} & set(dtypes or []))
+
+
 def has_sm90(ops: list[dict[str, Any]]) -> bool:
-    """Whether a package's ops include a matmul with a float16 or bfloat16 CUTLASS (sm_90a) path."""
-    return any(op.get("kind") == "matmul" and {"float16", "bfloat16"} & set(op.get("dtypes") or []) for op in ops)
+    """Whether a package's ops include a matmul with the CUTLASS Hopper path (see matmul_has_sm90)."""
+    return any(matmul_has_sm90(op.get("kind"), op.get("dtypes")) for op in ops)
 
 
 def expression(source: str, inputs: list[str]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import expr as expr_mod
 from . import names as names_mod
+from ._jinja import matmul_has_sm90
 from .errors import AnswersError, ExprError, InvalidNameError, SpecError
 
 KINDS: dict[str, str] = {
@@ -486,7 +487,7 @@ class OpSpec:
     @property
     def sm90(self) -> bool:
         """A matmul op with the CUTLASS Hopper path: on the stable ABI, with float16 or bfloat16."""
-        return self.kind == "matmul" and self.abi == "stable" and bool({"float16", "bfloat16"} & set(self.dtypes))
+        return self.abi == "stable" and matmul_has_sm90(self.kind, self.dtypes)
 
     @property
     def fused(self) -> bool:
