@@ -5,6 +5,7 @@
 #                                              # CUTLASS sm_90a path of matmul and linear_gelu), run their
 #                                              # matmul suites, then compute-sanitizer memcheck over the CUDA tests
 #   bash docs/device/cutlass_branch.sh all     # test (without racecheck), then bench, in one call
+#   (test and all first time 512^3-2048^3 several rounds against cuBLAS: docs/device/mm_repeat.py)
 #   bash docs/device/cutlass_branch.sh bench   # the matmul benchmark (cuBLAS, compile) and linear_gelu's
 #                                              # (eager unfused, max-autotune), float16/bfloat16/float32
 set -uo pipefail
@@ -22,6 +23,9 @@ done
 wait
 [ -f "$LOGS/sass_split.log" ] && tail -3 "$LOGS/sass_split.log"
 MODE=${1:-test}
+if [ "$MODE" != bench ]; then  # is 1024^3 float16 slow, or was it noise? (stop 21 left it at 0.68x)
+  (cd examples/matmul && python3 ../../docs/device/mm_repeat.py --sizes 512,1024,2048 --rounds 5 2>&1 | tee "$LOGS/mm_repeat.log" | grep -E "median|ours:")
+fi
 RACE_K="cuda and not compile and not gradcheck and not opcheck and not large"
 if [ "$MODE" = all ]; then RACE_K="hopper"; fi  # all: racecheck over the CUTLASS-path tests only
 case "$MODE" in
