@@ -9,6 +9,9 @@
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; LOGS=/tmp/kgrow; mkdir -p "$FINAL_OUT" "$LOGS"
 export PYTHONUNBUFFERED=1 KERNELGEN_REQUIRE_CUDA=1 MAX_JOBS=16
+# The rowwise ops need no CUTLASS: build myteam-ops' matmul ops without their sm_90a path (no
+# nvidia-cutlass to install, two minutes less of build). docs/device/cutlass_branch.sh tests that path.
+export KERNELGEN_NO_CUTLASS=${KERNELGEN_NO_CUTLASS:-1}
 now() { date +%s.%N; }
 took() { python3 -c "print(round($(now) - $1, 1))"; }
 MODE=${1:-test}
