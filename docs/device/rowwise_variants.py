@@ -27,6 +27,9 @@ LayerNorm package once per variant and edits its kernel file:
   tree_lb1    tree, and __launch_bounds__(512, 1) for the 32-per-thread kernel
   tree_pre_lb1  tree + pre_lb1: Triton's own LayerNorm shape at 16384 (128 registers, one 512-thread
               block per SM, weights loaded with the row)
+  rt2         (stop 22) the 2-byte types keep blockDim.x at run time at 512 threads too (softmax
+              bfloat16 at 16384 ran at 76% of copy with it fixed at compile time, float16 at 97%);
+              also written for the softmax op, as smexp_rt2
   persist     (measured slower, stop 20: 69-89% of copy) one 1024-thread block per SM that loops over rows (1024 / threads rows at a
               time) and keeps the weights in shared memory, loaded once: a row's weights are then
               read from L2 once per SM instead of once per row (two weights of float32 re-read per
@@ -397,6 +400,13 @@ def main(out: Path) -> None:
     # h32 (the 2-byte dtypes at 32 elements per thread) is the template since stop 20
     variants["smem"] = smem(text)
     variants["lb3"] = _sub(text, lb, lb.replace(", 2)", ", kPerThread == kShortPerThread ? 3 : 2)"))
+    rt2_old = "    if (threads == kMaxThreads) {\n"
+    rt2_new = "    if (sizeof(scalar_t) > 2 && threads == kMaxThreads) {\n"
+    variants["rt2"] = _sub(text, rt2_old, rt2_new)
+    sm_kernel = Path("smexp/csrc/smexp/cuda/smexp_kernel.cu")
+    sm_text = (out / "smexp" / sm_kernel).read_text()
+    shutil.copytree(out / "smexp", out / "smexp_rt2")
+    (out / "smexp_rt2" / sm_kernel).write_text(_sub(sm_text, rt2_old, rt2_new))
     # tree, tree_lb1, tree_pre_lb1 (stop 22): measured; tree is in the template since, and na_wl's
     # and the others' edits no longer apply to it.
     for name in ("pre", "pre_lb1", "t1024_pre", "na", "cs", "na_wl", "persist", "mp", "lb3", "smem"):  # measured (docs/benchmarks.md)

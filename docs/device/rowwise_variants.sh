@@ -33,8 +33,13 @@ for dtype in (torch.float32, torch.bfloat16, torch.float64):
 print(name, "matches PyTorch")
 PYEOF
 for d in */; do (cd "$d" && PYTHONPATH=. python3 /tmp/check.py "${d%/}" 2>&1 | tail -1); done
-COLS=1024,4096,16384
-[ -n "${SOFTMAX:-}" ] && (cd smexp && python3 benchmarks/bench_smexp.py --dtypes float32,float16,bfloat16 --sizes 67108864 --cols $COLS 2>/dev/null | grep -v "^wrote")
+COLS=${COLS:-1024,4096,16384}
+if [ -n "${SOFTMAX:-}" ]; then
+  for d in smexp*/; do
+    echo "== ${d%/}"
+    (cd "$d" && PYTHONPATH=. python3 benchmarks/bench_smexp.py --dtypes float32,float16,bfloat16 --sizes 67108864 --cols $COLS 2>/dev/null | grep -v "^wrote")
+  done
+fi
 (cd lnexp && python3 benchmarks/bench_lnexp.py --dtypes float32,float16,bfloat16 --sizes 67108864 --cols $COLS 2>/dev/null | grep -v "^wrote")
 for d in lnexp_*/; do
   echo "== variant ${d%/}"

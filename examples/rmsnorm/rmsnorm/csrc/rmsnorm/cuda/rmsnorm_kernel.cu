@@ -110,10 +110,10 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int thr
 // a row holds elements [(p * threads + t) * kVec, ... + kVec) for p < kPerThread / kVec.
 // At most 64 registers per thread (two blocks of kMaxThreads per SM), so that enough warps are resident.
 // kThreads: the threads per row when the launch fixes it at compile time (kMaxThreads, the longest
-// rows), else 0 (blockDim.x). With it every access of a row is one pointer plus a constant offset;
-// with blockDim.x known only at run time the compiler kept an address per pack and spilled
-// registers at the 64-register cap: LayerNorm at rows of 16384 float32 ran at 76% of a copy's
-// bandwidth with 458,752 local-memory requests per launch (ncu).
+// rows of float32/float64), else 0 (blockDim.x). With it every access of a row is one pointer plus a
+// constant offset; with blockDim.x known only at run time the compiler kept an address per pack and
+// spilled registers at the 64-register cap: LayerNorm at rows of 16384 float32 ran at 76% of a
+// copy's bandwidth with 458,752 local-memory requests per launch (ncu), 98% with it.
 template <typename scalar_t, int kVec, int kPerThread, int kThreads>
 __global__ void __launch_bounds__(kMaxThreads, 2)
 rmsnorm_rows_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
@@ -232,6 +232,11 @@ bool is_aligned(const void* ptr) {
 template <typename scalar_t, int kVec, int kPerThread>
 void launch_register_rows(const scalar_t* __restrict__ x, const scalar_t* __restrict__ w, scalar_t* __restrict__ out, int64_t rows, int64_t cols, cudaStream_t stream) {
   // Threads per row: a power of two from one warp to kMaxThreads, enough for kPerThread elements each.
+  // At kMaxThreads, float32/float64 take the kernel with the thread count fixed at compile time. The
+  // 2-byte types do not: their kernels did not spill without it, and with it the bfloat16 softmax at
+  // rows of 16384 ran at 76% of a copy's bandwidth against 97% (same instruction count and
+  // occupancy, more stalls per instruction: ncu, docs/benchmarks.md in kernelgen).
+  constexpr bool kFixedThreads = sizeof(scalar_t) > 2;
   int threads = kWarp;
   while (threads < kMaxThreads && int64_t{threads} * kPerThread < cols) {
     threads *= 2;
@@ -243,8 +248,8 @@ void launch_register_rows(const scalar_t* __restrict__ x, const scalar_t* __rest
     const int64_t count = std::min(rows - start, max_rows);
     const int64_t offset = start * cols;
     const auto blocks = static_cast<unsigned int>((count + rows_per_block - 1) / rows_per_block);
-    if (threads == kMaxThreads) {
-      rmsnorm_rows_kernel<scalar_t, kVec, kPerThread, kMaxThreads><<<blocks, block, 0, stream>>>(
+    if (kFixedThreads && threads == kMaxThreads) {
+      rmsnorm_rows_kernel<scalar_t, kVec, kPerThread, kFixedThreads ? kMaxThreads : 0><<<blocks, block, 0, stream>>>(
           x + offset, w, out + offset, count, cols);
     } else {
       rmsnorm_rows_kernel<scalar_t, kVec, kPerThread, 0><<<blocks, block, 0, stream>>>(
