@@ -76,7 +76,7 @@ def main() -> None:
                 num_warps = warps or max(4, min(16, block // 512))
 
                 def run(kernel=kernel, num_warps=num_warps, block=block):
-                    kernel[(rows,)](x, w, b, out, cols, BLOCK=block, ACC=tl.float32, num_warps=num_warps)
+                    kernel[(rows,)](x, w, b, out, cols, BLOCK=block, ACC=tl.float32, num_warps=num_warps)  # noqa: B023
 
                 run()
                 err = (out.float() - expected).abs().max().item()
