@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -193,6 +193,11 @@ class ParsedExpr:
     rowwise: bool = False
 
     @property
+    def variables(self) -> frozenset[str]:
+        """The input and weight names the expression uses."""
+        return frozenset(_variables(self.tree))
+
+    @property
     def canonical(self) -> str:
         """The expression re-printed from the tree in Python syntax: names, float literals,
         ``+ - * / **``, calls, parentheses, commas and spaces. Parsing it gives the same tree."""
@@ -300,79 +305,85 @@ def parse(
     *,
     weights: tuple[str, ...] | list[str] = (),
     rowwise: bool = False,
+    option: str = "--expr",
+    hints: Mapping[str, str] | None = None,
+    require_all: bool = True,
 ) -> ParsedExpr:
     """Parse and validate ``source`` over the declared ``inputs``.
 
     With ``rowwise``, the expression may also use the 1-D ``weights`` and the row reductions
     ``sum(e)``, ``mean(e)``, ``max(e)`` and ``min(e)`` (see :data:`REDUCTIONS`).
-    Raises :class:`ExprError` with a one-line message naming the bad token.
+    Raises :class:`ExprError` with a one-line message naming the bad token and ``option`` (the
+    command-line option the text came from; the error's ``param`` is its name without dashes).
+    ``hints`` maps a name that is not declared to what the message says instead of listing the
+    inputs (``{"bias": "the bias needs --bias"}``). With ``require_all=False`` a declared input or
+    weight may go unused (the caller says what that means); at least one input must still be used.
     """
+    field = option.lstrip("-")
     if not isinstance(source, str):
-        raise ExprError(f"--expr must be a string, not {type(source).__name__}", "expr")
+        raise ExprError(f"{option} must be a string, not {type(source).__name__}", field)
     inputs = tuple(inputs)
     weights = tuple(weights)
-    text = _check_text(source)
+    text = _check_text(source, option)
     try:
         with warnings.catch_warnings():  # "invalid escape sequence" and the like: not for the user
             warnings.simplefilter("ignore")
             module = ast.parse(text, mode="eval")
     except SyntaxError as err:
         col = f" at column {err.offset}" if err.offset else ""
-        raise ExprError(f"--expr is not a valid expression{col}: {_one_line(str(err.msg))}", "expr") from None
+        raise ExprError(f"{option} is not a valid expression{col}: {_one_line(str(err.msg))}", field) from None
     except (ValueError, RecursionError, MemoryError):  # pragma: no cover - _check_text prevents them
-        raise ExprError("--expr is not a valid expression", "expr") from None
-    tree = _Converter(text, inputs, weights, rowwise).convert(module.body, depth=0)
+        raise ExprError(f"{option} is not a valid expression", field) from None
+    tree = _Converter(text, inputs, weights, rowwise, option, hints or {}).convert(module.body, depth=0)
     used = _variables(tree)
     if not used & set(inputs):
         raise ExprError(
-            f"--expr {_clip(text)!r} uses no input; it must use at least one of: " + ", ".join(inputs), "expr"
+            f"{option} {clip(text)!r} uses no input; it must use at least one of: " + ", ".join(inputs), field
         )
-    unused = [name for name in inputs if name not in used]
-    if unused:
-        raise ExprError(
-            f"input {unused[0]!r} is declared in --inputs but not used in --expr {_clip(text)!r}", "expr"
-        )
-    unused = [name for name in weights if name not in used]
-    if unused:
-        raise ExprError(
-            f"weight {unused[0]!r} is declared in --weights but not used in --expr {_clip(text)!r}", "expr"
-        )
+    for kind, declared, names in (("input", "--inputs", inputs), ("weight", "--weights", weights)):
+        unused = [name for name in names if name not in used]
+        if unused and require_all:
+            raise ExprError(
+                f"{kind} {unused[0]!r} is declared in {declared} but not used in {option} {clip(text)!r}", field
+            )
     canonical = _emit(tree, _CanonicalStyle())
     if len(canonical) > MAX_EXPR_LENGTH:  # so that the canonical text always parses again
         raise ExprError(
-            f"--expr is {len(canonical)} characters long once written out (numbers in full, spaces "
+            f"{option} is {len(canonical)} characters long once written out (numbers in full, spaces "
             f"around operators); the limit is {MAX_EXPR_LENGTH}",
-            "expr",
+            field,
         )
     return ParsedExpr(canonical, inputs, tree, weights, rowwise)
 
 
-def _check_text(source: str) -> str:
+def _check_text(source: str, option: str = "--expr") -> str:
     """The stripped text, if it is one line of printable ASCII without a comment."""
+    field = option.lstrip("-")
     text = source.strip(" \t\r\n")
     if not text:
-        raise ExprError("--expr is empty; give a scalar expression such as 'a * b + c'", "expr")
+        raise ExprError(f"{option} is empty; give a scalar expression such as 'a * b + c'", field)
     if len(text) > MAX_EXPR_LENGTH:
-        raise ExprError(f"--expr is {len(text)} characters long; the limit is {MAX_EXPR_LENGTH}", "expr")
+        raise ExprError(f"{option} is {len(text)} characters long; the limit is {MAX_EXPR_LENGTH}", field)
     text = text.replace("\t", " ")  # one for one: columns stay right
     for index, char in enumerate(text):
         if char in "\n\r":
-            raise ExprError("--expr must be a single line", "expr")
+            raise ExprError(f"{option} must be a single line", field)
         if char == "#":
             raise ExprError(
-                f"comments are not allowed in --expr ('#' at column {index + 1}); remove it and what follows",
-                "expr",
+                f"comments are not allowed in {option} ('#' at column {index + 1}); remove it and what follows",
+                field,
             )
         if not " " <= char <= "~":
             raise ExprError(
-                f"--expr has the character U+{ord(char):04X} at column {index + 1}; "
+                f"{option} has the character U+{ord(char):04X} at column {index + 1}; "
                 "only printable ASCII is allowed (letters, digits, operators, parentheses, spaces)",
-                "expr",
+                field,
             )
     return text
 
 
-def _clip(text: str, limit: int = 60) -> str:
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (ending in "...") to quote it in a one-line message."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -381,24 +392,28 @@ def _one_line(text: str) -> str:
 
 
 class _Converter:
-    def __init__(self, text: str, inputs: tuple[str, ...], weights: tuple[str, ...] = (), rowwise: bool = False) -> None:
+    def __init__(self, text: str, inputs: tuple[str, ...], weights: tuple[str, ...] = (), rowwise: bool = False,
+                 option: str = "--expr", hints: Mapping[str, str] | None = None) -> None:
         self.text = text
         self.inputs = inputs
         self.weights = weights
         self.rowwise = rowwise
+        self.option = option
+        self.field = option.lstrip("-")
+        self.hints = hints or {}
 
     def _where(self, node: ast.AST) -> str:
         segment = ast.get_source_segment(self.text, node) or type(node).__name__
         col = getattr(node, "col_offset", None)
         at = f" at column {col + 1}" if col is not None else ""
-        return f"{_clip(segment)!r}{at}"
+        return f"{clip(segment)!r}{at}"
 
     def _fail(self, node: ast.AST, what: str) -> ExprError:
-        return ExprError(f"unsupported {what} {self._where(node)} in --expr", "expr")
+        return ExprError(f"unsupported {what} {self._where(node)} in {self.option}", self.field)
 
     def convert(self, node: ast.AST, depth: int) -> Node:
         if depth > MAX_DEPTH:
-            raise ExprError(f"--expr is nested more than {MAX_DEPTH} levels deep", "expr")
+            raise ExprError(f"{self.option} is nested more than {MAX_DEPTH} levels deep", self.field)
         if isinstance(node, ast.Constant):
             value = node.value
             if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -417,13 +432,13 @@ class _Converter:
                 raise ExprError(
                     f"function {node.id!r} at column {node.col_offset + 1} must be called, "
                     f"as in {node.id}(x)",
-                    "expr",
+                    self.field,
                 )
             weights = f"; the weights are: {', '.join(self.weights)}" if self.weights else ""
+            known = self.hints.get(node.id) or f"the inputs are: {', '.join(self.inputs)}{weights}"
             raise ExprError(
-                f"unknown name {_clip(node.id)!r} at column {node.col_offset + 1} in --expr; "
-                f"the inputs are: {', '.join(self.inputs)}{weights}",
-                "expr",
+                f"unknown name {clip(node.id)!r} at column {node.col_offset + 1} in {self.option}; {known}",
+                self.field,
             )
         if isinstance(node, ast.UnaryOp):
             if isinstance(node.op, ast.UAdd):
@@ -446,7 +461,7 @@ class _Converter:
             if isinstance(left, Num) and isinstance(right, Num):
                 return self._fold(node, lambda x, y: _fold_binop(op, x, y), left.value, right.value)
             if op == "/" and isinstance(right, Num) and right.value == 0:
-                raise ExprError(f"division by zero in {self._where(node)} in --expr", "expr")
+                raise ExprError(f"division by zero in {self._where(node)} in {self.option}", self.field)
             return BinOp(op, left, right)
         if isinstance(node, ast.Call):
             return self._call(node, depth)
@@ -460,7 +475,7 @@ class _Converter:
             raise ExprError(
                 f"'**' needs a numeric exponent, got {self._where(node.right)}; "
                 "use pow(x, y) for a tensor exponent",
-                "expr",
+                self.field,
             )
         if isinstance(base, Num):
             return self._fold(node, math.pow, base.value, exponent.value)
@@ -481,7 +496,7 @@ class _Converter:
             raise ExprError(
                 f"{name}() takes {func.arity} argument{'s' if func.arity > 1 else ''}, "
                 f"got {len(node.args)} in {self._where(node)}",
-                "expr",
+                self.field,
             )
         args = tuple(self.convert(arg, depth + 1) for arg in node.args)
         if all(isinstance(arg, Num) for arg in args):
@@ -490,9 +505,9 @@ class _Converter:
 
     def _unknown_function(self, name: str, func: ast.expr, hint: str = "") -> ExprError:
         return ExprError(
-            f"unknown function {_clip(name)!r} at column {func.col_offset + 1} in --expr; "
+            f"unknown function {clip(name)!r} at column {func.col_offset + 1} in {self.option}; "
             f"allowed: {', '.join(sorted(FUNCTIONS))}{hint}",
-            "expr",
+            self.field,
         )
 
     def _reduction(self, node: ast.Call, name: str, depth: int) -> Node:
@@ -503,20 +518,20 @@ class _Converter:
                 raise ExprError(
                     f"{name}() takes 2 arguments, got {len(node.args)} in {self._where(node)}; "
                     f"{name} of one argument is a row reduction (--kind rowwise)",
-                    "expr",
+                    self.field,
                 )
             raise self._unknown_function(name, node.func, f" ({name} is a row reduction: --kind rowwise)")
         if node.keywords:
             raise self._fail(node.keywords[0], "keyword argument")
         if len(node.args) != 1:
             takes = "1 argument (a row reduction) or 2 (elementwise)" if elementwise else "1 argument (a row reduction)"
-            raise ExprError(f"{name}() takes {takes}, got {len(node.args)} in {self._where(node)}", "expr")
+            raise ExprError(f"{name}() takes {takes}, got {len(node.args)} in {self._where(node)}", self.field)
         arg = self.convert(node.args[0], depth + 1)
         if not _row_varying(arg, self.inputs):
             raise ExprError(
                 f"{name}() reduces no input in {self._where(node)}; a row reduction needs an input "
                 f"outside any inner reduction ({', '.join(self.inputs)})",
-                "expr",
+                self.field,
             )
         return Reduce(name, arg)
 
@@ -527,7 +542,7 @@ class _Converter:
         except (ValueError, ZeroDivisionError, OverflowError, TypeError):
             result = math.nan
         if not isinstance(result, (int, float)) or isinstance(result, bool) or not math.isfinite(result):
-            raise ExprError(f"constant sub-expression {self._where(node)} is not a finite number", "expr")
+            raise ExprError(f"constant sub-expression {self._where(node)} is not a finite number", self.field)
         return Num(float(result))
 
 

@@ -677,21 +677,17 @@ EPILOGUE_NAMES = ("acc", "bias")
 
 def parse_epilogue(text: str, bias: bool) -> expr_mod.ParsedExpr:
     """Parse a matmul --epilogue over ``acc`` (and ``bias`` with --bias), through the same safe parser
-    as --expr; its one-line errors name --epilogue (and --bias) instead of --expr (and --inputs)."""
+    as --expr; its one-line errors name --epilogue (and --bias)."""
     names = EPILOGUE_NAMES if bias else EPILOGUE_NAMES[:1]
-    try:
-        return expr_mod.parse(text, names)
-    except ExprError as err:
-        message = err.message.replace("--expr", "--epilogue")
-        if "declared in --inputs but not used" in message:
-            if "'bias'" in message:
-                message = f"--bias is given but --epilogue {expr_mod._clip(text)!r} does not use bias"
-            else:
-                message = (f"--epilogue {expr_mod._clip(text)!r} does not use acc (the element of A @ B); "
-                           "it must, e.g. 'acc + bias' or 'acc * sigmoid(acc)'")
-        elif "unknown name 'bias'" in message and not bias:
-            message = message.split(";")[0] + "; the bias needs --bias"
-        raise ExprError(message, "epilogue") from None
+    hints = {} if bias else {"bias": "the bias needs --bias"}
+    parsed = expr_mod.parse(text, names, option="--epilogue", hints=hints, require_all=False)
+    used = parsed.variables
+    if "acc" not in used:
+        raise ExprError(f"--epilogue {expr_mod.clip(text)!r} does not use acc (the element of A @ B); "
+                        "it must, e.g. 'acc + bias' or 'acc * sigmoid(acc)'", "epilogue")
+    if bias and "bias" not in used:
+        raise ExprError(f"--bias is given but --epilogue {expr_mod.clip(text)!r} does not use bias", "epilogue")
+    return parsed
 
 
 def _short(value: object) -> str:

@@ -130,7 +130,11 @@ def test_matmul_epilogue_and_bias():
     ({"epilogue": "bias * 2", "bias": True}, "does not use acc"),
     ({"epilogue": "x + acc"}, "unknown name 'x'"),
     ({"epilogue": "acc  # __import__('os')"}, "comments are not allowed in --epilogue"),
-    ({"epilogue": "open(acc)"}, "unknown function 'open'"),
+    ({"epilogue": "open(acc)"}, "unknown function 'open' at column 1 in --epilogue"),
+    ({"epilogue": "acc +"}, "--epilogue is not a valid expression: invalid syntax"),
+    ({"epilogue": "acc / 0"}, "division by zero in 'acc / 0' at column 1 in --epilogue"),
+    ({"epilogue": "acc * \u00e9"}, "--epilogue has the character U+00E9 at column 7"),
+    ({"epilogue": "2.0"}, "--epilogue '2.0' uses no input; it must use at least one of: acc"),
     ({"epilogue": "acc * 2", "abi": "full"}, "stable ABI only"),
 ])
 def test_matmul_epilogue_errors(kwargs, fragment):
