@@ -355,7 +355,7 @@ def test_op_cutlass_headers(tmp_path):
     assert not list(plain.glob("*/csrc/mm/cuda/mm_sm90.cu")) and doctor.check_op_cutlass(FakeProbe(), plain) is None
 
 
-def test_build_py_compiles_the_hopper_path_for_sm_90a(tmp_path, monkeypatch):
+def test_build_py_compiles_the_hopper_path_for_sm_90a(tmp_path, monkeypatch, capsys):
     """The generated _build.py: a 9.0 target becomes sm_90a machine code (+ the PTX the list asks
     for), with KG_SM90A and the CUTLASS include directories; no 9.0 target, or KERNELGEN_NO_CUTLASS,
     builds without the path; missing headers stop the build with one line."""
@@ -387,3 +387,9 @@ def test_build_py_compiles_the_hopper_path_for_sm_90a(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELGEN_CUTLASS_DIR", str(tmp_path / "nowhere"))
     with pytest.raises(SystemExit, match="pip install --no-deps nvidia-cutlass"):
         build.sm90_flags()
+    # Worked out once per environment: a named arch is noted once, however often the build asks.
+    monkeypatch.setenv("KERNELGEN_CUTLASS_DIR", str(headers))
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0;Hopper")
+    capsys.readouterr()
+    assert build.sm90_flags() is None and build.sm90_flags() is None and build.sources(True)
+    assert capsys.readouterr().err.count("is not a number") == 1

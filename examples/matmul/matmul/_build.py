@@ -215,9 +215,21 @@ def _arch_entries() -> list[str]:
     return [entry for entry in text.split(";") if entry]
 
 
+_SM90_FLAGS: dict[tuple[Optional[str], ...], Optional[list[str]]] = {}
+
+
 def sm90_flags() -> Optional[list[str]]:
     """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target or
-    KERNELGEN_NO_CUTLASS=1. Exits with one line when 9.0 is a target and the headers are missing."""
+    KERNELGEN_NO_CUTLASS=1. Exits with one line when 9.0 is a target and the headers are missing.
+    Worked out once per environment: the flags, the source list and the build record all ask."""
+    key = tuple(os.environ.get(name) for name in ("TORCH_CUDA_ARCH_LIST", "KERNELGEN_NO_CUTLASS", "KERNELGEN_CUTLASS_DIR"))
+    if key not in _SM90_FLAGS:
+        _SM90_FLAGS[key] = _sm90_flags()
+    flags = _SM90_FLAGS[key]
+    return None if flags is None else list(flags)
+
+
+def _sm90_flags() -> Optional[list[str]]:
     entries = _arch_entries()
     if os.environ.get("KERNELGEN_NO_CUTLASS") == "1" or not any(entry.split("+")[0] in ("9.0", "9.0a") for entry in entries):
         return None
