@@ -11,7 +11,8 @@ Build it on the GPU machine with `NVCC_APPEND_FLAGS="-Xptxas -v"` and keep the l
 reads each kernel's registers per thread and spills from it.
 
 `run` times every op against torch.compile of its reference and a device copy, in the same process,
-for every dtype and size (triton.testing.do_bench, median, L2 flushed), and prints the distribution
+for every dtype and size (triton.testing.do_bench, median, L2 flushed; --rounds interleaved rounds, 3 by
+default, each side keeping its fastest round's median), and prints the distribution
 of the ratios (min, median), the ten worst cases with their registers, and JSON.
 
 `prewarm --part I/N` compiles every N-th reference from I ahead of `run`, so that several processes
@@ -190,13 +191,17 @@ def kernel_facts(regs: dict[str, dict[str, int]], dtype: str, inputs: int) -> di
     """Registers, spills and occupancy of the vector kernel with the most packs per thread, and every
     pack count's registers. ``packs`` is that largest count, not necessarily the one the launcher runs:
     the kernel's choose_packs picks at run time from these figures and the expression's math cost."""
-    vec = 16 // {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}[dtype]
-    mine = {key: value for key, value in regs.items() if key.startswith(f"{dtype}/{vec}/") and key.count("/") == 2}
-    if not mine:
+    # The vector kernels: the widest kVec compiled for this dtype (16-byte accesses, or 8 for light float32
+    # ops of 2+ inputs; kVec 1 is the misaligned path).
+    vecs = [int(key.split("/")[1]) for key in regs if key.startswith(f"{dtype}/") and key.count("/") == 2]
+    if not vecs:
         return {}
+    vec = max(vecs)
+    mine = {key: value for key, value in regs.items() if key.startswith(f"{dtype}/{vec}/") and key.count("/") == 2}
     key = max(mine, key=lambda k: int(k.split("/")[2]))
     return {"packs": int(key.split("/")[2]), **mine[key], "occupancy": occupancy(mine[key]["registers"]),
-            "bytes_in_flight_per_thread": 16 * inputs * int(key.split("/")[2]),
+            "bytes_in_flight_per_thread": vec * {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}[dtype] * inputs
+            * int(key.split("/")[2]),
             "registers_by_packs": {k.split("/")[2]: v["registers"] for k, v in sorted(mine.items())}}
 
 
@@ -238,7 +243,7 @@ def prewarm(package: Path, sizes: list[int], dtypes: list[str], part: str) -> No
 
 
 def run(package: Path, sizes: list[int], dtypes: list[str], json_path: str | None, build_log: str | None,
-        packs: list[int] | None = None) -> None:
+        packs: list[int] | None = None, rounds: int = 3) -> None:
     import importlib
 
     import torch
@@ -269,8 +274,14 @@ def run(package: Path, sizes: list[int], dtypes: list[str], json_path: str | Non
             dst = torch.empty_like(args[0])
             copies[(dtype_name, n)] = bench(lambda dst=dst, src=args[0]: dst.copy_(src))
             del dst
-        ours = bench(lambda fn=fn, args=args: fn(*args))
-        theirs = bench(lambda fn=theirs_fn, args=args: fn(*args))
+        # Interleaved rounds, each implementation keeping its fastest round's median (the method of the
+        # generated benchmarks' harness): a clock or host hiccup during one measurement no longer decides
+        # a ratio, and both sides get the same chances.
+        ours_rounds, theirs_rounds = [], []
+        for _ in range(rounds):
+            ours_rounds.append(bench(lambda fn=fn, args=args: fn(*args)))
+            theirs_rounds.append(bench(lambda fn=theirs_fn, args=args: fn(*args)))
+        ours, theirs = min(ours_rounds), min(theirs_rounds)
         forced = {}
         for p in packs or []:  # a build patched by force_packs
             os.environ["KG_SWEEP_PACKS"] = str(p)
@@ -283,16 +294,15 @@ def run(package: Path, sizes: list[int], dtypes: list[str], json_path: str | Non
         row = {
             "op": op["name"], "expr": op["expr"], "inputs": len(op["inputs"]), "dtype": dtype_name, "n": n,
             "us": ours * 1e3, "compile_us": theirs * 1e3, "vs_compile": theirs / ours,
+            "rounds_us": [t * 1e3 for t in ours_rounds], "compile_rounds_us": [t * 1e3 for t in theirs_rounds],
             "pct_of_copy": 100 * (moved / ours) / copy_rate,
             "compile_pct_of_copy": 100 * (moved / theirs) / copy_rate,
             "calls": len(re.findall(r"[a-z]+\(", op["expr"])),
             **kernel_facts(regs.get(op["name"], {}), dtype_name, len(op["inputs"])),
         }
         if forced:
-            vec = 16 // size
             row["forced_us"] = {p: us for p, us in forced.items()}
-            row["forced_registers"] = {p: regs.get(op["name"], {}).get(f"{dtype_name}/{vec}/{p}", {}).get("registers")
-                                       for p in forced}
+            row["forced_registers"] = {p: row.get("registers_by_packs", {}).get(str(p)) for p in forced}
         results.append(row)
         print(f"{op['name']} {dtype_name} {n}: {row['vs_compile']:.2f}x compile, {row['pct_of_copy']:.0f}% of copy "
               f"(compile {row['compile_pct_of_copy']:.0f}%), {row.get('registers', '?')} regs"
@@ -335,6 +345,7 @@ def main(argv: list[str] | None = None) -> None:
     r.add_argument("--json")
     r.add_argument("--build-log")
     r.add_argument("--packs", default="", help="also time these packs per thread (a force-packs build)")
+    r.add_argument("--rounds", type=int, default=3, help="interleaved rounds; each side keeps its fastest median")
     f = sub.add_parser("force-packs")
     f.add_argument("package", type=Path)
     w = sub.add_parser("prewarm")
@@ -357,7 +368,7 @@ def main(argv: list[str] | None = None) -> None:
         summarize(rows, sorted({row["n"] for row in rows}))
     else:
         run(args.package, [int(v) for v in args.sizes.split(",")], args.dtypes.split(","), args.json, args.build_log,
-            [int(v) for v in args.packs.split(",") if v])
+            [int(v) for v in args.packs.split(",") if v], args.rounds)
 
 
 if __name__ == "__main__":

@@ -33,7 +33,7 @@ case "${1:-run}" in
     TAG=${2:-1}; DTYPES=${3:-float32,float64,float16,bfloat16}; SIZES=${4:-16777216,268435456}
     t=$(date +%s)
     python3 docs/device/sweep.py run $PKG --sizes "$SIZES" --dtypes "$DTYPES" --json "$FINAL_OUT/sweep_$TAG.json" \
-      --build-log $BUILD_LOG --packs "${PACKS:-}" > "$FINAL_OUT/sweep_$TAG.log" 2>&1
+      --build-log $BUILD_LOG --packs "${PACKS:-}" --rounds "${ROUNDS:-3}" > "$FINAL_OUT/sweep_$TAG.log" 2>&1
     echo "sweep run rc=$? in $(( $(date +%s) - t )) s"
     sed -n '/^n=/,$p' "$FINAL_OUT/sweep_$TAG.log"
     ;;

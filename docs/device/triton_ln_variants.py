@@ -65,13 +65,14 @@ def main() -> None:
                 num_warps = warps or max(4, min(16, block // 512))
 
                 def run(kernel=kernel, num_warps=num_warps, block=block):
-                    kernel[(rows,)](x, w, b, out, cols, BLOCK=block, ACC=tl.float32, num_warps=num_warps)  # noqa: B023
+                    return kernel[(rows,)](x, w, b, out, cols, BLOCK=block, ACC=tl.float32, num_warps=num_warps)  # noqa: B023
 
-                run()
+                compiled_kernel = run()
+                regs = f"{getattr(compiled_kernel, 'n_regs', '?')} regs {getattr(compiled_kernel, 'n_spills', '?')} spills"
                 err = (out.float() - expected).abs().max().item()
                 t = do_bench(run, return_mode="median")
                 print(f"{str(dtype)[6:]:9s} {rows}x{cols:<6d} {name:7s} warps={num_warps:2d} {t * 1e3:7.1f} us"
-                      f"  {100 * t_copy / t:5.1f}% of copy  {t_compile / t:5.2f}x compile  max err {err:.2e}", flush=True)
+                      f"  {100 * t_copy / t:5.1f}% of copy  {t_compile / t:5.2f}x compile  max err {err:.2e}  {regs}", flush=True)
 
 
 if __name__ == "__main__":
