@@ -30,7 +30,12 @@ from .expr import parse
 #: 5: the elementwise kernel picks its packs per thread at run time (occupancy API, bytes in flight,
 #:    the expression's math cost); x ** n with a whole n is multiplications (opmath::ipow); a rowwise
 #:    output keeps a reduction's per-element argument instead of computing it again.
-TEMPLATE_VERSION = "6"
+#: 6: float16/bfloat16 math in opmath::fast_float; a multi-pack elementwise kernel is a candidate
+#:    unless it spills; the CUTLASS sm_90a matmul path.
+#: 7: memory-bound elementwise expressions run one pack per thread (the 2- and 4-pack kernels are
+#:    not compiled); Triton ops launch directly on plain eager calls (_eager_launch_ok), and a Triton
+#:    rowwise kernel loads the weights only the output reads after the reductions.
+TEMPLATE_VERSION = "7"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.

@@ -267,8 +267,12 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     # matmul_epilogue, which returns acc), and the comments of the op headers; nothing moves to the
     # stable ABI.
     changed = [rel for rel in kept if after[rel] != before[rel]]
-    assert all(rel.endswith(("_kernel.cu", "/opmath.h", ".h")) or rel == "myteam_ops/csrc/matmul/matmul.cpp"
+    assert all(rel.endswith(("_kernel.cu", "/opmath.h", ".h")) or rel in ("myteam_ops/csrc/matmul/matmul.cpp", "README.md")
                for rel in changed), changed
+    # The README only gains lines (template version 7: the Triton ops' eager fast path), none about an ABI.
+    old_readme, new_readme = before["README.md"].decode().splitlines(), after["README.md"].decode().splitlines()
+    assert set(old_readme) <= set(new_readme)
+    assert not any("stable" in line.lower() for line in set(new_readme) - set(old_readme))
     assert "return acc;" in after["myteam_ops/csrc/matmul/matmul_problem.h"].decode()
     for rel in changed:
         if rel.endswith(".h") and not rel.endswith(("/opmath.h", "_kernel.h", "_problem.h")):

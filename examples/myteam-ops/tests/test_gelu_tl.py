@@ -6,6 +6,8 @@ CUDA tests skip, with the reason, when no GPU is visible or triton is not instal
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 import torch
 
@@ -229,3 +231,55 @@ def test_more_than_2_pow_31_elements():
     for start, stop in [(0, 4096), (2**31 - 4096, 2**31 + 4096), (n - 4096, n)]:
         window = [x[start:stop] for x in inputs]
         torch.testing.assert_close(out[start:stop], expected(window), **TOLERANCES[dtype])
+
+
+# ---- the eager fast path (ops/gelu_tl.py: a plain eager call launches without the dispatcher) --
+def _op_module():
+    return importlib.import_module("myteam_ops.ops.gelu_tl")
+
+
+def test_eager_fast_path_is_for_cuda_tensors_only():
+    # CPU tensors must reach the registered op (its CPU kernel), never the Triton launch.
+    dtype = DTYPES[0]
+    assert not _op_module()._eager_launch_ok(*make_inputs((1000,), dtype, "cpu", seed=21))
+
+
+@requires_cuda
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_eager_fast_path_matches_the_registered_op(dtype):
+    args = make_inputs((1000,), dtype, "cuda", seed=21)
+    assert _op_module()._eager_launch_ok(*args), "a plain eager call should take the fast path"
+    assert torch.equal(myteam_ops.gelu_tl(*args), OP(*args))
+
+
+@requires_cuda
+def test_eager_fast_path_steps_aside_when_the_dispatcher_is_needed():
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    module = _op_module()
+    dtype = DTYPES[0]
+    args = make_inputs((1000,), dtype, "cuda", seed=21)
+    needs_grad = [args[0].detach().requires_grad_()] + args[1:]
+    assert not module._eager_launch_ok(*needs_grad)  # autograd must record the op
+    with torch.no_grad():
+        assert module._eager_launch_ok(*needs_grad)
+    assert module._eager_launch_ok(*[torch.nn.Parameter(t, requires_grad=False) for t in args])
+    with torch.device("cuda"):  # a TorchFunctionMode
+        assert not module._eager_launch_ok(*args)
+
+    class Seen(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.ops = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.ops.append(func)
+            return func(*args, **(kwargs or {}))
+
+    with Seen() as seen:
+        out = myteam_ops.gelu_tl(*args)
+    assert OP in seen.ops, "a TorchDispatchMode must see the op"
+    torch.testing.assert_close(out, expected(args), **TOLERANCES[dtype])
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        myteam_ops.gelu_tl(*args)
+    assert "myteam::gelu_tl" in {event.name for event in profile.events()}, "the profiler must see the op"

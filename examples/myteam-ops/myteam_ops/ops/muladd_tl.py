@@ -51,6 +51,8 @@ def muladd_tl(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.Tensor
             raise TypeError(f"muladd_tl: {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.layout != torch.strided:
             raise RuntimeError(f"muladd_tl: {name} must be a dense tensor, got layout {t.layout}")
+    if _eager_launch_ok(a, b, c):
+        return _muladd_tl_launch(a, b, c, _muladd_tl_kernel)  # see "the eager fast path" below
     return torch.ops.myteam.muladd_tl.default(a, b, c)
 
 
@@ -119,9 +121,16 @@ def _muladd_tl_impl(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.
     if a.device.type != "cuda":
         # Tracing on CPU (opcheck, torch.compile) runs this body too: stay off the GPU path.
         return _muladd_tl_cpu(a, b, c)
-    _check_inputs(a, b, c)
     if not TRITON_AVAILABLE:
         raise RuntimeError("muladd_tl: the CUDA implementation needs triton (pip install triton)")
+    return _muladd_tl_launch(a, b, c, wrap_triton(_muladd_tl_kernel))
+
+
+def _muladd_tl_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, kernel) -> torch.Tensor:
+    """The CUDA implementation: the checks, then one launch of ``kernel``, which is the @triton.jit
+    function itself on the eager fast path and wrap_triton of it inside the registered op (where
+    torch.compile must see the launch)."""
+    _check_inputs(a, b, c)
     # Row-major data for flat offsets; the *_contig locals keep any copies alive during the launch.
     a_contig = a.contiguous()
     b_contig = b.contiguous()
@@ -137,10 +146,10 @@ def _muladd_tl_impl(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
     if a.device.index == torch.cuda.current_device():
-        wrap_triton(_muladd_tl_kernel)[grid](a_contig, b_contig, c_contig, out, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
+        kernel[grid](a_contig, b_contig, c_contig, out, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
     else:
         with torch.cuda.device(a.device):
-            wrap_triton(_muladd_tl_kernel)[grid](a_contig, b_contig, c_contig, out, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
+            kernel[grid](a_contig, b_contig, c_contig, out, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
     return out
 
 
@@ -178,3 +187,39 @@ def _backward(ctx, grad_out: torch.Tensor):
 
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
+
+
+# ---- the eager fast path ------------------------------------------------------------------------
+# A call through torch.ops.myteam.muladd_tl crosses from the dispatcher into Python twice (the
+# autograd wrapper that register_autograd installs, then the body of the triton_op): on an H100
+# machine one eager call cost 75 us of host time, against 12 us for Triton's launch alone and 35 us
+# for a call of the same formula under torch.compile. That is longer than the kernel runs on 2^24
+# half-precision elements, so a loop of eager calls would leave the GPU idle. muladd_tl() therefore
+# launches the kernel itself (_muladd_tl_launch, the op's own CUDA path) when the registered op would
+# do exactly that and nothing else: plain CUDA tensors (nn.Parameter included), no autograd graph
+# to record, and nothing that watches or rewrites op calls. Every other call goes through the op:
+# torch.compile (it traces the op and Inductor sees the kernel), autograd, FakeTensorMode and other
+# TorchDispatchModes, TorchFunctionModes (`with torch.device(...)` is one), torch.func transforms
+# (vmap, grad), the profiler (so that traces name myteam::muladd_tl) and tensor subclasses.
+# torch.ops.myteam.muladd_tl always takes the registered path.
+try:  # the torch internals the check reads; a torch without them always takes the registered op
+    _DISPATCH_HOOKS = (
+        torch._C._len_torch_dispatch_stack,
+        torch._C._is_torch_function_mode_enabled,
+        torch._C._functorch.peek_interpreter_stack,
+        torch._C._autograd._profiler_enabled,
+    )
+except AttributeError:
+    _DISPATCH_HOOKS = None
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def _eager_launch_ok(*tensors: torch.Tensor) -> bool:
+    """True when launching directly is exactly what torch.ops.myteam.muladd_tl would do."""
+    if torch.compiler.is_compiling() or _DISPATCH_HOOKS is None or not TRITON_AVAILABLE:
+        return False
+    dispatch_modes, function_modes, functorch_stack, profiling = _DISPATCH_HOOKS
+    if dispatch_modes() or function_modes() or functorch_stack() is not None or profiling():
+        return False
+    grad = torch.is_grad_enabled()
+    return all(type(t) in _PLAIN_TENSORS and t.is_cuda and not (grad and t.requires_grad) for t in tensors)

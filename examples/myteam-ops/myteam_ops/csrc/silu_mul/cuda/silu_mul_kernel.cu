@@ -7,9 +7,10 @@
 // An elementwise op does a few flops per element and is limited by memory bandwidth, so the
 // kernel's job is to keep the memory system busy. Each choice below was measured on an H100
 // (docs/benchmarks.md in the kernelgen repository has the figures):
-//   * 16-byte (128-bit) loads and stores: 4 float32 or 8 float16/bfloat16 elements per access.
-//     2-byte accesses cannot fill the memory pipe: a one-element-per-thread kernel loses about a
-//     quarter of the bandwidth in bfloat16.
+//   * Vector loads and stores: 16 bytes (4 float32, 8 float16/bfloat16, 2 float64 elements) per
+//     access, 8 bytes for light float32 ops of two or more inputs (see access_bytes). 2-byte accesses
+//     cannot fill the memory pipe: a one-element-per-thread kernel loses about a quarter of the
+//     bandwidth in bfloat16.
 //   * Enough loads in flight: each thread issues all its loads (P packs of every input) before any
 //     math. P (1, 2 or 4) is chosen at run time from what the compiled kernels need: registers and
 //     occupancy from the CUDA occupancy API, the bytes each P keeps in flight, and how heavy the
@@ -22,7 +23,7 @@
 //     long-lived blocks drift apart and scatter the addresses in flight.
 //   * int64 indices: an `int` index overflows past 2^31 elements.
 //   * A scalar path for the last n % kVec elements, and for inputs whose data pointer is not
-//     16-byte aligned (a view such as x[1:] starts 1 element into its storage).
+//     aligned to the access (a view such as x[1:] starts 1 element into its storage).
 // The formula itself is silu_mul_expr in ../silu_mul.h, shared with the CPU code.
 
 #include <cuda_runtime_api.h>
@@ -46,8 +47,8 @@ namespace {
 constexpr int kThreadsPerBlock = 256;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 constexpr int kInputs = 2;
-// The most 16-byte packs per input and thread: at most 8 loads (128 bytes) per thread, so 4 for one
-// or two inputs, 2 for three or four, 1 above. More only costs registers.
+// The most packs per input and thread: at most 8 loads per thread, so 4 for one or two inputs, 2 for
+// three or four, 1 above. More only costs registers.
 constexpr int kMaxPacks = kInputs <= 2 ? 4 : (kInputs <= 4 ? 2 : 1);
 // The expression's cost, in float instructions per element (kernelgen's estimate: exp 10, sin 25,
 // pow 40, a division 10, +-* 1, ...). Math is heavy when it costs at least kHeavyCostPerByte per
@@ -59,9 +60,9 @@ constexpr int kMaxPacks = kInputs <= 2 ? 4 : (kInputs <= 4 ? 2 : 1);
 // (it only steers the launch shape, never the result).
 constexpr int kMathCost = 22;
 constexpr int kHeavyCostPerByte = 10;
-// Light math: the fewest packs that keep this many bytes of loads in flight per SM (Little's law:
-// an H100 SM needs tens of kilobytes outstanding to cover DRAM latency at full bandwidth; 96 KB was
-// the best of 64, 96 and 128 over the sweep).
+// Light math (from kMemoryBoundCostPerByte up to kHeavyCostPerByte): the fewest packs that keep this
+// many bytes of loads in flight per SM (Little's law, with the math's latency added to the memory's;
+// 96 KB was the best of 64, 96 and 128 over the sweep).
 constexpr int64_t kTargetBytesInFlightPerSm = 96 * 1024;
 // ...with at least this many of the SM's 8 blocks of 256 threads resident, and for heavy math, the
 // most packs that keep kHeavyMinBlocksPerSm resident (else the most that keep the best occupancy).
@@ -69,11 +70,55 @@ constexpr int kLightMinBlocksPerSm = 4;
 constexpr int kHeavyMinBlocksPerSm = 6;
 // float64 math costs kFloat64CostScale times its float estimate (an H100 issues double-precision math
 // at half the float rate, and the double routines for tanh, erf, sin... are about twice as long), and
-// heavy float64 math takes at most 2 packs: a float64 op with six nested tanh (kMathCost 120) ran at
-// 34% of a copy's bandwidth, compute-bound, and at 0.91x of torch.compile with the 4 packs of the
-// light rule, 0.99x with 2; three other math-heavy float64 ops were within 1% either way (H100, 2^28).
+// very heavy float64 math (kVeryHeavyCostPerByte and up) takes at most 2 packs: a float64 op with six
+// nested tanh (30 per byte) ran at 34% of a copy's bandwidth, compute-bound, and at 0.91x of
+// torch.compile with 4 packs, 0.99x with 2 (H100, 2^28). Below it the heavy rule decides alone:
+// erf(sigmoid(x + 0.5)) in float64 (10 per byte) ran at 0.93-0.97x with the cap's 2 packs and at
+// 0.96-0.97x with the 4 the rule gives it (forced in one run: 0.85x with 1, 0.89x with 2, 0.90x with 4).
 constexpr int kFloat64CostScale = 4;
 constexpr int kHeavyMaxPacksFloat64 = 2;
+constexpr int kVeryHeavyCostPerByte = 20;
+// The expression's cost for scalar_t, and the bytes one element moves (every input read, the output
+// written).
+template <typename scalar_t>
+constexpr int cost_of() {
+  return kMathCost * (sizeof(scalar_t) == 8 ? kFloat64CostScale : 1);
+}
+template <typename scalar_t>
+constexpr int bytes_per_element() {
+  return (kInputs + 1) * static_cast<int>(sizeof(scalar_t));
+}
+// Memory-bound math, below kMemoryBoundCostPerByte per byte moved: one pack per thread, and the 2-
+// and 4-pack kernels are not even compiled. At full occupancy (8 blocks of 256 threads) one pack of
+// each input is at least 32 KB of loads in flight per SM (16 KB per input of 8-byte packs, 32 KB of
+// 16-byte ones), above the ~20 KB Little's law asks at an H100's bandwidth and latency (3 TB/s over
+// 132 SMs, ~800 ns); more packs only make threads longer and fewer. Measured over the sweep's 40 expressions with 1, 2 and 4 packs forced (H100, 2^28
+// elements): every expression under 5 per byte ran fastest, or within 0.1% of it, with one pack in
+// float32, float16 and bfloat16, and the 4 packs that the bytes-in-flight rule below gave 1- and
+// 2-input ones ran 0.3-2% slower (x * 2.0 in float16: 0.983x of torch.compile with 4, 0.999x with 1).
+// Above it, math between a thread's loads and its store leaves fewer loads in flight per warp, and
+// more packs pay (a 1-input erf-GELU, 6 per byte in float16: 0.97x with 1 pack, 1.06x with 4).
+constexpr int kMemoryBoundCostPerByte = 5;
+template <typename scalar_t>
+constexpr int packs_limit() {
+  return cost_of<scalar_t>() < kMemoryBoundCostPerByte * bytes_per_element<scalar_t>() ? 1 : kMaxPacks;
+}
+// Bytes per access (one pack) for scalar_t: kVectorBytes, but 8 (2 elements) for float32 ops of two
+// or more inputs with light math, below kNarrowAccessCostPerByte. Measured on an H100 at 2^28
+// elements over the sweep's 40 expressions, 8 against 16 bytes (two runs each, the same machine):
+// memory-bound float32 ops of 2 inputs ran 0.8-1.5% faster (max(a, b) - min(a, b): 0.993x of
+// torch.compile with 16 bytes, 1.001x with 8), of 3-8 inputs -0.2% to +0.2%, and one input 3.6-6.7%
+// slower (x * 2.0: 738 us against 713, in a same-run A/B). Heavier math wants the wider access: a
+// 2-input pow (pow(abs(x) + 1, y * 0.5), 3.6 per byte by kernelgen's estimate) fell from 1.005x to 0.90x
+// with 8 bytes. torch.compile's float32 kernels move 8 bytes per thread and input too. The half types
+// and float64 keep 16 bytes: with them they ran at or above torch.compile over the sweep.
+constexpr int kNarrowAccessCostPerByte = 3;
+template <typename scalar_t>
+constexpr int access_bytes() {
+  const bool narrow = sizeof(scalar_t) == 4 && kInputs >= 2 &&
+                      cost_of<scalar_t>() < kNarrowAccessCostPerByte * bytes_per_element<scalar_t>();
+  return narrow ? 8 : kVectorBytes;
+}
 // More than one pack per thread only when the grid is then still at least this many times the
 // threads the GPU holds at once. Fewer, longer blocks leave SMs idle at the end of a shallow grid
 // (and on small tensors, idle from the start).
@@ -93,8 +138,8 @@ constexpr int kWideMinBlocksPerSm = 3;
 // (over 2^39 elements) into several launches.
 constexpr int64_t kMaxBlocks = 2147483647;
 
-// kVec elements moved as one 16-byte access. alignas makes the compiler emit a single
-// ld.global.v4 / st.global.v4 for the whole struct.
+// kVec elements moved as one access of access_bytes(). alignas makes the compiler emit a single
+// ld.global.v4 / st.global.v4 (v2 for 8 bytes of float32) for the whole struct.
 template <typename scalar_t, int kVec>
 struct alignas(sizeof(scalar_t) * kVec) Pack {
   scalar_t v[kVec];
@@ -148,8 +193,9 @@ silu_mul_kernel(const scalar_t* __restrict__ x, const scalar_t* __restrict__ y, 
   }
 }
 
+template <int kBytes>
 bool is_aligned(const void* ptr) {
-  return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
+  return reinterpret_cast<std::uintptr_t>(ptr) % kBytes == 0;
 }
 
 // Threads the current GPU holds at once (132 SMs x 2048 on an H100).
@@ -225,18 +271,19 @@ int choose_packs() {
     // registers ran at 1.00x of torch.compile with 2 packs and 0.95x with 1 (H100, 2^28 elements).
     const bool spills = attributes.localSizeBytes > one_pack_local;
     if (packs == 1 || !spills) {
-      options[count++] = {packs, blocks, int64_t{blocks} * kThreadsPerBlock * packs * kInputs * kVectorBytes};
+      options[count++] = {packs, blocks, int64_t{blocks} * kThreadsPerBlock * packs * kInputs * kVec * static_cast<int>(sizeof(scalar_t))};
     }
   };
   consider(reinterpret_cast<const void*>(&silu_mul_kernel<scalar_t, kVec, 1>), 1);
-  if constexpr (kMaxPacks >= 2) {
+  if constexpr (packs_limit<scalar_t>() >= 2) {
     consider(reinterpret_cast<const void*>(&silu_mul_kernel<scalar_t, kVec, 2>), 2);
   }
-  if constexpr (kMaxPacks >= 4) {
+  if constexpr (packs_limit<scalar_t>() >= 4) {
     consider(reinterpret_cast<const void*>(&silu_mul_kernel<scalar_t, kVec, 4>), 4);
   }
-  constexpr int kCost = kMathCost * (sizeof(scalar_t) == 8 ? kFloat64CostScale : 1);
-  constexpr bool kHeavy = kCost >= kHeavyCostPerByte * (kInputs + 1) * static_cast<int>(sizeof(scalar_t));
+  constexpr bool kHeavy = cost_of<scalar_t>() >= kHeavyCostPerByte * bytes_per_element<scalar_t>();
+  constexpr bool kCappedFloat64 =
+      sizeof(scalar_t) == 8 && cost_of<scalar_t>() >= kVeryHeavyCostPerByte * bytes_per_element<scalar_t>();
   int packs = 0;
   if (kHeavy) {
     int best_blocks = 0;
@@ -244,7 +291,7 @@ int choose_packs() {
       best_blocks = std::max(best_blocks, options[i].blocks);
     }
     for (int i = 0; i < count; ++i) {  // options are in increasing packs: the last match wins
-      if (sizeof(scalar_t) == 8 && options[i].packs > kHeavyMaxPacksFloat64) {
+      if (kCappedFloat64 && options[i].packs > kHeavyMaxPacksFloat64) {
         continue;
       }
       if (options[i].blocks >= std::min(kHeavyMinBlocksPerSm, best_blocks)) {
@@ -286,13 +333,13 @@ void launch_vec(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, 
     }
   }
   const int64_t waves = kMinWavesForPacks * resident_threads();
-  if constexpr (kMaxPacks >= 4) {
+  if constexpr (packs_limit<scalar_t>() >= 4) {
     if (packs >= 4 && n / kVec / 4 >= waves) {
       launch_packs<scalar_t, kVec, 4>(x, y, out, n, stream);
       return;
     }
   }
-  if constexpr (kMaxPacks >= 2) {
+  if constexpr (packs_limit<scalar_t>() >= 2) {
     if (packs >= 2 && n / kVec / 2 >= waves) {
       launch_packs<scalar_t, kVec, 2>(x, y, out, n, stream);
       return;
@@ -305,8 +352,9 @@ void launch_vec(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, 
 
 template <typename scalar_t>
 void launch_silu_mul(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, cudaStream_t stream) {
-  constexpr int kVec = kVectorBytes / sizeof(scalar_t);
-  if (is_aligned(x) && is_aligned(y) && is_aligned(out)) {
+  constexpr int kBytes = access_bytes<scalar_t>();
+  constexpr int kVec = kBytes / sizeof(scalar_t);
+  if (is_aligned<kBytes>(x) && is_aligned<kBytes>(y) && is_aligned<kBytes>(out)) {
     launch_vec<scalar_t, kVec>(x, y, out, n, stream);
   } else {
     // Misaligned views: one element per access and one pack per thread (a slow path that exists
