@@ -1,3 +1,49 @@
-from .cli import main
+"""The `kernelgen` command (`python -m kernelgen`, and the console script).
 
-main(prog_name="kernelgen")
+Importing click and kernelgen takes about 0.1 s, before any command has started. A Ctrl-C in that
+time would print a KeyboardInterrupt traceback from the middle of an import, so SIGINT and SIGTERM
+are held back (blocked) while importing and acted on once kernelgen can say what happened: nothing,
+yet. This module imports nothing heavy, and neither does `kernelgen/__init__.py`, so what comes
+before the signals are held back is only Python's own start-up.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    from .fsutil import Terminated
+
+    raise Terminated()
+
+
+def run() -> None:
+    """Run the command line; exit with 130 on SIGINT and 143 on SIGTERM, without a traceback."""
+    block = getattr(signal, "pthread_sigmask", None)  # POSIX only; elsewhere a Ctrl-C is caught below
+    held = (signal.SIGINT, signal.SIGTERM)
+    previous = block(signal.SIG_BLOCK, held) if block is not None else None
+    try:
+        try:
+            from . import cli
+
+            signal.signal(signal.SIGTERM, _raise_terminated)  # SIGTERM unwinds and reports, as SIGINT does
+        finally:
+            if block is not None and previous is not None:
+                block(signal.SIG_SETMASK, previous)  # a signal held back while importing is acted on here
+    except BaseException as err:
+        if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
+            raise
+        sys.stderr.write("kernelgen: interrupted; nothing was changed\n")
+        sys.exit(130 if isinstance(err, KeyboardInterrupt) else 143)
+    try:
+        cli.main(prog_name="kernelgen")
+    except BaseException as err:  # an interrupt outside a command (while click parses the arguments)
+        if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
+            raise
+        cli._interrupted(err)
+
+
+if __name__ == "__main__":
+    run()

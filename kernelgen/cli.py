@@ -1,11 +1,13 @@
 """The `kernelgen` command line: a thin layer over the library.
 
 Every user error becomes one line on stderr and a non-zero exit code: 2 for a bad option value
-(click.BadParameter / UsageError), 1 for anything else kernelgen refuses. No traceback.
+(click.BadParameter / UsageError), 1 for anything else kernelgen refuses. No traceback. An
+interrupted run (SIGINT: 130, SIGTERM: 143) says what it had done (:data:`kernelgen.fsutil.OUTCOME`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -14,7 +16,7 @@ from typing import Any, NoReturn
 
 import click
 
-from . import __version__
+from . import __version__, fsutil
 from .errors import KernelgenError, SpecError
 from .fsutil import Terminated, terminate_as_exception
 from .spec import (
@@ -42,7 +44,19 @@ _PARAM_FLAGS = {
 }
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Kernelgen(click.Group):
+    """The command group; an interrupt anywhere in a command exits with a message that says what
+    was done (click alone would print "Aborted!")."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        fsutil.OUTCOME.reset()
+        try:
+            return super().invoke(ctx)
+        except (KeyboardInterrupt, Terminated) as err:
+            _interrupted(err)
+
+
+@click.group(cls=_Kernelgen, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="kernelgen")
 def main() -> None:
     """Scaffold PyTorch custom CUDA operators that build, pass their tests and run fast."""
@@ -73,7 +87,7 @@ def _op_options(func: Any) -> Any:
                      '"x * rsqrt(mean(x * x) + 1e-6) * w".'),
         click.option("--epilogue", default=None, help='matmul: expression applied to each element of A @ B, over acc '
                      '(the float32 accumulator; float64 for float64) and, with --bias, bias, e.g. '
-                     '"acc + bias" or "(acc + bias) * sigmoid(1.702 * (acc + bias))" [default: acc].'),
+                     '"acc + bias" or "(acc + bias) * sigmoid(1.702 * (acc + bias))" [default: acc; with --bias, acc + bias].'),
         click.option("--bias", is_flag=True, default=None, help="matmul: the op takes a 1-D bias of N, read by --epilogue as bias."),
         click.option("--dtypes", default=None, help=f"Comma-separated dtypes [default: {','.join(DTYPES)}]."),
         click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}]; one per package."),
@@ -101,7 +115,17 @@ def _fail(err: KernelgenError) -> click.ClickException:
 
 
 def _interrupted(err: BaseException) -> NoReturn:
-    click.echo("kernelgen: interrupted; nothing was changed", err=True)
+    """Exit after SIGINT or SIGTERM with one line that says what the run had done (never "nothing
+    was changed" unless that is true): writes finish or roll back before a signal is acted on."""
+    outcome = fsutil.OUTCOME
+    if outcome.kept is not None:
+        message = f"interrupted; some files could not be put back: the originals are in {outcome.kept}"
+    elif outcome.applied:
+        message = f"interrupted after the writing had finished: {outcome.done}"
+    else:
+        message = "interrupted; nothing was changed"
+    with contextlib.suppress(KeyboardInterrupt, Terminated):  # a second Ctrl-C while this prints
+        click.echo(f"kernelgen: {message}", err=True)
     sys.exit(143 if isinstance(err, Terminated) else 130)
 
 
@@ -190,12 +214,13 @@ def new(
                     if op_name is None:
                         raise click.UsageError("missing NAME (the package's name; --op names its first op)")
                     package = normalize_package_name(op_name)
+                    if namespace is None:  # the namespace is the package name: say so if it cannot be
+                        check_namespace(package, derived_from_op=True, source="package name")
                     op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
                                      namespace if namespace is not None else package, defaults, backend, abi, weights,
                                      epilogue=epilogue, bias=bias)
-                    if namespace is None:
-                        check_namespace(package, derived_from_op=True)
                     pkg = PackageSpec.for_new_op(op, name=op_name)
+            fsutil.OUTCOME.done = f"the package {pkg.name} was written"
             dest = generate(pkg, output, force=force, report=lambda note: click.echo(note, err=True))
     except KernelgenError as err:
         raise _fail(err) from None
@@ -246,15 +271,17 @@ def add(
                                 f"omit --abi", "abi")
             op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
                              backend, recorded.abi, weights, epilogue=epilogue, bias=bias)
-            result, _, pkg = plan(root, new_op=op)
-            if result.conflicts:
-                raise KernelgenError(
-                    f"adding {op.op_name} conflicts with your edits in {', '.join(result.conflicts)}; nothing was "
-                    "written (merge those files by hand with the new op, or run `kernelgen update` first)"
-                )
-            _print_changes(result)
-            if not dry_run:
-                apply(result)
+            with _locked(root, dry_run):
+                result, _, pkg = plan(root, new_op=op)
+                if result.conflicts:
+                    raise KernelgenError(
+                        f"adding {op.op_name} conflicts with your edits in {', '.join(result.conflicts)}; nothing was "
+                        "written (merge those files by hand with the new op, or run `kernelgen update` first)"
+                    )
+                _print_changes(result)
+                if not dry_run:
+                    fsutil.OUTCOME.done = f"the op {op.op_name} was added to {_display(result.op_dir)}"
+                    apply(result)
     except KernelgenError as err:
         raise _fail(err) from None
     except (KeyboardInterrupt, Terminated) as err:
@@ -312,6 +339,14 @@ def _print_changes(result: Any, with_diffs: bool = False) -> None:
             click.echo(diff(result, item), nl=False)
 
 
+def _locked(root: Path, dry_run: bool = False) -> contextlib.AbstractContextManager[None]:
+    """The package lock for a run that writes into ``root`` (one run per package at a time); a dry
+    run, or a directory that does not exist (reported as such later), takes none."""
+    if dry_run or not root.is_dir():
+        return contextlib.nullcontext()
+    return fsutil.package_lock(root)
+
+
 def _join(value: Any) -> str | None:
     if value is None:
         return None
@@ -341,14 +376,20 @@ def update(op_dir: Path, dry_run: bool, rebuild_record: bool) -> None:
     try:
         with terminate_as_exception():
             if rebuild_record:
-                click.echo(f"wrote {_display(rebuild(op_dir))}; now run: kernelgen update {_display(op_dir)}")
+                fsutil.OUTCOME.done = f"the record of {_display(op_dir)} was rebuilt"
+                with _locked(op_dir.expanduser().resolve()):
+                    written = rebuild(op_dir)
+                click.echo(f"wrote {_display(written)}; now run: kernelgen update {_display(op_dir)}")
                 return
-            result, _, _ = plan(op_dir)
-            _print_changes(result, with_diffs=dry_run)
-            if not result.changes:
-                click.echo(f"{_display(result.op_dir)} is up to date with the templates")
-            if not dry_run:
-                apply(result)
+            root = op_dir.expanduser().resolve()
+            with _locked(root, dry_run):
+                result, _, _ = plan(op_dir)
+                _print_changes(result, with_diffs=dry_run)
+                if not result.changes:
+                    click.echo(f"{_display(result.op_dir)} is up to date with the templates")
+                if not dry_run:
+                    fsutil.OUTCOME.done = f"{_display(result.op_dir)} was updated"
+                    apply(result)
     except KernelgenError as err:
         raise _fail(err) from None
     except (KeyboardInterrupt, Terminated) as err:

@@ -21,10 +21,10 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import shutil
 import tempfile
 import time
 import warnings
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -120,13 +120,39 @@ def encode_record(files: dict[str, bytes]) -> bytes:
     return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0)
 
 
-def decode_record(blob: bytes, where: str) -> dict[str, bytes]:
+#: The most a record may expand to: 12 ops make 0.7 MB, so this fits hundreds of ops, and a damaged
+#: or hostile record (a gzip bomb) costs at most this much memory and time.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+
+
+def read_record(path: Path) -> bytes:
+    """The bytes of a record file, read only up to the size any real record has."""
     try:
-        data = json.loads(gzip.decompress(blob).decode("ascii"))
-        if data.get("format") != _RECORD_FORMAT or not isinstance(data.get("files"), dict):
+        with open(path, "rb") as fh:
+            blob = fh.read(MAX_RECORD_BYTES + 1)
+    except OSError as err:
+        raise RenderError(f"cannot read {path}: {err.strerror}") from None
+    if len(blob) > MAX_RECORD_BYTES:
+        raise RenderError(f"{path} is larger than {MAX_RECORD_BYTES >> 20} MiB: it is not a kernelgen record; "
+                          "restore it from version control")
+    return blob
+
+
+def decode_record(blob: bytes, where: str) -> dict[str, bytes]:
+    """The files recorded in ``blob``; decompressed with a size cap (:data:`MAX_RECORD_BYTES`)."""
+    try:
+        inflate = zlib.decompressobj(wbits=31)  # gzip, one member
+        raw = inflate.decompress(blob, MAX_RECORD_BYTES + 1)
+        if len(raw) > MAX_RECORD_BYTES:
+            raise RenderError(f"{where} expands to more than {MAX_RECORD_BYTES >> 20} MiB: it is not a kernelgen "
+                              "record; restore it from version control")
+        if not inflate.eof or inflate.unused_data:
+            raise ValueError("truncated" if not inflate.eof else "data after the end")
+        data = json.loads(raw.decode("ascii"))
+        if not isinstance(data, dict) or data.get("format") != _RECORD_FORMAT or not isinstance(data.get("files"), dict):
             raise ValueError("unknown format")
         return {str(rel): str(text).encode("utf-8", "surrogateescape") for rel, text in data["files"].items()}
-    except (OSError, EOFError, ValueError, AttributeError, UnicodeError) as err:
+    except (zlib.error, ValueError, AttributeError, UnicodeError, RecursionError) as err:
         raise RenderError(f"{where} is damaged ({err}); restore it from version control") from None
 
 
@@ -181,7 +207,8 @@ def generate(
     except OSError as err:
         raise DestinationError(f"cannot create {parent}: {err.strerror}") from None
     if dest.exists():
-        _write_forced(dest, files, report)
+        with fsutil.package_lock(dest):
+            _write_forced(dest, files, report)
         return dest
     fsutil.sweep_stale_staging(parent)
     staging = fsutil.make_staging(parent)
@@ -191,14 +218,16 @@ def generate(
             target = out / fsutil.check_relative(rel)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content)
-        try:
-            os.rename(out, dest)  # one step: the package appears whole, or not at all
-        except OSError as err:
-            raise DestinationError(f"cannot create {dest}: {err.strerror}") from None
+        with fsutil.deferred_signals():  # the rename and the cleanup after it run to the end
+            try:
+                os.rename(out, dest)  # one step: the package appears whole, or not at all
+            except OSError as err:
+                raise DestinationError(f"cannot create {dest}: {err.strerror}; nothing was changed") from None
+            fsutil.OUTCOME.applied = True
     except OSError as err:
         raise DestinationError(f"writing {dest} failed: {err.strerror}; nothing was changed") from None
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        fsutil.remove_staging(staging)
     return dest
 
 

@@ -349,7 +349,7 @@ def parse_abi(value: object) -> str:
     return value
 
 
-def check_namespace(ns: str, *, derived_from_op: bool) -> str:
+def check_namespace(ns: str, *, derived_from_op: bool, source: str = "op name") -> str:
     """Validate the effective torch.ops namespace ``ns`` and return it.
 
     Besides the identifier rules (which refuse a leading '_'), ``ns`` must not be a namespace
@@ -357,16 +357,17 @@ def check_namespace(ns: str, *, derived_from_op: bool) -> str:
     import. Those are the recorded ones (:mod:`kernelgen.names`) plus, unless
     KERNELGEN_NO_TORCH_QUERY=1, whatever the installed torch registers. ``derived_from_op`` says
     the namespace was not given but taken from the op (or package) name: the error then names the
-    op (param "op_name") rather than --namespace.
+    op (param "op_name") rather than --namespace; ``source`` says which name it was taken from
+    ("op name", or "package name" for `kernelgen new PKG --op OP`).
     """
     param = "op_name" if derived_from_op else "namespace"
-    what = "op name (the default namespace)" if derived_from_op else "namespace"
+    what = f"{source} (the default namespace)" if derived_from_op else "namespace"
     name = _check_identifier(ns, what=what, param=param)
     if name in names_mod.torch_namespaces():
         fix = "pick your own with --namespace <team>, e.g. --namespace myteam"
         if derived_from_op:
             raise SpecError(
-                f"the op name {name!r} would also be the torch.ops namespace, and {name!r} is a namespace "
+                f"the {source} {name!r} would also be the torch.ops namespace, and {name!r} is a namespace "
                 f"PyTorch owns (torch.ops.{name}; importing the op would abort Python); {fix}",
                 param,
             )
@@ -475,7 +476,9 @@ class OpSpec:
                        abi, weight_names)
         if inputs is not None or expr is not None:
             raise SpecError(f"--inputs and --expr are only for --kind {' or '.join(EXPR_KINDS)}, not {kind}", "kind")
-        parsed_epilogue = parse_epilogue(epilogue if epilogue is not None else "acc", bias)
+        # --bias alone adds the bias: the epilogue a linear layer needs
+        default_epilogue = "acc + bias" if bias else "acc"
+        parsed_epilogue = parse_epilogue(epilogue if epilogue is not None else default_epilogue, bias)
         if (parsed_epilogue.source != "acc" or bias) and abi != "stable":
             raise SpecError(
                 f"--epilogue and --bias are generated on the stable ABI only (new features start there); this "
@@ -583,6 +586,21 @@ class PackageSpec:
         answers file with no ``abi`` (template versions 1 to 3) is a package on the full ABI: its
         C++ was written against ATen, and `kernelgen update` must not rewrite it.
         """
+        at: list[int] = []  # the index of the op being read
+        try:
+            return cls._from_answers(data, where, at)
+        except AnswersError:
+            raise
+        except SpecError as err:  # a value no option gave: name the file and the field it came from
+            field = _ANSWERS_FIELDS.get(err.param or "", err.param or "")
+            if field in _OP_FIELDS and at:
+                field = f"ops[{at[0]}].{field}"
+            elif field == "namespace" and data.get("namespace") is None:
+                field = "name (the default namespace)"
+            raise AnswersError(f"{where}: {field or 'a field'}: {err.message}") from None
+
+    @classmethod
+    def _from_answers(cls, data: dict[str, object], where: str, at: list[int]) -> PackageSpec:
         def field_of(mapping: dict[str, object], key: str, kind: type, *, required: bool = True) -> Any:
             value = mapping.get(key)
             if value is None and not required:
@@ -619,6 +637,7 @@ class PackageSpec:
                 raise AnswersError(f"{where}: ops[{index}] must be a mapping, not {type(raw).__name__}")
             kind = field_of(raw, "kind", str, required=False) or "elementwise"
             has_expr = kind in EXPR_KINDS  # inputs and an expression are recorded
+            at[:] = [index]  # the op a SpecError below is about
             ops.append(OpSpec.create(
                 field_of(raw, "name", str),
                 kind=kind,
@@ -635,7 +654,8 @@ class PackageSpec:
             ))
         first, *rest = ops
         spec = cls(name, package, first.namespace, first.arch_list, (first,), abi)
-        for op in rest:
+        for index, op in enumerate(rest, start=1):
+            at[:] = [index]
             spec = spec.with_op(op)
         return spec
 
@@ -662,6 +682,10 @@ class PackageSpec:
 
 
 _TYPE_WORDS: dict[type, str] = {str: "string", list: "list of strings", dict: "mapping"}
+
+#: The answers-file field each SpecError param comes from (ops[i].<field> for the per-op ones).
+_ANSWERS_FIELDS = {"op_name": "name", "name": "name"}
+_OP_FIELDS = frozenset(["name", "kind", "inputs", "expr", "dtypes", "backend", "weights", "epilogue", "bias"])
 
 
 def _recorded_flag(raw: dict[str, object], key: str, where: str) -> bool:

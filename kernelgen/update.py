@@ -30,14 +30,15 @@ from pathlib import Path
 
 from . import fsutil
 from ._jinja import TEMPLATE_VERSION
-from .answers import load_answers
-from .errors import KernelgenError
+from .answers import load_answers, parse_answers
+from .errors import AnswersError, KernelgenError
 from .render import (
     ANSWERS_FILE,
     LEGACY_BASE_DIR,
     RECORD,
     RECORD_README,
     decode_record,
+    read_record,
     render_package,
     with_record,
 )
@@ -131,7 +132,7 @@ def _load_base(root: Path, recorded_version: str) -> tuple[dict[str, bytes], boo
     legacy = root / LEGACY_BASE_DIR
     if os.path.lexists(record):
         fsutil.safe_target(root, RECORD)
-        return decode_record(record.read_bytes(), str(record)), False
+        return decode_record(read_record(record), str(record)), False
     if legacy.is_dir() and not legacy.is_symlink():
         base = {}
         for path in sorted(legacy.rglob("*")):
@@ -169,12 +170,14 @@ def plan(op_dir: Path, new_op: OpSpec | None = None) -> tuple[UpdateResult, dict
     recorded_version = str(answers.get("_template_version", "?"))
     pkg = PackageSpec.from_answers(answers, where=str(answers_path))
     base, legacy = _load_base(root, recorded_version)
+    _check_modules_present(root, base)
     if new_op is not None:
         if recorded_version != TEMPLATE_VERSION:
             raise KernelgenError(
                 f"{root} was generated with template version {recorded_version}, and this kernelgen has "
                 f"version {TEMPLATE_VERSION}: run `kernelgen update {root}` first, then add the op"
             )
+        _check_answers_as_recorded(root, answers, base.get(ANSWERS_FILE))
         pkg = pkg.with_op(new_op)
     theirs = render_package(pkg)
     moved: dict[str, str] = {}  # new path -> old path (template version 2 -> 3)
@@ -209,6 +212,62 @@ def plan(op_dir: Path, new_op: OpSpec | None = None) -> tuple[UpdateResult, dict
     current = {rel: _read_ours(root, rel) for rel in result.record}
     result.record_changed = any(current[rel] != result.record[rel] for rel in result.record)
     return result, theirs, pkg
+
+
+def _check_modules_present(root: Path, base: dict[str, bytes]) -> None:
+    """Refuse a package whose Python module directory is gone: every file in it would count as
+    deleted by the user (which update respects), so update would say "up to date" and add would
+    write an op into a package that cannot be imported."""
+    for rel in sorted(base):
+        parts = rel.split("/")
+        if len(parts) == 2 and parts[1] == "__init__.py" and not (root / parts[0]).exists():
+            count = sum(1 for other in base if other.startswith(parts[0] + "/"))
+            raise KernelgenError(
+                f"{root / parts[0]} is missing: the package's Python module ({count} generated files) was deleted or "
+                f"moved; restore it (from version control: git checkout -- {parts[0]}), then run kernelgen again"
+            )
+
+
+def _first_difference(recorded: object, now: object, where: str = "") -> str:
+    """Where two parsed answers mappings first differ, in words: "'name': recorded 'a', now 'b'"."""
+    def show(value: object) -> str:
+        text = repr(value)
+        return ascii(text if len(text) <= 40 else text[:37] + "...")[1:-1]
+
+    if isinstance(recorded, dict) and isinstance(now, dict):
+        for key in [*recorded, *(k for k in now if k not in recorded)]:
+            if recorded.get(key, _ABSENT) != now.get(key, _ABSENT):
+                return _first_difference(recorded.get(key, _ABSENT), now.get(key, _ABSENT),
+                                         f"{where}.{key}" if where else str(key))
+    if isinstance(recorded, list) and isinstance(now, list) and len(recorded) == len(now):
+        for index, (a, b) in enumerate(zip(recorded, now, strict=True)):
+            if a != b:
+                return _first_difference(a, b, f"{where}[{index}]")
+    before = "absent" if recorded is _ABSENT else show(recorded)
+    after = "absent" if now is _ABSENT else show(now)
+    return f"{where or 'the file'}: recorded {before}, now {after}"
+
+
+_ABSENT = object()
+
+
+def _check_answers_as_recorded(root: Path, answers: dict[str, object], recorded: bytes | None) -> None:
+    """`add` writes the answers file itself (the recorded answers plus the new op), so an answers
+    file edited by hand since kernelgen wrote it would be applied silently, a package rename
+    included. Refuse instead; `kernelgen update` is the command that applies such edits."""
+    if recorded is None:
+        return
+    try:
+        was = parse_answers(recorded.decode("utf-8"), f"{root / RECORD} (its copy of {ANSWERS_FILE})")
+    except (AnswersError, UnicodeDecodeError):
+        raise KernelgenError(f"{root / RECORD} is damaged (its copy of {ANSWERS_FILE} cannot be read); "
+                             "restore it from version control") from None
+    if was == answers:
+        return
+    raise KernelgenError(
+        f"{root / ANSWERS_FILE} was edited by hand since kernelgen wrote it ({_first_difference(was, answers)}); "
+        f"`kernelgen add` only adds an op: apply the edit with `kernelgen update {root}` (or undo it), then add the op"
+    )
 
 
 def _merge_one(rel: str, o: bytes | None, b: bytes | None, t: bytes | None, labels: tuple[str, str, str]) -> FileResult:

@@ -180,7 +180,7 @@ def test_answers_with_a_bad_weights_field_are_refused():
     with pytest.raises(AnswersError, match=r"'weights' must be a list of strings"):
         PackageSpec.from_answers(data)
     data["ops"][0]["weights"] = ["w); import os  #"]  # type: ignore[index]
-    with pytest.raises(SpecError):
+    with pytest.raises(AnswersError, match=r"ops\[0\]\.weights: the weight name"):  # names the field it came from
         PackageSpec.from_answers(data)
 
 

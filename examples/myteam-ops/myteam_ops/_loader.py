@@ -16,7 +16,8 @@ force a clean build. KERNELGEN_JIT_VERBOSE=1 shows the compiler commands.
 Either way, before any compiled code is loaded, check_no_clash() makes sure that no op this
 package defines already exists in its namespace. Loading a library whose registration clashes does
 not raise: the C++ static initializer throws, and the process aborts. Checking first turns that
-into an ImportError that names the op and the library that holds it.
+into an ImportError that names the op and the library that holds it. An op that this package's
+own ops/<op>.py already registered (importlib.reload of the package) is not a clash.
 """
 
 from __future__ import annotations
@@ -89,9 +90,57 @@ def check_build_info(recorded: Optional[dict[str, Any]]) -> None:
             )
 
 
+def _python_definer(qualified: str) -> Optional[tuple[str, str]]:
+    """(module, file) of the Python code that defined the op through torch.library.custom_op or
+    triton_op (as the ops/<op>.py of a Triton op does), or None for an op defined in C++.
+
+    The dispatcher names only torch's own registration code for such ops, so the definition is
+    looked up in torch's table of Python-defined ops (private, so any failure means "unknown"),
+    and the first function of it that lives outside torch names the module.
+    """
+    try:
+        from torch._library.custom_ops import OPDEFS
+
+        opdef = OPDEFS.get(qualified)
+    except Exception:  # noqa: BLE001 (an unknown owner must not hide the clash itself)
+        return None
+    if opdef is None:
+        return None
+    functions = []
+    for name in ("_init_fn", "_abstract_fn", "_setup_context_fn", "_backward_fn"):
+        function = getattr(opdef, name, None)
+        functions.append(function)
+        # triton_op wraps the function it registers: the wrapper lives in torch, the function in a closure
+        functions.extend(cell.cell_contents for cell in getattr(function, "__closure__", None) or ())
+    for function in functions:
+        module = getattr(function, "__module__", None)
+        code = getattr(function, "__code__", None)
+        if isinstance(module, str) and code is not None and module.split(".")[0] != "torch":
+            return module, code.co_filename
+    return None
+
+
+def _is_ours(qualified: str) -> bool:
+    """True if this package's own code defined the op (an earlier import in this process)."""
+    definer = _python_definer(qualified)
+    if definer is None:
+        return False
+    module, filename = definer
+    try:
+        inside = Path(filename).resolve().is_relative_to(_build.PACKAGE_DIR)
+    except (OSError, ValueError):
+        return False
+    return inside and module.split(".")[0] == _build.PACKAGE
+
+
 def _owner(qualified: str) -> str:
     """Who registered the op: a loaded Python package if its files hold the registering source,
     else that source file (from the dispatcher's debug dump), else "another library"."""
+    definer = _python_definer(qualified)
+    if definer is not None:
+        module, source = definer
+        top = module.split(".")[0]
+        return f"the package {top!r} ({source})" if top in sys.modules else f"the module {module!r} ({source})"
     try:
         dump = torch._C._dispatch_dump(qualified)  # private, so only used for this message
     except Exception:  # noqa: BLE001 (any failure here must not hide the clash itself)
@@ -100,13 +149,15 @@ def _owner(qualified: str) -> str:
     if not match:
         return "another library"
     source = match.group(1).strip()
-    if "/torch/" in source or "pytorch" in source:
-        return f"PyTorch itself ({source})"
     for name, module in list(sys.modules.items()):
         location = getattr(module, "__file__", None)
         if location and "." not in name and name != _build.PACKAGE and Path(location).name == "__init__.py":
             if source.startswith(str(Path(location).parent) + os.sep):
                 return f"the package {name!r} ({source})"
+    if re.search(r"[/\\]torch[/\\](_library[/\\]|library\.py)", source):
+        return f"a library that defines ops from Python through torch.library ({source})"
+    if "/torch/" in source or "pytorch" in source:
+        return f"PyTorch itself ({source})"
     return source
 
 
@@ -119,6 +170,8 @@ def check_no_clash() -> None:
         except AttributeError:
             continue
         qualified = f"{_build.NAMESPACE}::{op}"
+        if _is_ours(qualified):
+            continue  # defined by this package's ops/<op>.py, imported before (importlib.reload)
         raise ImportError(
             f"{_build.PACKAGE}: cannot load: the op {qualified} is already defined in this process by "
             f"{_owner(qualified)}. Two libraries cannot define the same op in one namespace; rename the op "
