@@ -13,9 +13,16 @@ import signal
 import sys
 
 
-def _raise_terminated(signum: int, frame: object) -> None:
-    from .fsutil import Terminated
+def _on_signal(signum: int, frame: object) -> None:
+    """SIGINT raises KeyboardInterrupt and SIGTERM Terminated, so that the command unwinds and says
+    what it did; once it is on its way out after one of them, further ones are ignored (one
+    message, one exit code, and no traceback from a second Ctrl-C while it exits)."""
+    from .fsutil import OUTCOME, Terminated
 
+    if OUTCOME.exiting:
+        return
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated()
 
 
@@ -28,21 +35,35 @@ def run() -> None:
         try:
             from . import cli
 
-            signal.signal(signal.SIGTERM, _raise_terminated)  # SIGTERM unwinds and reports, as SIGINT does
+            for signum in held:
+                signal.signal(signum, _on_signal)
         finally:
             if block is not None and previous is not None:
                 block(signal.SIG_SETMASK, previous)  # a signal held back while importing is acted on here
     except BaseException as err:
         if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
             raise
+        _ignore(held)
         sys.stderr.write("kernelgen: interrupted; nothing was changed\n")
         sys.exit(130 if isinstance(err, KeyboardInterrupt) else 143)
     try:
-        cli.main(prog_name="kernelgen")
-    except BaseException as err:  # an interrupt outside a command (while click parses the arguments)
-        if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
-            raise
-        cli._interrupted(err)
+        try:
+            cli.main(prog_name="kernelgen")
+        except BaseException as err:  # an interrupt outside a command (while click parses the arguments)
+            if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
+                raise
+            cli._interrupted(err)
+    except SystemExit:
+        _ignore(held)  # the command is over, and its exit code says how it ended
+        raise
+
+
+def _ignore(signals: tuple[int, ...]) -> None:
+    """Ignore ``signals`` from now on: the command has ended, and Python would otherwise restore
+    their default action while it shuts down, so that a late Ctrl-C would turn an exit code that
+    says what happened into death by SIGINT."""
+    for signum in signals:
+        signal.signal(signum, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

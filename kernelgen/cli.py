@@ -118,6 +118,7 @@ def _interrupted(err: BaseException) -> NoReturn:
     """Exit after SIGINT or SIGTERM with one line that says what the run had done (never "nothing
     was changed" unless that is true): writes finish or roll back before a signal is acted on."""
     outcome = fsutil.OUTCOME
+    outcome.exiting = True
     if outcome.kept is not None:
         message = f"interrupted; some files could not be put back: the originals are in {outcome.kept}"
     elif outcome.applied:

@@ -62,6 +62,7 @@ class Outcome:
         self.applied = False  # every change is in place
         self.kept: Path | None = None  # where files that could not be put back are
         self.done = done  # what `applied` means, in words, for the message
+        self.exiting = False  # the command is exiting after a signal: ignore further ones (kernelgen.__main__)
 
 
 OUTCOME = Outcome()

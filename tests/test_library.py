@@ -301,3 +301,103 @@ def test_two_builds_side_by_side_are_refused(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=300)
     assert "IMPORTERROR twob: several compiled extensions" in done.stdout, done.stdout + done.stderr[-2000:]
     assert "_C.abi3.so, _C.cpython-311-x86_64-linux-gnu.so" in done.stdout
+
+
+# ---- issue 30 -------------------------------------------------------------------------------------
+
+
+def test_add_refuses_an_answers_file_with_a_duplicate_key(lib):
+    """Issue 30, item 5: `name: other` appended to the answers file made `add` delete the generated
+    files and create other/; the duplicate key is refused, and nothing is written."""
+    answers = lib / ".copier-answers.yml"
+    answers.write_text(answers.read_text() + "name: other\n")
+    before = tree(lib)
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 1, result.output
+    assert "has the key 'name' twice" in result.output and str(answers) in result.output
+    assert tree(lib) == before and not (lib / "other").exists()
+
+
+@pytest.mark.parametrize("old, new, difference", [
+    ("name: team-ops", "name: other", "name: recorded 'team-ops', now 'other'"),
+    ("expr: a * b + c", "expr: a * b - c", "ops[0].expr: recorded 'a * b + c', now 'a * b - c'"),
+    ("namespace: team", "namespace: other", "namespace: recorded 'team', now 'other'"),
+])
+def test_add_refuses_hand_edits_of_the_answers_file_and_points_to_update(lib, old, new, difference):
+    """Issue 30, item 5: `add` rewrites the answers file from what it read, so a hand edit would be
+    applied silently (a rename deleted 8 generated files). It refuses, and says which field."""
+    answers = lib / ".copier-answers.yml"
+    text = answers.read_text()
+    assert old in text
+    answers.write_text(text.replace(old, new, 1))
+    before = tree(lib)
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 1, result.output
+    assert f"{answers} was edited by hand since kernelgen wrote it ({difference})" in result.output, result.output
+    assert f"apply the edit with `kernelgen update {lib}`" in result.output
+    assert tree(lib) == before
+
+
+def test_add_accepts_an_answers_file_that_differs_only_in_comments_and_layout(lib):
+    answers = lib / ".copier-answers.yml"
+    answers.write_text(answers.read_text().replace("namespace: team", "namespace:   team    # ours") + "# note\n")
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
+    assert result.exit_code == 0, result.output
+
+
+def test_bias_without_an_epilogue_adds_the_bias(tmp_path):
+    """Issue 30: `--kind matmul --bias` alone was refused with a message about an epilogue the user
+    never gave; it now means `--epilogue "acc + bias"`."""
+    result = invoke("new", "linear", "--kind", "matmul", "--bias", "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    answers = (tmp_path / "linear" / ".copier-answers.yml").read_text()
+    assert "epilogue: acc + bias" in answers and "bias: true" in answers
+
+
+@pytest.fixture(scope="module")
+def triton_packages(tmp_path_factory):
+    """Two Triton-only packages defining team::gelu_tl (no compile step: they import as they are)."""
+    root = tmp_path_factory.mktemp("triton")
+    for name, expr in (("tri_a", "x * sigmoid(1.702 * x)"), ("tri_b", "x * 2")):
+        result = invoke("new", name, "--op", "gelu_tl", "--backend", "triton", "--inputs", "x", "--expr", expr,
+                        "--namespace", "team", "--dtypes", "fp32", "--defaults", "-o", str(root))
+        assert result.exit_code == 0, result.output
+    return root
+
+
+def _python(root: Path, script: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root / "tri_a"), str(root / "tri_b"),
+                                                        os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_reloading_a_package_of_triton_ops_is_not_a_clash(triton_packages):
+    """Issue 30, item 7: importlib.reload(pkg) reported that pkg's own op was already defined."""
+    pytest.importorskip("torch", reason="importing a generated package needs torch")
+    done = _python(triton_packages, """
+        import importlib, torch, tri_a
+        importlib.reload(tri_a)
+        x = torch.linspace(-3, 3, 7)
+        torch.testing.assert_close(tri_a.gelu_tl(x), x * torch.sigmoid(1.702 * x))
+        print("RELOADED")
+    """)
+    assert done.returncode == 0 and "RELOADED" in done.stdout, done.stderr[-3000:]
+
+
+def test_a_clash_between_triton_packages_names_the_other_package(triton_packages):
+    """Issue 30, item 8: the ImportError blamed "PyTorch itself (torch/_library/custom_ops.py)"."""
+    pytest.importorskip("torch", reason="importing a generated package needs torch")
+    done = _python(triton_packages, """
+        import tri_a
+        try:
+            import tri_b
+        except ImportError as err:
+            print("IMPORTERROR", err)
+    """)
+    assert done.returncode == 0, done.stderr[-3000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("IMPORTERROR"))
+    expected = (f"IMPORTERROR tri_b: cannot load: the op team::gelu_tl is already defined in this process by the "
+                f"package 'tri_a' ({triton_packages / 'tri_a' / 'tri_a' / 'ops' / 'gelu_tl.py'})")
+    assert line.startswith(expected), line
+    assert "PyTorch itself" not in line

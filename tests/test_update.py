@@ -295,3 +295,104 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     cpp = (v3_library / "myteam_ops/csrc/relu2/relu2.cpp").read_text()
     assert "TORCH_LIBRARY_FRAGMENT(myteam, m)" in cpp and "STABLE" not in cpp
     assert not (v3_library / "myteam_ops/csrc/stable_utils.h").exists()
+
+
+# ---- issue 30 -------------------------------------------------------------------------------------
+
+
+def _gzip_bomb(expanded_mib: int) -> bytes:
+    """A valid gzip stream that inflates to ``expanded_mib`` MiB of zeros, about 1 KiB per MiB:
+    one MiB compressed once and repeated (a full flush makes each copy independent)."""
+    import zlib
+
+    compressor = zlib.compressobj(9, zlib.DEFLATED, -15)
+    chunk = compressor.compress(bytes(1 << 20)) + compressor.flush(zlib.Z_FULL_FLUSH)
+    final = zlib.compressobj(9, zlib.DEFLATED, -15).flush()  # an empty last block
+    header = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x02\xff"
+    return header + chunk * expanded_mib + final + b"\x00" * 8  # the trailer is never reached
+
+
+def test_a_record_that_expands_to_gigabytes_is_refused_within_a_memory_limit(op):
+    """Issue 30, item 3: a 4 MB record that inflates to 4 GiB. The record is decompressed with a
+    cap, so `update` answers in one line even with 1 GiB of address space."""
+    import resource
+    import subprocess
+    import sys
+
+    (op / render.RECORD).write_bytes(_gzip_bomb(4096))
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    done = subprocess.run([sys.executable, "-m", "kernelgen", "update", str(op)], capture_output=True, text=True,
+                          timeout=300, preexec_fn=limit_memory)
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "MemoryError" not in done.stderr, done.stderr[-2000:]
+    assert done.stderr.count("\n") == 1 and "expands to more than 64 MiB: it is not a kernelgen record" in done.stderr
+
+
+def test_a_record_is_read_with_a_cap_too(op):
+    (op / render.RECORD).write_bytes(b"\x1f\x8b" + bytes(render.MAX_RECORD_BYTES))
+    result = update(str(op))
+    assert result.exit_code == 1 and "is larger than 64 MiB" in result.output
+
+
+def test_update_of_a_package_whose_module_directory_is_gone_says_so(op):
+    """Issue 30: with muladd/muladd/ deleted, update said "up to date" (each file counted as one
+    the user deleted on purpose)."""
+    shutil.rmtree(op / "muladd")
+    before = tree(op)
+    result = update(str(op))
+    assert result.exit_code == 1
+    assert f"{op / 'muladd'} is missing: the package's Python module (" in result.output
+    assert "up to date" not in result.output
+    assert tree(op) == before
+
+
+def test_a_refused_write_names_the_destination_not_the_staging_path(op, new_templates, monkeypatch):
+    """Issue 30: the message named err.filename, a path in the staging directory that is gone by
+    the time the user reads it."""
+    import errno
+    import os
+
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def refused(src, dst):
+        calls["n"] += 1
+        if calls["n"] == 2:  # the first file moved in (after its old version was moved aside): .kernelgen/README.md
+            raise OSError(errno.EACCES, "Permission denied", os.fspath(src), None, os.fspath(dst))
+        return real_replace(src, dst)
+
+    before = tree(op)
+    monkeypatch.setattr("kernelgen.fsutil.os.replace", refused)
+    result = CliRunner().invoke(main, ["update", str(op)])
+    monkeypatch.setattr("kernelgen.fsutil.os.replace", real_replace)
+    assert result.exit_code == 1, result.output
+    assert ".kernelgen-staging" not in result.output, result.output
+    assert f"writing {op / '.kernelgen/README.md'} failed: Permission denied; nothing was changed" in result.output
+    assert tree(op) == before
+
+
+def test_staging_that_holds_the_only_copies_is_never_swept(op, new_templates):
+    """A run killed (SIGKILL) while it moved files leaves the originals in its staging directory:
+    the next run refuses to write, names that directory and leaves it alone. Staging of a run
+    that had finished moving (its commit marker) is swept as before."""
+    abandoned = op / ".kernelgen-staging-999999999-abcd"
+    (abandoned / "backup").mkdir(parents=True)
+    (abandoned / "backup" / "README.md").write_text("the user's only copy\n")
+    finished = op / ".kernelgen-staging-999999998-efgh"
+    (finished / "backup").mkdir(parents=True)
+    (finished / "backup" / "README.md").write_text("obsolete\n")
+    (finished / "committed").touch()
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    before = tree(op)
+    result = CliRunner().invoke(main, ["update", str(op)])
+    assert result.exit_code == 1, result.output
+    assert f"{abandoned} holds files that an interrupted kernelgen run moved aside and did not put back" in result.output
+    assert (abandoned / "backup" / "README.md").read_text() == "the user's only copy\n"
+    assert tree(op) == before
+    shutil.rmtree(abandoned)
+    assert update(str(op)).exit_code == 0
+    assert not finished.exists()
