@@ -262,10 +262,12 @@ def _check_answers_as_recorded(root: Path, answers: dict[str, object], recorded:
     except (AnswersError, UnicodeDecodeError):
         raise KernelgenError(f"{root / RECORD} is damaged (its copy of {ANSWERS_FILE} cannot be read); "
                              "restore it from version control") from None
-    if was == answers:
+    # The kernelgen version that wrote the file is a stamp, which add rewrites and which changes no output.
+    was, now = ({k: v for k, v in d.items() if k != "_kernelgen_version"} for d in (was, answers))
+    if was == now:
         return
     raise KernelgenError(
-        f"{root / ANSWERS_FILE} was edited by hand since kernelgen wrote it ({_first_difference(was, answers)}); "
+        f"{root / ANSWERS_FILE} was edited by hand since kernelgen wrote it ({_first_difference(was, now)}); "
         f"`kernelgen add` only adds an op: apply the edit with `kernelgen update {root}` (or undo it), then add the op"
     )
 

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import failing_replace, tree
 
+from kernelgen import __version__
 from kernelgen._jinja import TEMPLATE_VERSION
 from kernelgen.cli import main
 
@@ -339,8 +340,12 @@ def test_add_refuses_hand_edits_of_the_answers_file_and_points_to_update(lib, ol
 
 
 def test_add_accepts_an_answers_file_that_differs_only_in_comments_and_layout(lib):
+    """...and in the stamp of the kernelgen version that wrote it (which changes no output)."""
     answers = lib / ".copier-answers.yml"
-    answers.write_text(answers.read_text().replace("namespace: team", "namespace:   team    # ours") + "# note\n")
+    text = answers.read_text().replace("namespace: team", "namespace:   team    # ours") + "# note\n"
+    stamp = f"_kernelgen_version: {__version__}"
+    assert stamp in text
+    answers.write_text(text.replace(stamp, "_kernelgen_version: 0.0.9"))
     result = invoke("add", "gelu", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
     assert result.exit_code == 0, result.output
 
