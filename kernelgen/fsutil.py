@@ -241,8 +241,9 @@ def install(root: Path, changes: Mapping[str, bytes | None], staging: Path) -> N
     """Apply ``changes`` (relative path -> new bytes, or None to delete) to ``root``, all or nothing.
 
     ``staging`` is a directory made by :func:`make_staging` inside ``root`` (or beside it, on the
-    same file system); the caller removes it, unless this raises :class:`RollbackIncomplete` (it
-    then holds the only copies of files). File modes of replaced files are kept. Sets
+    same file system). On success it is removed, before any signal that arrived meanwhile is acted
+    on; on failure the caller removes it, unless this raises :class:`RollbackIncomplete` (it then
+    holds the only copies of files). File modes of replaced files are kept. Sets
     ``OUTCOME.applied`` once every change is in place.
     """
     targets = {rel: safe_target(root, rel) for rel in sorted(changes)}  # every check before any write
@@ -307,6 +308,7 @@ def install(root: Path, changes: Mapping[str, bytes | None], staging: Path) -> N
         with contextlib.suppress(OSError):  # what staging still holds is obsolete from now on
             (staging / _COMMITTED).touch()
         OUTCOME.applied = True
+        remove_staging(staging)
 
 
 def _roll_back(done: list[tuple[Path, Path | None]], created_dirs: list[Path]) -> tuple[list[Path], list[Path]]:

@@ -224,6 +224,7 @@ def generate(
             except OSError as err:
                 raise DestinationError(f"cannot create {dest}: {err.strerror}; nothing was changed") from None
             fsutil.OUTCOME.applied = True
+            fsutil.remove_staging(staging)
     except OSError as err:
         raise DestinationError(f"writing {dest} failed: {err.strerror}; nothing was changed") from None
     finally:
