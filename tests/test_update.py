@@ -396,3 +396,33 @@ def test_staging_that_holds_the_only_copies_is_never_swept(op, new_templates):
     shutil.rmtree(abandoned)
     assert update(str(op)).exit_code == 0
     assert not finished.exists()
+
+
+def test_a_rollback_that_fails_keeps_the_originals_and_names_them(op, new_templates, monkeypatch):
+    """The disk fails half-way and keeps failing, so the rollback cannot put every file back: the
+    staging directory, which holds the only copies, is kept, and the message says where."""
+    import os
+
+    edit(new_templates / "package/README.md.jinja", "## Build and test", "## Build and test (v2)")
+    readme = (op / "README.md").read_bytes()
+    real_replace = os.replace
+    calls = {"n": 0}
+
+    def failing_from_the_fourth(src, dst):
+        calls["n"] += 1
+        if calls["n"] >= 4:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr("kernelgen.fsutil.os.replace", failing_from_the_fourth)
+    result = CliRunner().invoke(main, ["update", str(op)])
+    monkeypatch.setattr("kernelgen.fsutil.os.replace", real_replace)
+    assert result.exit_code == 1, result.output
+    (staging,) = [p for p in op.iterdir() if p.name.startswith(".kernelgen-staging")]
+    assert f"could not be put back (first: {op / '.kernelgen'}" in result.output, result.output
+    assert f"the originals are kept in {staging / 'backup'}: copy them back into the package" in result.output
+    assert "nothing was changed" not in result.output
+    kept = {p.relative_to(staging / "backup").as_posix(): p.read_bytes()
+            for p in (staging / "backup").rglob("*") if p.is_file()}
+    assert kept and all(not (op / rel).exists() for rel in kept)  # each is the only copy
+    assert (op / "README.md").read_bytes() == readme  # not reached before the disk failed
