@@ -11,7 +11,10 @@ Environment variables:
     CUDA_HOME                the CUDA toolkit (default: found from nvcc, see _build.py)
     DEBUG=1                  host -g -O0, device -lineinfo (for compute-sanitizer and ncu)
     KERNELGEN_CPU_ONLY=1     skip the CUDA kernel even if a toolkit is found
-    KERNELGEN_REQUIRE_CUDA=1 fail instead of falling back to a CPU-only build (for CI)
+    KERNELGEN_REQUIRE_CUDA=1 fail instead of falling back to a CPU-only build, or to one without the
+                             matmul ops' Hopper path (for CI)
+    KERNELGEN_CUTLASS_DIR    the CUTLASS headers of that path (default: found, or downloaded once; see _build.py)
+    KERNELGEN_NO_CUTLASS=1   build the matmul ops without their Hopper (CUTLASS) path
     MAX_JOBS                 parallel compile jobs (ninja)
 
 --no-build-isolation matters: with isolation, pip builds against a fresh torch downloaded into a

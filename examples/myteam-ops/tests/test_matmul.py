@@ -216,7 +216,7 @@ def _hopper_path_reason():
         return "the CUTLASS path runs on sm_90 GPUs (H100, H200) only"
     info = Path(myteam_ops.__file__).parent / "_build_info.json"
     if not info.is_file() or not json.loads(info.read_text()).get("cutlass_sm90"):
-        return "myteam_ops was built without the CUTLASS path (no 9.0 target, or KERNELGEN_NO_CUTLASS=1)"
+        return "myteam_ops was built without the CUTLASS path (no 9.0 target, no CUTLASS headers, or KERNELGEN_NO_CUTLASS=1)"
     return None
 
 
