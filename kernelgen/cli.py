@@ -160,9 +160,11 @@ def _collect_op(
     given = {field for field, value in answers.items() if value is not None}
 
     def build(values: dict[str, str | None]) -> OpSpec:
-        # An option given as "" is an error (caught by the parsers), never a silent default.
+        # An option given as "" is an error (caught by the parsers), never a silent default. Without
+        # --kind the kind is elementwise; on a terminal, until it is asked, the kind the options point to.
+        unasked_kind = _placeholder_kind(weights, epilogue, bias) if interactive else "elementwise"
         op = OpSpec.create(
-            values["op_name"] or "", kind=values["kind"] or _placeholder_kind(weights, epilogue, bias),
+            values["op_name"] or "", kind=values["kind"] or unasked_kind,
             inputs=values["inputs"], expr=values["expr"],
             dtypes=values["dtypes"] if values["dtypes"] is not None else ",".join(DTYPES),
             arch_list=values["arch_list"] if values["arch_list"] is not None else DEFAULT_ARCH_LIST,

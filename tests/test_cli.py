@@ -300,3 +300,11 @@ def test_unknown_names_get_a_suggestion(tmp_path, args, line):
     assert list(tmp_path.iterdir()) == []
     if "allowed:" in line:
         assert "did you mean" not in result.output
+
+
+def test_without_a_terminal_the_kind_is_elementwise_whatever_the_options(tmp_path):
+    # Prompts check answers against the kind the options point to; an unprompted run never guesses it.
+    result = CliRunner().invoke(main, ["new", "op", "--weights", "w", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--weights is only for --kind rowwise, not elementwise" in result.output
+    result = CliRunner().invoke(main, ["new", "op", "--epilogue", "acc", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--epilogue and --bias are only for --kind matmul" in result.output
