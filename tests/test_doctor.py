@@ -454,6 +454,9 @@ def test_build_without_cutlass_headers_leaves_the_hopper_path_out_in_one_line(ho
     assert "the matmul ops' Hopper (CUTLASS) path is left out" in notes[0]
     assert "pip download failed" in notes[0] and "pip install --no-deps nvidia-cutlass==4.2.0.0" in notes[0]
     assert not build.cutlass_cache().exists()
+    # The build record keeps the line (pip shows no output of a build that succeeds).
+    assert build.sm90_left_out() == notes[0].split("note: ", 1)[1]
+    assert build.current_build_info(True)["cutlass_sm90_left_out"] == build.sm90_left_out()
     # CI (KERNELGEN_REQUIRE_CUDA=1) builds everything it promises, or stops.
     monkeypatch.setenv("KERNELGEN_REQUIRE_CUDA", "1")
     with pytest.raises(SystemExit, match="KERNELGEN_REQUIRE_CUDA=1 but the matmul ops' Hopper"):

@@ -281,21 +281,33 @@ def _arch_entries() -> list[str]:
 
 
 _SM90_FLAGS: dict[tuple[Optional[str], ...], Optional[list[str]]] = {}
+_SM90_LEFT_OUT: dict[tuple[Optional[str], ...], str] = {}
+
+
+def _sm90_key() -> tuple[Optional[str], ...]:
+    return tuple(os.environ.get(name) for name in (
+        "TORCH_CUDA_ARCH_LIST", "KERNELGEN_NO_CUTLASS", "KERNELGEN_CUTLASS_DIR", "KERNELGEN_REQUIRE_CUDA"))
 
 
 def sm90_flags() -> Optional[list[str]]:
-    """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target or
-    KERNELGEN_NO_CUTLASS=1. Exits with one line when 9.0 is a target and the headers are missing.
-    Worked out once per environment: the flags, the source list and the build record all ask."""
-    key = tuple(os.environ.get(name) for name in (
-        "TORCH_CUDA_ARCH_LIST", "KERNELGEN_NO_CUTLASS", "KERNELGEN_CUTLASS_DIR", "KERNELGEN_REQUIRE_CUDA"))
+    """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target,
+    KERNELGEN_NO_CUTLASS=1, or no CUTLASS headers to be had (see sm90_left_out). Worked out once per
+    environment: the flags, the source list and the build record all ask."""
+    key = _sm90_key()
     if key not in _SM90_FLAGS:
-        _SM90_FLAGS[key] = _sm90_flags()
+        _SM90_FLAGS[key] = _sm90_flags(key)
     flags = _SM90_FLAGS[key]
     return None if flags is None else list(flags)
 
 
-def _sm90_flags() -> Optional[list[str]]:
+def sm90_left_out() -> Optional[str]:
+    """Why this build leaves the Hopper path out for want of CUTLASS headers, or None. The build record
+    keeps it, where the tests' skip reason shows it: pip hides the output of a build that succeeds."""
+    sm90_flags()
+    return _SM90_LEFT_OUT.get(_sm90_key())
+
+
+def _sm90_flags(key: tuple[Optional[str], ...]) -> Optional[list[str]]:
     entries = _arch_entries()
     if os.environ.get("KERNELGEN_NO_CUTLASS") == "1" or not any(entry.split("+")[0] in ("9.0", "9.0a") for entry in entries):
         return None
@@ -313,6 +325,7 @@ def _sm90_flags() -> Optional[list[str]]:
             if os.environ.get("KERNELGEN_REQUIRE_CUDA") == "1":
                 sys.exit(f"{PACKAGE}: error: KERNELGEN_REQUIRE_CUDA=1 but {left_out}")
             log(f"note: {left_out}")
+            _SM90_LEFT_OUT[key] = left_out
             return None
     gencode = []
     for entry in entries:
@@ -380,6 +393,7 @@ def current_build_info(with_cuda: bool) -> dict[str, Any]:
         "arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST") if with_cuda else None,
         # Whether the matmul ops' CUTLASS Hopper path was compiled (the tests check which kernel runs).
         "cutlass_sm90": with_cuda and sm90_flags() is not None,
+        "cutlass_sm90_left_out": sm90_left_out() if with_cuda else None,
     }
 
 
