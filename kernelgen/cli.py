@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 import click
 
 from . import __version__, fsutil
-from .errors import KernelgenError, SpecError
+from .errors import KernelgenError, SpecError, did_you_mean
 from .fsutil import Terminated, terminate_as_exception
 from .spec import (
     ABIS,
@@ -66,17 +68,11 @@ def _interactive(defaults: bool) -> bool:
     return not defaults and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _ask(value: Any, prompt: str, default: str, interactive: bool) -> Any:
-    if value is not None or not interactive:
-        return value
-    return click.prompt(prompt, default=default)
-
-
 def _op_options(func: Any) -> Any:
     """The options that describe one op: shared by `new` and `add`."""
     options = [
-        click.option("--kind", type=click.Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`)."),
-        click.option("--backend", type=click.Choice(BACKENDS), default=None,
+        click.option("--kind", type=_Choice(sorted(KINDS)), default=None, help="What kind of op (see `kernelgen list`)."),
+        click.option("--backend", type=_Choice(BACKENDS), default=None,
                      help="cuda: a CUDA C++ kernel compiled into the package's _C [default]; triton: a Triton kernel, "
                           "no C++ (elementwise and rowwise)."),
         click.option("--inputs", default=None, help="elementwise, rowwise: comma-separated input names, e.g. a,b,c."),
@@ -93,7 +89,7 @@ def _op_options(func: Any) -> Any:
         click.option("--arch-list", default=None, help=f"CUDA archs, TORCH_CUDA_ARCH_LIST syntax [default: {DEFAULT_ARCH_LIST}]; one per package."),
         click.option("--namespace", default=None, help="torch.ops namespace [default: the package name]; one per package. "
                      "Namespaces PyTorch owns (aten, prims, sparse, quantized, ...) and names starting with '_' are refused."),
-        click.option("--abi", type=click.Choice(ABIS), default=None,
+        click.option("--abi", type=_Choice(ABIS), default=None,
                      help=f"LibTorch ABI of the package's C++ [default: {DEFAULT_ABI}]; one per package. stable: "
                           "torch/csrc/stable only, one abi3 binary for every torch >= the target version; full: "
                           "the whole ATen/c10 C++ API, rebuilt for every torch upgrade."),
@@ -105,9 +101,26 @@ def _op_options(func: Any) -> Any:
 
 
 def _usage_error(err: SpecError) -> click.UsageError:
+    """The error as one line that starts with the option it is about: "--expr: unknown function
+    'sigmod' at column 5; did you mean 'sigmoid'?" (the message's own "in --expr" is then said once)."""
     flag = _PARAM_FLAGS.get(err.param or "")
-    prefix = flag and flag != "OP_NAME" and not err.message.startswith(flag)
-    return click.UsageError(f"{flag}: {err.message}" if prefix else err.message)
+    if not flag or flag == "OP_NAME" or err.message.startswith(flag):
+        return click.UsageError(err.message)
+    message = re.sub(rf" in {re.escape(flag)}(?=[;:,)]|$)", "", err.message, count=1)
+    return click.UsageError(f"{flag}: {message}")
+
+
+class _Choice(click.Choice):
+    """click.Choice whose error names the closest choice: "... is not one of ...; did you mean 'matmul'?"."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as err:
+            close = did_you_mean(str(value), [str(choice) for choice in self.choices])
+            if not close:
+                raise
+            raise click.BadParameter(err.message.rstrip(".") + close, ctx=ctx, param=param) from None
 
 
 def _fail(err: KernelgenError) -> click.ClickException:
@@ -130,39 +143,135 @@ def _interrupted(err: BaseException) -> NoReturn:
     sys.exit(143 if isinstance(err, Terminated) else 130)
 
 
+#: What each prompt asks for, and its default (a callable of the answers so far, or a string).
+_PROMPTS: dict[str, tuple[str, Any]] = {
+    "op_name": ("Op name", None),
+    "kind": ("Kind (" + "/".join(KINDS) + ")", "elementwise"),
+    "inputs": ("Input tensors (comma-separated)", "x"),
+    "weights": ("1-D weights (comma-separated, or none)", ""),
+    "expr": ("Expression", lambda answers: " + ".join(n.strip() for n in (answers["inputs"] or "x").split(","))),
+    "rowwise_expr": ("Expression (with sum, mean, max, min over the row)", DEFAULT_ROWWISE_EXPR),
+    "dtypes": ("Dtypes", ",".join(DTYPES)),
+    "arch_list": ("CUDA arch list", DEFAULT_ARCH_LIST),
+}
+#: The fields whose errors an answer can cause besides its own: a kind clashes with --backend, --abi,
+#: --weights, --epilogue, --bias, --inputs or --expr; an op name or a weight with an input's name; an
+#: expression is checked against the inputs and weights, and the kind.
+_CAUSES: dict[str, tuple[str, ...]] = {
+    "op_name": ("inputs",),
+    "kind": ("backend", "abi", "weights", "epilogue", "bias", "inputs", "expr"),
+    "inputs": ("weights", "expr"),
+    "weights": ("inputs", "expr"),
+}
+
+
 def _collect_op(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
     arch_list: str | None, namespace: str | None, defaults: bool, backend: str | None = None,
     abi: str | None = None, weights: str | None = None, *, epilogue: str | None = None, bias: bool | None = None,
+    check: Callable[[OpSpec], object] | None = None,
 ) -> OpSpec:
-    """Prompt for what is missing (on a terminal) and validate everything into an OpSpec."""
+    """Prompt for what is missing (on a terminal) and validate everything into an OpSpec.
+
+    On a terminal each answer is checked as soon as it is given, by the code that checks the
+    options (OpSpec.create, with the answers before it and the options; ``check`` adds the
+    package's rules, for `add`), and a bad one is asked again with the error line, so that a typo
+    costs none of the answers before it. Options given on the command line are checked before the
+    first prompt that does not need them.
+    """
     interactive = _interactive(defaults)
+    answers: dict[str, str | None] = {"op_name": op_name, "kind": kind, "inputs": inputs, "weights": weights,
+                                      "expr": expr, "dtypes": dtypes, "arch_list": arch_list}
+    given = {field for field, value in answers.items() if value is not None}
+
+    def build(values: dict[str, str | None]) -> OpSpec:
+        # An option given as "" is an error (caught by the parsers), never a silent default. Without
+        # --kind the kind is elementwise; on a terminal, until it is asked, the kind the options point to.
+        unasked_kind = _placeholder_kind(weights, epilogue, bias) if interactive else "elementwise"
+        op = OpSpec.create(
+            values["op_name"] or "", kind=values["kind"] or unasked_kind,
+            inputs=values["inputs"], expr=values["expr"],
+            dtypes=values["dtypes"] if values["dtypes"] is not None else ",".join(DTYPES),
+            arch_list=values["arch_list"] if values["arch_list"] is not None else DEFAULT_ARCH_LIST,
+            namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI, weights=values["weights"],
+            epilogue=epilogue, bias=bool(bias),
+        )
+        if check is not None:
+            check(op)
+        return op
+
+    def pending() -> set[str]:
+        """The fields still to be asked: those with no value that the kind asks for."""
+        if not interactive:
+            return set()
+        kind_now = answers["kind"]
+        fields = {"op_name", "kind", "dtypes", "arch_list"}
+        if kind_now in (None, *EXPR_KINDS):
+            fields |= {"inputs", "expr"} | ({"weights"} if kind_now in (None, "rowwise") else set())
+        return {field for field in fields if answers[field] is None}
+
+    def ask(field: str) -> None:
+        if answers[field] is not None or not interactive:
+            return
+        label, default = _PROMPTS["rowwise_expr" if field == "expr" and answers["kind"] == "rowwise" else field]
+        # The errors this answer is to blame for: its own field's, and those it can cause in a field that
+        # has its value, unless a field still to be asked can cause them too (it holds a placeholder
+        # until then: an --expr over a, b fails on the placeholder input x while the inputs are unasked).
+        later = pending() - {field}
+        blame = {field} | {other for other in _CAUSES.get(field, ()) if other not in later and not any(
+            other in _CAUSES.get(unasked, ()) for unasked in later)}
+
+        def validate(text: str) -> str:
+            if field == "weights" and text.strip().lower() == "none":
+                text = ""
+            try:
+                if field == "op_name":
+                    normalize_op_name(text)
+                build({**answers, field: text})
+            except SpecError as err:
+                if err.param in blame:
+                    raise click.UsageError(_usage_error(err).message) from None
+            return text
+
+        answers[field] = click.prompt(label, default=default(answers) if callable(default) else default,
+                                      value_proc=validate)
+
     if op_name is None:
         if not interactive:
             raise click.UsageError("missing OP_NAME (and no terminal to ask for it)")
-        op_name = click.prompt("Op name")
+        ask("op_name")
+    op_name = answers["op_name"] or ""
     identifier = normalize_op_name(op_name)
     if identifier != op_name:
         click.echo(f"note: op name {op_name!r} becomes {identifier!r} for the Python package and C++ identifiers", err=True)
-    kind = _ask(kind, "Kind (" + "/".join(KINDS) + ")", "elementwise", interactive) or "elementwise"
-    if kind == "elementwise":
-        inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
-        default_expr = " + ".join(n.strip() for n in (inputs or "x").split(","))
-        expr = _ask(expr, "Expression", default_expr, interactive)
-    elif kind == "rowwise":
-        inputs = _ask(inputs, "Input tensors (comma-separated)", "x", interactive)
-        weights = _ask(weights, "1-D weights (comma-separated, or none)", "", interactive) or weights
-        expr = _ask(expr, "Expression (with sum, mean, max, min over the row)", DEFAULT_ROWWISE_EXPR, interactive)
-    dtypes = _ask(dtypes, "Dtypes", ",".join(DTYPES), interactive)
-    arch_list = _ask(arch_list, "CUDA arch list", DEFAULT_ARCH_LIST, interactive)
-    # An option given as "" is an error (caught by the parsers), never a silent default.
-    return OpSpec.create(
-        op_name, kind=kind, inputs=inputs, expr=expr,
-        dtypes=dtypes if dtypes is not None else ",".join(DTYPES),
-        arch_list=arch_list if arch_list is not None else DEFAULT_ARCH_LIST,
-        namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI, weights=weights,
-        epilogue=epilogue, bias=bool(bias),
-    )
+    if interactive:  # a bad option fails now, not after the questions
+        try:
+            build(answers)
+        except SpecError as err:
+            unsettled = pending()
+            if not any(err.param == field or err.param in _CAUSES.get(field, ()) for field in unsettled):
+                raise
+    for field in ("kind", "inputs", "weights", "expr", "dtypes", "arch_list"):
+        if field in pending():
+            ask(field)
+    while True:
+        try:
+            return build(answers)
+        except SpecError as err:
+            # A rule that ties two answers together, caught only now: ask the one it names again.
+            if err.param not in given and err.param in answers and interactive:
+                click.echo(f"Error: {_usage_error(err).message}", err=True)
+                answers[err.param] = None
+                ask(err.param)
+                continue
+            raise
+
+
+def _placeholder_kind(weights: str | None, epilogue: str | None, bias: bool | None) -> str:
+    """The kind to check the answers before the kind is asked: the one the options point to."""
+    if weights:
+        return "rowwise"
+    return "matmul" if epilogue is not None or bias else "elementwise"
 
 
 @main.command()
@@ -271,7 +380,7 @@ def add(
                 raise SpecError(f"the package is built on the {recorded.abi} ABI, for all its ops (one build); "
                                 f"omit --abi", "abi")
             op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
-                             backend, recorded.abi, weights, epilogue=epilogue, bias=bias)
+                             backend, recorded.abi, weights, epilogue=epilogue, bias=bias, check=recorded.with_op)
             with _locked(root, dry_run):
                 result, _, pkg = plan(root, new_op=op)
                 if result.conflicts:

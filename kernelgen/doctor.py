@@ -399,8 +399,10 @@ def check_op_torch(op_dir: Path, info: TorchInfo | None) -> Check | None:
 
 
 def check_op_cutlass(probe: Probe, op_dir: Path) -> Check | None:
-    """For a package whose matmul ops have the CUTLASS Hopper path (csrc/*/cuda/*_sm90.cu): are the
-    headers there? A build for 9.0 stops without them. None for a package without such an op."""
+    """For a package whose matmul ops have the CUTLASS Hopper path (csrc/*/cuda/*_sm90.cu): where will a
+    build find the headers? It looks where the package's _build.py does (KERNELGEN_CUTLASS_DIR, an
+    installed nvidia-cutlass, the copy a build downloaded before) and else downloads them, or, offline,
+    builds without that path. None for a package without such an op."""
     if not any(op_dir.glob("*/csrc/*/cuda/*_sm90.cu")):
         return None
     _, arch_list = op_arch_list(op_dir)
@@ -410,17 +412,37 @@ def check_op_cutlass(probe: Probe, op_dir: Path) -> Check | None:
     if probe.environ.get("KERNELGEN_NO_CUTLASS") == "1":
         return Check("op cutlass", WARN, "KERNELGEN_NO_CUTLASS=1: the matmul ops build without their Hopper (CUTLASS) path",
                      "unset KERNELGEN_NO_CUTLASS for cuBLAS-class float16/bfloat16 products on H100/H200")
-    root = probe.environ.get("KERNELGEN_CUTLASS_DIR")
-    where = "KERNELGEN_CUTLASS_DIR"
-    if not root:
-        package = probe.package_dir("cutlass_library")
-        root = str(Path(package) / "source") if package else None
-        where = "the nvidia-cutlass package"
-    if root and probe.exists(f"{root}/include/cutlass/cutlass.h"):
-        return Check("op cutlass", OK, f"CUTLASS headers in {root} ({where}), for the matmul ops' Hopper path")
-    return Check("op cutlass", FAIL, "the package's matmul ops have a Hopper path built from CUTLASS, and its headers are "
-                 "missing: a build for 9.0 stops", "pip install --no-deps nvidia-cutlass  (or KERNELGEN_NO_CUTLASS=1 "
-                 "to build the hand-written kernels only)")
+    explicit = probe.environ.get("KERNELGEN_CUTLASS_DIR")
+    if explicit:
+        if probe.exists(f"{explicit}/include/cutlass/cutlass.h"):
+            return Check("op cutlass", OK, f"CUTLASS headers in {explicit} (KERNELGEN_CUTLASS_DIR), for the matmul ops' "
+                         "Hopper path")
+        return Check("op cutlass", FAIL, f"KERNELGEN_CUTLASS_DIR={explicit} holds no include/cutlass/cutlass.h: a build "
+                     "for 9.0 stops", "point it at a CUTLASS checkout, or unset it (the build then finds or downloads "
+                     "the headers)")
+    package = probe.package_dir("cutlass_library")
+    if package and probe.exists(f"{package}/source/include/cutlass/cutlass.h"):
+        return Check("op cutlass", OK, f"CUTLASS headers in {package}/source (the nvidia-cutlass package), for the "
+                     "matmul ops' Hopper path")
+    version = _cutlass_version(op_dir)
+    base = probe.environ.get("XDG_CACHE_HOME") or f"{probe.environ.get('HOME') or Path.home()}/.cache"
+    cache = f"{base}/kernelgen/cutlass-{version}"
+    if probe.exists(f"{cache}/include/cutlass/cutlass.h"):
+        return Check("op cutlass", OK, f"CUTLASS headers in {cache} (downloaded by an earlier build), for the matmul "
+                     "ops' Hopper path")
+    return Check("op cutlass", WARN, f"no CUTLASS headers yet: a build for 9.0 downloads them once (nvidia-cutlass "
+                 f"{version}, 6 MB, into {cache}); offline it builds without the matmul ops' Hopper path",
+                 f"offline: pip install --no-deps nvidia-cutlass=={version} from a wheel you have, or set "
+                 "KERNELGEN_CUTLASS_DIR")
+
+
+def _cutlass_version(op_dir: Path) -> str:
+    """CUTLASS_VERSION of the package's _build.py (the headers its build downloads)."""
+    for build in op_dir.glob("*/_build.py"):
+        match = re.search(r'^CUTLASS_VERSION = "([^"]+)"', build.read_text(errors="replace"), re.MULTILINE)
+        if match:
+            return match.group(1)
+    return "?"
 
 
 def arch_covers(arch_list: str, capability: tuple[int, int]) -> str:

@@ -8,6 +8,9 @@ error with exit code 2. Everything else exits with code 1.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class KernelgenError(Exception):
     """Base class: a failure with a one-line message meant for the user."""
@@ -46,3 +49,10 @@ class RenderError(KernelgenError):
 
 class AnswersError(KernelgenError):
     """A recorded answers file (.copier-answers.yml) is missing or unreadable."""
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """``"; did you mean 'sigmoid'?"`` for the choice closest to ``word`` (difflib's ratio of at least
+    0.6), or ``""`` when none is close: the tail of a one-line error about an unknown name."""
+    matches = difflib.get_close_matches(word, sorted(set(choices)), n=1)
+    return f"; did you mean {matches[0]!r}?" if matches else ""

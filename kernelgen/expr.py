@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
-from .errors import ExprError
+from .errors import ExprError, did_you_mean
 
 MAX_EXPR_LENGTH = 2000
 MAX_DEPTH = 64
@@ -435,9 +435,13 @@ class _Converter:
                     self.field,
                 )
             weights = f"; the weights are: {', '.join(self.weights)}" if self.weights else ""
-            known = self.hints.get(node.id) or f"the inputs are: {', '.join(self.inputs)}{weights}"
+            hint = self.hints.get(node.id)
+            known = hint or f"the inputs are: {', '.join(self.inputs)}{weights}"
+            # A near miss of a declared name (a typo) is suggested first: "xx" -> "x".
+            close = "" if hint else did_you_mean(node.id, (*self.inputs, *self.weights))
             raise ExprError(
-                f"unknown name {clip(node.id)!r} at column {node.col_offset + 1} in {self.option}; {known}",
+                f"unknown name {clip(node.id)!r} at column {node.col_offset + 1} in {self.option}"
+                + (f"{close} ({known})" if close else f"; {known}"),
                 self.field,
             )
         if isinstance(node, ast.UnaryOp):
@@ -504,11 +508,12 @@ class _Converter:
         return Call(name, args)
 
     def _unknown_function(self, name: str, func: ast.expr, hint: str = "") -> ExprError:
-        return ExprError(
-            f"unknown function {clip(name)!r} at column {func.col_offset + 1} in {self.option}; "
-            f"allowed: {', '.join(sorted(FUNCTIONS))}{hint}",
-            self.field,
-        )
+        where = f"unknown function {clip(name)!r} at column {func.col_offset + 1} in {self.option}"
+        # A typo of an allowed function ("sigmod") gets the one it is closest to; anything else the list.
+        close = "" if hint else did_you_mean(name, (*FUNCTIONS, *(REDUCTIONS if self.rowwise else ())))
+        if close:
+            return ExprError(where + close, self.field)
+        return ExprError(f"{where}; allowed: {', '.join(sorted(FUNCTIONS))}{hint}", self.field)
 
     def _reduction(self, node: ast.Call, name: str, depth: int) -> Node:
         """``sum(e)``, ``mean(e)``, ``max(e)``, ``min(e)``: a row reduction (rowwise kind only)."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 import keyword
 import re
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import expr as expr_mod
 from . import names as names_mod
 from ._jinja import matmul_has_sm90
-from .errors import AnswersError, ExprError, InvalidNameError, SpecError
+from .errors import AnswersError, ExprError, InvalidNameError, SpecError, did_you_mean
 
 KINDS: dict[str, str] = {
     "elementwise": (
@@ -194,6 +195,14 @@ def _check_identifier(
     return name
 
 
+def _unknown(what: str, value: object, choices: Iterable[str], spellings: Iterable[str] = ()) -> str:
+    """``unknown kind 'elementwis'; did you mean 'elementwise'? (choose from ...)``: the choice, or
+    accepted spelling, closest to ``value`` when one is close, and the choices."""
+    close = did_you_mean(str(value).lower(), (*choices, *spellings))
+    listed = ", ".join(choices)
+    return f"{what} {_show(value)}" + (f"{close} (choose from {listed})" if close else f"; choose from {listed}")
+
+
 def parse_dtypes(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     """Parse ``float32,bf16`` (or a list) into canonical names, in canonical order.
 
@@ -220,7 +229,7 @@ def parse_dtypes(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
                 "dtypes",
             )
         if key not in _DTYPE_ALIASES:
-            raise SpecError(f"unsupported dtype {_show(item.strip())}; choose from {', '.join(DTYPES)}", "dtypes")
+            raise SpecError(_unknown("unsupported dtype", item.strip(), DTYPES, _DTYPE_ALIASES), "dtypes")
         chosen.add(_DTYPE_ALIASES[key])
     if not chosen:
         raise SpecError("--dtypes is empty; choose from " + ", ".join(DTYPES), "dtypes")
@@ -423,9 +432,9 @@ class OpSpec:
         op_name = normalize_op_name(name)
         abi = parse_abi(abi)
         if kind not in KINDS:
-            raise SpecError(f"unknown kind {kind!r}; choose from {', '.join(KINDS)}", "kind")
+            raise SpecError(_unknown("unknown kind", kind, KINDS), "kind")
         if backend not in BACKENDS:
-            raise SpecError(f"unknown backend {backend!r}; choose from {', '.join(BACKENDS)}", "backend")
+            raise SpecError(_unknown("unknown backend", backend, BACKENDS), "backend")
         if backend == "triton" and kind not in TRITON_KINDS:
             raise SpecError(
                 f"the Triton backend generates {', '.join(TRITON_KINDS)} ops, not {kind}: a {kind} op is "

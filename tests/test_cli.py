@@ -271,3 +271,40 @@ def test_list_shows_kinds():
 def test_python_dash_m_and_version(run_kernelgen):
     result = run_kernelgen("--version")
     assert result.returncode == 0 and "kernelgen, version" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--inputs", "x,y", "--expr", "x * sigmod(y)"],
+     "Error: --expr: unknown function 'sigmod' at column 5; did you mean 'sigmoid'?"),
+    (["--inputs", "x,y", "--expr", "xx * y"],
+     "Error: --expr: unknown name 'xx' at column 1; did you mean 'x'? (the inputs are: x, y)"),
+    (["--kind", "rowwise", "--inputs", "x", "--expr", "x / summ(x)"],
+     "Error: --expr: unknown function 'summ' at column 5; did you mean 'sum'?"),
+    (["--kind", "matmul", "--epilogue", "acc * sigmod(acc)"],
+     "Error: --epilogue: unknown function 'sigmod' at column 7; did you mean 'sigmoid'?"),
+    (["--dtypes", "fp32,bfloat61"],
+     "Error: --dtypes: unsupported dtype 'bfloat61'; did you mean 'bfloat16'? (choose from float32, float64, "
+     "float16, bfloat16)"),
+    (["--kind", "matmal"], "Error: Invalid value for '--kind': 'matmal' is not one of 'elementwise', 'matmul', "
+     "'rowwise'; did you mean 'matmul'?"),
+    (["--backend", "trition"], "; did you mean 'triton'?"),
+    # Nothing close: the list of what is allowed, and no guess.
+    (["--inputs", "x", "--expr", "foo(x)"],
+     "Error: --expr: unknown function 'foo' at column 1; allowed: abs, cos, erf, exp, log, max, min, pow, rsqrt, "
+     "sigmoid, sin, sqrt, tanh"),
+])
+def test_unknown_names_get_a_suggestion(tmp_path, args, line):
+    result = CliRunner().invoke(main, ["new", "op", *args, "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert line in result.output.splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []
+    if "allowed:" in line:
+        assert "did you mean" not in result.output
+
+
+def test_without_a_terminal_the_kind_is_elementwise_whatever_the_options(tmp_path):
+    # Prompts check answers against the kind the options point to; an unprompted run never guesses it.
+    result = CliRunner().invoke(main, ["new", "op", "--weights", "w", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--weights is only for --kind rowwise, not elementwise" in result.output
+    result = CliRunner().invoke(main, ["new", "op", "--epilogue", "acc", "--defaults", "-o", str(tmp_path)])
+    assert result.exit_code == 2 and "--epilogue and --bias are only for --kind matmul" in result.output

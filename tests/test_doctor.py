@@ -334,8 +334,9 @@ def _matmul_package(tmp_path, *, dtypes="float32,float16"):
 
 
 def test_op_cutlass_headers(tmp_path):
-    """A package whose matmul op has the CUTLASS Hopper path: the headers are checked where the build
-    looks (KERNELGEN_CUTLASS_DIR, else the nvidia-cutlass package), only when 9.0 is a target."""
+    """A package whose matmul op has the CUTLASS Hopper path: the headers are looked for where the build
+    looks (KERNELGEN_CUTLASS_DIR, the nvidia-cutlass package, the copy an earlier build downloaded),
+    only when 9.0 is a target; none there is a warning (the build downloads them), not a failure."""
     root = _matmul_package(tmp_path)
     assert list(root.glob("*/csrc/mm/cuda/mm_sm90.cu"))
 
@@ -345,10 +346,17 @@ def test_op_cutlass_headers(tmp_path):
 
     check = doctor.check_op_cutlass(Cutlass(files={"/site/cutlass_library/source/include/cutlass/cutlass.h"}), root)
     assert check.status == OK and "/site/cutlass_library/source" in check.detail
-    check = doctor.check_op_cutlass(FakeProbe(), root)
-    assert check.status == FAIL and "pip install --no-deps nvidia-cutlass" in check.fix
+    check = doctor.check_op_cutlass(FakeProbe(environ={"HOME": "/h"}), root)
+    assert check.status == WARN, check
+    assert "downloads them once (nvidia-cutlass 4.2.0.0" in check.detail and "/h/.cache/kernelgen/cutlass-4.2.0.0" in check.detail
+    assert "pip install --no-deps nvidia-cutlass==4.2.0.0" in check.fix
+    cached = FakeProbe(environ={"XDG_CACHE_HOME": "/c"}, files={"/c/kernelgen/cutlass-4.2.0.0/include/cutlass/cutlass.h"})
+    check = doctor.check_op_cutlass(cached, root)
+    assert check.status == OK and "downloaded by an earlier build" in check.detail
     check = doctor.check_op_cutlass(FakeProbe(environ={"KERNELGEN_CUTLASS_DIR": "/c"}, files={"/c/include/cutlass/cutlass.h"}), root)
     assert check.status == OK and "KERNELGEN_CUTLASS_DIR" in check.detail
+    check = doctor.check_op_cutlass(FakeProbe(environ={"KERNELGEN_CUTLASS_DIR": "/nowhere"}), root)
+    assert check.status == FAIL and "KERNELGEN_CUTLASS_DIR=/nowhere" in check.detail
     assert doctor.check_op_cutlass(FakeProbe(environ={"TORCH_CUDA_ARCH_LIST": "8.0"}), root).status == OK
     assert doctor.check_op_cutlass(FakeProbe(environ={"KERNELGEN_NO_CUTLASS": "1"}), root).status == WARN
     plain = _matmul_package(tmp_path / "f32", dtypes="float32")
@@ -385,7 +393,7 @@ def test_build_py_compiles_the_hopper_path_for_sm_90a(tmp_path, monkeypatch, cap
     assert build.sm90_flags() is None
     monkeypatch.delenv("KERNELGEN_NO_CUTLASS")
     monkeypatch.setenv("KERNELGEN_CUTLASS_DIR", str(tmp_path / "nowhere"))
-    with pytest.raises(SystemExit, match="pip install --no-deps nvidia-cutlass"):
+    with pytest.raises(SystemExit, match=r"KERNELGEN_CUTLASS_DIR=.*nowhere holds no include/cutlass/cutlass\.h"):
         build.sm90_flags()
     # Worked out once per environment: a named arch is noted once, however often the build asks.
     monkeypatch.setenv("KERNELGEN_CUTLASS_DIR", str(headers))
@@ -393,3 +401,89 @@ def test_build_py_compiles_the_hopper_path_for_sm_90a(tmp_path, monkeypatch, cap
     capsys.readouterr()
     assert build.sm90_flags() is None and build.sm90_flags() is None and build.sources(True)
     assert capsys.readouterr().err.count("is not a number") == 1
+
+
+def _fake_cutlass_wheel(directory, version="4.2.0.0"):
+    """A wheel named like nvidia-cutlass's, with its layout (headers under cutlass_library/source/)."""
+    import zipfile
+
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"nvidia_cutlass-{version}-py3-none-any.whl"
+    info = f"nvidia_cutlass-{version}.dist-info"
+    with zipfile.ZipFile(path, "w") as wheel:
+        wheel.writestr("cutlass_library/__init__.py", "")
+        wheel.writestr("cutlass_library/source/include/cutlass/cutlass.h", "// cutlass\n")
+        wheel.writestr("cutlass_library/source/tools/util/include/cutlass/util/device_memory.h", "// util\n")
+        wheel.writestr("cutlass_library/source/examples/big.cu", "// not a header the build needs\n")
+        wheel.writestr(f"{info}/METADATA", f"Metadata-Version: 2.1\nName: nvidia-cutlass\nVersion: {version}\n")
+        wheel.writestr(f"{info}/WHEEL", "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+        wheel.writestr(f"{info}/RECORD", "")
+    return path
+
+
+@pytest.fixture
+def hopper_build(tmp_path, monkeypatch):
+    """The generated _build.py of a matmul package, on a machine with no CUTLASS headers anywhere and pip
+    reading a local folder only (no index: the tests never use the network)."""
+    import importlib.util
+
+    root = _matmul_package(tmp_path)
+    (build_py,) = root.glob("*/_build.py")
+    spec = importlib.util.spec_from_file_location("_mm_build_fetch", build_py)
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *args: None if name == "cutlass_library" else real_find_spec(name, *args))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(tmp_path / "wheels"))
+    (tmp_path / "wheels").mkdir()
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0+PTX")
+    for name in ("KERNELGEN_CUTLASS_DIR", "KERNELGEN_NO_CUTLASS", "KERNELGEN_REQUIRE_CUDA"):
+        monkeypatch.delenv(name, raising=False)
+    return build
+
+
+def test_build_without_cutlass_headers_leaves_the_hopper_path_out_in_one_line(hopper_build, monkeypatch, capsys):
+    build = hopper_build
+    assert build.sm90_flags() is None
+    assert not any(path.name == "mm_sm90.cu" for path in build.sources(True))
+    notes = [line for line in capsys.readouterr().err.splitlines() if "left out" in line]
+    assert len(notes) == 1, notes
+    assert "the matmul ops' Hopper (CUTLASS) path is left out" in notes[0]
+    assert "pip download failed" in notes[0] and "pip install --no-deps nvidia-cutlass==4.2.0.0" in notes[0]
+    assert not build.cutlass_cache().exists()
+    # The build record keeps the line (pip shows no output of a build that succeeds).
+    assert build.sm90_left_out() == notes[0].split("note: ", 1)[1]
+    assert build.current_build_info(True)["cutlass_sm90_left_out"] == build.sm90_left_out()
+    # CI (KERNELGEN_REQUIRE_CUDA=1) builds everything it promises, or stops.
+    monkeypatch.setenv("KERNELGEN_REQUIRE_CUDA", "1")
+    with pytest.raises(SystemExit, match="KERNELGEN_REQUIRE_CUDA=1 but the matmul ops' Hopper"):
+        build.sm90_flags()
+
+
+def test_build_downloads_checks_and_keeps_the_cutlass_headers(hopper_build, tmp_path, monkeypatch, capsys):
+    import hashlib
+
+    build = hopper_build
+    wheel = _fake_cutlass_wheel(tmp_path / "wheels")
+    # A wheel that is not the one whose SHA-256 the package names is refused, and nothing is kept.
+    assert build.sm90_flags() is None
+    err = capsys.readouterr().err
+    assert f"has SHA-256 {hashlib.sha256(wheel.read_bytes()).hexdigest()}, not {build.CUTLASS_WHEEL_SHA256}" in err
+    assert not build.cutlass_cache().exists()
+    monkeypatch.setattr(build, "CUTLASS_WHEEL_SHA256", hashlib.sha256(wheel.read_bytes()).hexdigest())
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")  # another environment: worked out again
+    flags = build.sm90_flags()
+    cache = tmp_path / "cache" / "kernelgen" / "cutlass-4.2.0.0"
+    assert build.cutlass_cache() == cache
+    assert flags is not None and f"-I{cache / 'include'}" in flags and f"-I{cache / 'tools' / 'util' / 'include'}" in flags
+    assert "downloading the CUTLASS 4.2.0.0 headers" in capsys.readouterr().err
+    assert (cache / "include" / "cutlass" / "cutlass.h").read_text() == "// cutlass\n"
+    assert not (cache / "examples").exists() and not list((tmp_path / "cache" / "kernelgen").glob(".cutlass-*"))
+    # The next build (another package, the same machine) finds them: no download.
+    wheel.unlink()
+    monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "8.0;9.0")
+    assert f"-I{cache / 'include'}" in build.sm90_flags()
+    assert "downloading" not in capsys.readouterr().err

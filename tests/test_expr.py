@@ -406,3 +406,16 @@ def test_fast_float_keeps_its_type_through_every_function_and_matches_float_on_t
     assert done.returncode == 0, done.stderr[-3000:]
     same = subprocess.run([str(tmp_path / "main")], check=True, capture_output=True, text=True).stdout.split()
     assert len(same) == 5 * len(texts) and set(same) == {"1"}, same
+
+
+def test_a_near_miss_is_suggested_and_the_source_named():
+    with pytest.raises(ExprError) as info:
+        parse("x * sigmod(y)", ("x", "y"))
+    assert str(info.value) == "unknown function 'sigmod' at column 5 in --expr; did you mean 'sigmoid'?"
+    assert info.value.param == "expr"
+    with pytest.raises(ExprError, match=r"^unknown name 'yy' at column 5 in --expr; did you mean 'y'\? \(the inputs are: x, y\)$"):
+        parse("x + yy", ("x", "y"))
+    # sum outside a rowwise op is a row reduction to explain, not a typo of sin.
+    with pytest.raises(ExprError, match=r"unknown function 'sum'.*row reduction") as info:
+        parse("x / sum(x)", ("x",))
+    assert "did you mean" not in str(info.value)

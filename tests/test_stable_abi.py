@@ -269,7 +269,7 @@ def test_example_compiles_against_the_oldest_supported_torch(example, source, tm
     import sysconfig
 
     # One target, 9.0: the CUTLASS Hopper sources of matmul ops (*_sm90.cu) then compile as a 9.0 build
-    # compiles them (sm_90a, KG_SM90A, the nvidia-cutlass headers), and every other .cu for sm_90a too.
+    # compiles them (sm_90a, KG_SM90A, the CUTLASS headers), and every other .cu for sm_90a too.
     monkeypatch.setenv("TORCH_CUDA_ARCH_LIST", "9.0")
     monkeypatch.delenv("KERNELGEN_NO_CUTLASS", raising=False)
 

@@ -267,8 +267,13 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     # matmul_epilogue, which returns acc), and the comments of the op headers; nothing moves to the
     # stable ABI.
     changed = [rel for rel in kept if after[rel] != before[rel]]
-    assert all(rel.endswith(("_kernel.cu", "/opmath.h", ".h")) or rel in ("myteam_ops/csrc/matmul/matmul.cpp", "README.md")
+    assert all(rel.endswith(("_kernel.cu", "/opmath.h", ".h")) or rel in ("myteam_ops/csrc/matmul/matmul.cpp", "README.md",
+                                                                           "setup.py")
                for rel in changed), changed
+    # setup.py writes the build record once the extension is built (not for `setup.py --help`); nothing else.
+    added = set(after["setup.py"].decode().splitlines()) - set(before["setup.py"].decode().splitlines())
+    assert any("class BuildWithRecord(BuildExtension):" in line for line in added)
+    assert not any("stable" in line.lower() or "py_limited_api" in line for line in added)
     # The README only gains lines (template version 7: the Triton ops' eager fast path), none about an ABI.
     old_readme, new_readme = before["README.md"].decode().splitlines(), after["README.md"].decode().splitlines()
     assert set(old_readme) <= set(new_readme)

@@ -48,11 +48,22 @@ else:
 
     from torch.utils.cpp_extension import BuildExtension
 
-    build.write_build_info(with_cuda)
+    class BuildWithRecord(BuildExtension):
+        """torch's build_ext, then the build record (_build_info.json) that the loader checks: written
+        once the extension is built, so that a command that builds nothing (`setup.py --help`) or a
+        failed build never leaves a record saying the package is built."""
+
+        def run(self) -> None:
+            super().run()
+            build.write_build_info(with_cuda)  # the source tree: editable installs, build_ext --inplace
+            if not self.inplace:  # a wheel: its copy of the package is under build_lib
+                target = Path(self.build_lib) / "muladd" / build.BUILD_INFO.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(build.BUILD_INFO.read_bytes())
 
     setup(
         ext_modules=[build.extension(with_cuda, relative_to=ROOT)],
-        cmdclass={"build_ext": BuildExtension},
+        cmdclass={"build_ext": BuildWithRecord},
         package_data={"muladd": ["_build_info.json"]},
         install_requires=requirements,
         # The extension is built with py_limited_api=True (see _build.py): tag the wheel cp310-abi3,

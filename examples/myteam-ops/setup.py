@@ -11,7 +11,10 @@ Environment variables:
     CUDA_HOME                the CUDA toolkit (default: found from nvcc, see _build.py)
     DEBUG=1                  host -g -O0, device -lineinfo (for compute-sanitizer and ncu)
     KERNELGEN_CPU_ONLY=1     skip the CUDA kernel even if a toolkit is found
-    KERNELGEN_REQUIRE_CUDA=1 fail instead of falling back to a CPU-only build (for CI)
+    KERNELGEN_REQUIRE_CUDA=1 fail instead of falling back to a CPU-only build, or to one without the
+                             matmul ops' Hopper path (for CI)
+    KERNELGEN_CUTLASS_DIR    the CUTLASS headers of that path (default: found, or downloaded once; see _build.py)
+    KERNELGEN_NO_CUTLASS=1   build the matmul ops without their Hopper (CUTLASS) path
     MAX_JOBS                 parallel compile jobs (ninja)
 
 --no-build-isolation matters: with isolation, pip builds against a fresh torch downloaded into a
@@ -48,11 +51,22 @@ else:
 
     from torch.utils.cpp_extension import BuildExtension
 
-    build.write_build_info(with_cuda)
+    class BuildWithRecord(BuildExtension):
+        """torch's build_ext, then the build record (_build_info.json) that the loader checks: written
+        once the extension is built, so that a command that builds nothing (`setup.py --help`) or a
+        failed build never leaves a record saying the package is built."""
+
+        def run(self) -> None:
+            super().run()
+            build.write_build_info(with_cuda)  # the source tree: editable installs, build_ext --inplace
+            if not self.inplace:  # a wheel: its copy of the package is under build_lib
+                target = Path(self.build_lib) / "myteam_ops" / build.BUILD_INFO.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(build.BUILD_INFO.read_bytes())
 
     setup(
         ext_modules=[build.extension(with_cuda, relative_to=ROOT)],
-        cmdclass={"build_ext": BuildExtension},
+        cmdclass={"build_ext": BuildWithRecord},
         package_data={"myteam_ops": ["_build_info.json"]},
         install_requires=requirements,
         # The extension is built with py_limited_api=True (see _build.py): tag the wheel cp310-abi3,

@@ -182,27 +182,92 @@ def configure_environment(jit: bool = False) -> bool:
 # sm_90a machine code, which TORCH_CUDA_ARCH_LIST's "9.0" does not produce: where the list has 9.0,
 # this module passes the -gencode flags itself, with sm_90a in place of sm_90 (the same number of
 # device compiles; sm_90a runs on H100/H200, as sm_90 does), PTX as the list says, and defines
-# KG_SM90A, which lets the launcher take that path. The headers come from the nvidia-cutlass wheel
-# (pip install --no-deps nvidia-cutlass: the headers are all the build needs) or KERNELGEN_CUTLASS_DIR
-# (a directory holding include/cutlass and tools/util/include). KERNELGEN_NO_CUTLASS=1 builds the
-# hand-written kernels only.
+# KG_SM90A, which lets the launcher take that path. The CUTLASS headers (header-only C++) are looked
+# for in KERNELGEN_CUTLASS_DIR (a directory holding include/cutlass and tools/util/include), then in
+# an installed nvidia-cutlass wheel, then in the copy a build on this machine downloaded before
+# (cutlass_cache()); failing all three, the build downloads that copy itself: the nvidia-cutlass
+# wheel of CUTLASS_VERSION, through pip (your index and proxy settings), checked against
+# CUTLASS_WHEEL_SHA256, its headers unpacked once for every package. With no network either, the
+# build leaves the Hopper path out, says so on one line, and the hand-written kernels serve every
+# GPU. KERNELGEN_NO_CUTLASS=1 builds the hand-written kernels only.
 SM90_SOURCE_SUFFIX = "_sm90.cu"
+CUTLASS_VERSION = "4.2.0.0"
+CUTLASS_WHEEL_SHA256 = "f9599ada45c7bcb6bf53f7d3f0a7d154183e53451c01bfa59eecd37dd4a693f6"
+# The directories of the wheel that hold the headers (its Python tools and their dependencies are
+# not needed to build: only these are unpacked).
+_CUTLASS_WHEEL_ROOT = "cutlass_library/source/"
+_CUTLASS_HEADER_DIRS = ("include/", "tools/util/include/")
+
+
+def _cutlass_headers_at(root: Path) -> Optional[list[str]]:
+    dirs = [root / "include", root / "tools" / "util" / "include"]
+    return [str(d) for d in dirs] if (dirs[0] / "cutlass" / "cutlass.h").is_file() else None
+
+
+def cutlass_cache() -> Path:
+    """Where builds on this machine keep the CUTLASS headers they download (one copy per version)."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "kernelgen" / f"cutlass-{CUTLASS_VERSION}"
 
 
 def cutlass_dirs() -> Optional[list[str]]:
-    """The CUTLASS include directories, or None when the headers are not installed."""
+    """The CUTLASS include directories found without downloading anything, or None."""
     root = os.environ.get("KERNELGEN_CUTLASS_DIR")
-    if not root:
-        import importlib.util
+    if root:
+        return _cutlass_headers_at(Path(root))
+    import importlib.util
 
-        spec = importlib.util.find_spec("cutlass_library")  # locates the package without importing it
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        root = str(Path(next(iter(spec.submodule_search_locations))) / "source")
-    dirs = [Path(root) / "include", Path(root) / "tools" / "util" / "include"]
-    if not (dirs[0] / "cutlass" / "cutlass.h").is_file():
-        return None
-    return [str(d) for d in dirs]
+    spec = importlib.util.find_spec("cutlass_library")  # locates the package without importing it
+    if spec is not None and spec.submodule_search_locations:
+        found = _cutlass_headers_at(Path(next(iter(spec.submodule_search_locations))) / "source")
+        if found:
+            return found
+    return _cutlass_headers_at(cutlass_cache())
+
+
+def fetch_cutlass() -> Optional[str]:
+    """Download the CUTLASS headers into cutlass_cache(); None when they are there, else why not."""
+    import hashlib
+    import tempfile
+    import zipfile
+
+    target = cutlass_cache()
+    log(f"downloading the CUTLASS {CUTLASS_VERSION} headers for the matmul ops' Hopper path "
+        f"(nvidia-cutlass, 6 MB, once per machine) into {target}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".cutlass-", dir=target.parent) as tmp:
+            # --no-deps: the wheel's Python tools need packages the headers do not.
+            result = subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--no-input",
+                 "--disable-pip-version-check", "-q", "-d", tmp, f"nvidia-cutlass=={CUTLASS_VERSION}"],
+                capture_output=True, text=True, timeout=600, check=False,
+            )
+            wheels = list(Path(tmp).glob("nvidia_cutlass-*.whl"))
+            if result.returncode != 0 or len(wheels) != 1:
+                said = [line for line in (result.stderr + result.stdout).splitlines() if line.strip()]
+                return f"pip download failed: {said[-1].strip() if said else f'exit code {result.returncode}'}"
+            digest = hashlib.sha256(wheels[0].read_bytes()).hexdigest()
+            if digest != CUTLASS_WHEEL_SHA256:
+                return f"{wheels[0].name} has SHA-256 {digest}, not {CUTLASS_WHEEL_SHA256}"
+            unpacked = Path(tmp) / "cutlass"
+            with zipfile.ZipFile(wheels[0]) as wheel:
+                for name in wheel.namelist():
+                    relative = name[len(_CUTLASS_WHEEL_ROOT):]
+                    if name.startswith(_CUTLASS_WHEEL_ROOT) and relative.startswith(_CUTLASS_HEADER_DIRS) \
+                            and not name.endswith("/") and ".." not in Path(relative).parts:
+                        (unpacked / relative).parent.mkdir(parents=True, exist_ok=True)
+                        (unpacked / relative).write_bytes(wheel.read(name))
+            if _cutlass_headers_at(unpacked) is None:
+                return f"{wheels[0].name} holds no {_CUTLASS_WHEEL_ROOT}include/cutlass/cutlass.h"
+            try:
+                unpacked.rename(target)  # one step: a build never sees half the headers
+            except OSError:
+                if _cutlass_headers_at(target) is None:  # not a build beside this one that got there first
+                    raise
+    except (OSError, subprocess.SubprocessError, zipfile.BadZipFile) as err:
+        return f"{type(err).__name__}: {err}"
+    return None
 
 
 def _arch_entries() -> list[str]:
@@ -216,28 +281,52 @@ def _arch_entries() -> list[str]:
 
 
 _SM90_FLAGS: dict[tuple[Optional[str], ...], Optional[list[str]]] = {}
+_SM90_LEFT_OUT: dict[tuple[Optional[str], ...], str] = {}
+
+
+def _sm90_key() -> tuple[Optional[str], ...]:
+    return tuple(os.environ.get(name) for name in (
+        "TORCH_CUDA_ARCH_LIST", "KERNELGEN_NO_CUTLASS", "KERNELGEN_CUTLASS_DIR", "KERNELGEN_REQUIRE_CUDA"))
 
 
 def sm90_flags() -> Optional[list[str]]:
-    """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target or
-    KERNELGEN_NO_CUTLASS=1. Exits with one line when 9.0 is a target and the headers are missing.
-    Worked out once per environment: the flags, the source list and the build record all ask."""
-    key = tuple(os.environ.get(name) for name in ("TORCH_CUDA_ARCH_LIST", "KERNELGEN_NO_CUTLASS", "KERNELGEN_CUTLASS_DIR"))
+    """The nvcc flags of a build with the Hopper path, or None when this build has no 9.0 target,
+    KERNELGEN_NO_CUTLASS=1, or no CUTLASS headers to be had (see sm90_left_out). Worked out once per
+    environment: the flags, the source list and the build record all ask."""
+    key = _sm90_key()
     if key not in _SM90_FLAGS:
-        _SM90_FLAGS[key] = _sm90_flags()
+        _SM90_FLAGS[key] = _sm90_flags(key)
     flags = _SM90_FLAGS[key]
     return None if flags is None else list(flags)
 
 
-def _sm90_flags() -> Optional[list[str]]:
+def sm90_left_out() -> Optional[str]:
+    """Why this build leaves the Hopper path out for want of CUTLASS headers, or None. The build record
+    keeps it, where the tests' skip reason shows it: pip hides the output of a build that succeeds."""
+    sm90_flags()
+    return _SM90_LEFT_OUT.get(_sm90_key())
+
+
+def _sm90_flags(key: tuple[Optional[str], ...]) -> Optional[list[str]]:
     entries = _arch_entries()
     if os.environ.get("KERNELGEN_NO_CUTLASS") == "1" or not any(entry.split("+")[0] in ("9.0", "9.0a") for entry in entries):
         return None
     dirs = cutlass_dirs()
+    if dirs is None and os.environ.get("KERNELGEN_CUTLASS_DIR"):
+        sys.exit(f"{PACKAGE}: KERNELGEN_CUTLASS_DIR={os.environ['KERNELGEN_CUTLASS_DIR']} holds no "
+                 "include/cutlass/cutlass.h (unset it to use the nvidia-cutlass headers)")
     if dirs is None:
-        sys.exit(f"{PACKAGE}: building for 9.0 needs the CUTLASS headers for the matmul ops' Hopper path: "
-                 "pip install --no-deps nvidia-cutlass (or set KERNELGEN_CUTLASS_DIR, or KERNELGEN_NO_CUTLASS=1 "
-                 "to build the hand-written kernels only)")
+        failure = fetch_cutlass()
+        dirs = cutlass_dirs()
+        if dirs is None:
+            left_out = (f"the matmul ops' Hopper (CUTLASS) path is left out: no CUTLASS headers, and downloading "
+                        f"them failed ({failure}); to build it, pip install --no-deps nvidia-cutlass=={CUTLASS_VERSION} "
+                        "(or set KERNELGEN_CUTLASS_DIR) and rebuild")
+            if os.environ.get("KERNELGEN_REQUIRE_CUDA") == "1":
+                sys.exit(f"{PACKAGE}: error: KERNELGEN_REQUIRE_CUDA=1 but {left_out}")
+            log(f"note: {left_out}")
+            _SM90_LEFT_OUT[key] = left_out
+            return None
     gencode = []
     for entry in entries:
         version = entry.split("+")[0].rstrip("a")
@@ -304,6 +393,7 @@ def current_build_info(with_cuda: bool) -> dict[str, Any]:
         "arch_list": os.environ.get("TORCH_CUDA_ARCH_LIST") if with_cuda else None,
         # Whether the matmul ops' CUTLASS Hopper path was compiled (the tests check which kernel runs).
         "cutlass_sm90": with_cuda and sm90_flags() is not None,
+        "cutlass_sm90_left_out": sm90_left_out() if with_cuda else None,
     }
 
 

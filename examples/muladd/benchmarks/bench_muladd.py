@@ -23,8 +23,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when it is built in place
 import harness  # noqa: E402
 
-import muladd  # noqa: E402
-from muladd.ops.muladd import reference  # noqa: E402
+# muladd itself is imported by main(), once the arguments are parsed: --help needs no build.
 
 N_INPUTS = 3
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
@@ -34,6 +33,9 @@ CPU_SIZES = [2**12, 2**16, 2**20, 2**22]
 
 
 def cases(device: torch.device, dtypes: list[str], sizes: list[int], use_compile: bool):
+    import muladd  # imported (or refused, with the reason) by main() already
+    from muladd.ops.muladd import reference
+
     for dtype_name in dtypes:
         dtype = getattr(torch, dtype_name)
         for n in sizes:
@@ -65,9 +67,10 @@ def cases(device: torch.device, dtypes: list[str], sizes: list[int], use_compile
 
 
 def main(argv=None) -> None:
-    args = harness.parse_args(__doc__.splitlines()[0], argv, DTYPES)
+    args = harness.parse_args(__doc__.splitlines()[0], argv, DTYPES)  # --help ends here
+    package = harness.import_package("muladd")  # one line, not a traceback, when it is not built
     device = harness.pick_device(args.device)
-    if device.type == "cuda" and not muladd.WITH_CUDA:
+    if device.type == "cuda" and not package.WITH_CUDA:
         sys.exit("muladd was built without CUDA; rebuild with a CUDA toolkit, or pass --device cpu")
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (CUDA_SIZES if device.type == "cuda" else CPU_SIZES)
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]

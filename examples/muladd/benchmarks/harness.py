@@ -19,6 +19,7 @@ load, and a test must not.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import platform
@@ -219,8 +220,13 @@ def plot(rows: list[Row], op: str, path: str, title: str, xlabel: str = "size") 
     print(f"wrote {path}")
 
 
-def parse_args(description: str, argv: Optional[list[str]] = None, dtypes: Iterable[str] = ()) -> argparse.Namespace:
+def parse_args(description: str, argv: Optional[list[str]] = None, dtypes: Iterable[str] = (),
+               extra: Optional[Callable[[argparse.ArgumentParser], Any]] = None) -> argparse.Namespace:
+    """The options every benchmark takes, and those ``extra`` adds. A script parses them before it
+    imports its package, so that --help works before the package is built."""
     parser = argparse.ArgumentParser(description=description)
+    if extra is not None:
+        extra(parser)
     parser.add_argument("--device", default=None, help="cuda or cpu (default: cuda if available)")
     parser.add_argument("--dtypes", default=",".join(dtypes), help="comma-separated dtypes to run")
     parser.add_argument("--sizes", default=None, help="comma-separated sizes (default: the script's)")
@@ -230,6 +236,16 @@ def parse_args(description: str, argv: Optional[list[str]] = None, dtypes: Itera
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved rounds per case; each implementation keeps its fastest (default 3)")
     return parser.parse_args(argv)
+
+
+def import_package(name: str) -> Any:
+    """The op package, imported for a run; when it cannot be imported, most often because it is not
+    built yet, the run ends with the reason on one line (the package's loader names the build
+    command) rather than a traceback."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as err:
+        sys.exit(f"error: cannot run the benchmark: {err}")
 
 
 def pick_device(requested: Optional[str]) -> torch.device:

@@ -26,8 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when it is built in place
 import harness  # noqa: E402
 
-import myteam_ops  # noqa: E402
-from myteam_ops.ops.layernorm import reference  # noqa: E402
+# myteam_ops itself is imported by main(), once the arguments are parsed: --help needs no build.
 
 N_INPUTS = 1
 N_WEIGHTS = 2
@@ -41,6 +40,9 @@ CPU_COLS = [1024, 16384]
 
 
 def cases(device: torch.device, dtypes: list[str], sizes: list[int], cols_list: list[int], use_compile: bool):
+    import myteam_ops  # imported (or refused, with the reason) by main() already
+    from myteam_ops.ops.layernorm import reference
+
     for dtype_name in dtypes:
         dtype = getattr(torch, dtype_name)
         for n in sizes:
@@ -78,15 +80,16 @@ def cases(device: torch.device, dtypes: list[str], sizes: list[int], cols_list: 
 
 
 def main(argv=None) -> None:
-    extra = argparse.ArgumentParser(add_help=False)
-    extra.add_argument("--cols", default=None, help="comma-separated row lengths (default: the script's)")
-    known, rest = extra.parse_known_args(argv)
-    args = harness.parse_args(__doc__.splitlines()[0], rest, DTYPES)
+    def row_lengths(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--cols", default=None, help="comma-separated row lengths (default: the script's)")
+
+    args = harness.parse_args(__doc__.splitlines()[0], argv, DTYPES, extra=row_lengths)  # --help ends here
+    package = harness.import_package("myteam_ops")  # one line, not a traceback, when it is not built
     device = harness.pick_device(args.device)
-    if device.type == "cuda" and not myteam_ops.WITH_CUDA:
+    if device.type == "cuda" and not package.WITH_CUDA:
         sys.exit("layernorm was built without CUDA; rebuild with a CUDA toolkit, or pass --device cpu")
     sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (CUDA_SIZES if device.type == "cuda" else CPU_SIZES)
-    cols = [int(c) for c in known.cols.split(",")] if known.cols else (CUDA_COLS if device.type == "cuda" else CPU_COLS)
+    cols = [int(c) for c in args.cols.split(",")] if args.cols else (CUDA_COLS if device.type == "cuda" else CPU_COLS)
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
     unknown = [d for d in dtypes if d not in DTYPES]
     if unknown:

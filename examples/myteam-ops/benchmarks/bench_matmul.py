@@ -22,8 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when it is built in place
 import harness  # noqa: E402
 
-import myteam_ops  # noqa: E402
-from myteam_ops.ops.matmul import reference  # noqa: E402
+# myteam_ops itself is imported by main(), once the arguments are parsed: --help needs no build.
 
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 CUDA_SIZES = "512,1024,2048,4096,8192,8192x8192x1024"
@@ -49,6 +48,9 @@ def modes(dtypes):
 
 
 def cases(device, dtypes, shapes, use_compile):
+    import myteam_ops  # imported (or refused, with the reason) by main() already
+    from myteam_ops.ops.matmul import reference
+
     for label, dtype_name, tf32 in modes(dtypes):
         dtype = getattr(torch, dtype_name)
         for m, n, k in shapes:
@@ -76,9 +78,10 @@ def cases(device, dtypes, shapes, use_compile):
 
 
 def main(argv=None) -> None:
-    args = harness.parse_args(__doc__.splitlines()[0], argv, DTYPES)
+    args = harness.parse_args(__doc__.splitlines()[0], argv, DTYPES)  # --help ends here
+    package = harness.import_package("myteam_ops")  # one line, not a traceback, when it is not built
     device = harness.pick_device(args.device)
-    if device.type == "cuda" and not myteam_ops.WITH_CUDA:
+    if device.type == "cuda" and not package.WITH_CUDA:
         sys.exit("matmul was built without CUDA; rebuild with a CUDA toolkit, or pass --device cpu")
     shapes = parse_sizes(args.sizes or (CUDA_SIZES if device.type == "cuda" else CPU_SIZES))
     dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]

@@ -19,9 +19,17 @@ HERE = Path(__file__).resolve().parent
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0],
+        epilog="Every other argument (--dtypes, --sizes, --device, --json, --plot, --no-compile, --rounds, ...) "
+               "is passed to each bench_<op>.py: python benchmarks/bench_<op>.py --help lists them.")
     parser.add_argument("--json-dir", type=Path, default=None, help="write DIR/bench_<op>.json")
     args, passthrough = parser.parse_known_args()
+    # The package must be built to run any benchmark: say so once, on one line, before running them.
+    sys.path[:0] = [str(HERE), str(HERE.parent)]
+    import harness
+
+    harness.import_package("myteam_ops")
     scripts = sorted(HERE.glob("bench_*.py"))
     failed = []
     for script in scripts:

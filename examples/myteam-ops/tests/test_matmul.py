@@ -215,8 +215,10 @@ def _hopper_path_reason():
     if torch.cuda.get_device_capability() != (9, 0):
         return "the CUTLASS path runs on sm_90 GPUs (H100, H200) only"
     info = Path(myteam_ops.__file__).parent / "_build_info.json"
-    if not info.is_file() or not json.loads(info.read_text()).get("cutlass_sm90"):
-        return "myteam_ops was built without the CUTLASS path (no 9.0 target, or KERNELGEN_NO_CUTLASS=1)"
+    recorded = json.loads(info.read_text()) if info.is_file() else {}
+    if not recorded.get("cutlass_sm90"):
+        return recorded.get("cutlass_sm90_left_out") or (
+            "myteam_ops was built without the CUTLASS path (no 9.0 target, or KERNELGEN_NO_CUTLASS=1)")
     return None
 
 
