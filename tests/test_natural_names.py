@@ -122,6 +122,10 @@ assert torch.allclose(torch.ops.natural.attn(q=q, k=k, v=v, mask=mask), q * k * 
 assert list(inspect.signature(natural.norm).parameters) == ["x", "eps", "gamma", "beta"]
 assert [a.name for a in torch.ops.natural.norm.default._schema.arguments] == ["x", "eps", "gamma", "beta"]
 assert list(inspect.signature(natural.mix_tl).parameters) == ["out", "torch", "t", "i", "n"]
+assert [a.name for a in torch.ops.natural.mix_tl.default._schema.arguments] == ["out", "torch", "t", "i", "n"]
+xs = [torch.randn(4) for _ in range(5)]
+assert torch.allclose(torch.ops.natural.mix_tl(out=xs[0], torch=xs[1], t=xs[2], i=xs[3], n=xs[4]),
+                      xs[0] * xs[1] + xs[2] * xs[3] - xs[4])
 try:
     natural.attn(q, k, v, mask.float())
 except RuntimeError as err:
