@@ -71,7 +71,7 @@ def _user_names(context: Any, idents: list[str]) -> tuple[tuple[str, ...], dict[
     the names are the identifiers), and the map back from name to identifier."""
     names = context.get("names") or {}
     users = tuple(names.get(ident, ident) for ident in idents)
-    return users, dict(zip(users, idents))
+    return users, dict(zip(users, idents, strict=True))
 
 
 @pass_context

@@ -20,11 +20,13 @@ from kernelgen.spec import OpSpec, parse_inputs
 
 #: Names people give tensors, many of which the generated code also uses for itself.
 NATURAL_NAMES = (
-    "q k v mask eps p r out grad alpha value key other acc idx f i m n s t u x y z w gamma beta bias gate up "
-    "scale shift temperature logits labels target weight input hidden residual res dt tau mu sigma lam rho "
-    "theta phi noise torch dtype stream name result data inputs ctx self size shape device block row col "
-    "offset stride numel count tmp kernel launch config grid"
-).split()
+    "q", "k", "v", "mask", "eps", "p", "r", "out", "grad", "alpha", "value", "key", "other", "acc", "idx",
+    "f", "i", "m", "n", "s", "t", "u", "x", "y", "z", "w", "gamma", "beta", "bias", "gate", "up", "scale",
+    "shift", "temperature", "logits", "labels", "target", "weight", "input", "hidden", "residual", "res",
+    "dt", "tau", "mu", "sigma", "lam", "rho", "theta", "phi", "noise", "torch", "dtype", "stream", "name",
+    "result", "data", "inputs", "ctx", "self", "size", "shape", "device", "block", "row", "col", "offset",
+    "stride", "numel", "count", "tmp", "kernel", "launch", "config", "grid",
+)
 
 
 def _new(args: list[str]) -> None:
@@ -94,7 +96,7 @@ def test_natural_names_build_and_pass_their_own_suites(tmp_path):
     """The issue's cases, built and tested: an op over q,k,v,mask; a rowwise op with the input eps
     and weights gamma,beta in an op named like a C function; Triton ops over names the generated
     Python uses itself (out, torch, t, i, n, dtype)."""
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     root = tmp_path / "natural"
     _new(["new", "natural", "--op", "attn", "--inputs", "q,k,v,mask", "--expr", "q * k * mask + v",
           "--defaults", "--output", str(tmp_path)])
