@@ -12,7 +12,7 @@ import re
 from typing import Any
 
 import yaml
-from jinja2 import Environment
+from jinja2 import Environment, pass_context
 from jinja2.ext import Extension
 
 from . import __version__
@@ -66,8 +66,20 @@ def has_sm90(ops: list[dict[str, Any]]) -> bool:
     return any(matmul_has_sm90(op.get("kind"), op.get("dtypes")) for op in ops)
 
 
-def expression(source: str, inputs: list[str]) -> dict[str, Any]:
-    parsed = parse(source, tuple(inputs))
+def _user_names(context: Any, idents: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The user's names of ``idents`` (an op's `names` answer maps identifier -> name; without it
+    the names are the identifiers), and the map back from name to identifier."""
+    names = context.get("names") or {}
+    users = tuple(names.get(ident, ident) for ident in idents)
+    return users, dict(zip(users, idents, strict=True))
+
+
+@pass_context
+def expression(context: Any, source: str, inputs: list[str]) -> dict[str, Any]:
+    """An elementwise expression's forms. ``inputs`` are the identifiers of the generated code; the
+    expression itself uses the user's names, and is emitted over the identifiers."""
+    users, to_ident = _user_names(context, inputs)
+    parsed = parse(source, users).renamed(to_ident)
     return {
         "canonical": parsed.source,
         "cpp": parsed.cpp("acc_t"),
@@ -80,9 +92,13 @@ def expression(source: str, inputs: list[str]) -> dict[str, Any]:
     }
 
 
-def rowwise(source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
-    """A rowwise expression's evaluation plan (:meth:`ParsedExpr.emit_plan`) and its facts."""
-    parsed = parse(source, tuple(inputs), weights=tuple(weights), rowwise=True)
+@pass_context
+def rowwise(context: Any, source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
+    """A rowwise expression's evaluation plan (:meth:`ParsedExpr.emit_plan`) and its facts, emitted
+    over the identifiers of the generated code (see :func:`expression`)."""
+    users, to_ident = _user_names(context, inputs)
+    user_weights, weight_idents = _user_names(context, weights)
+    parsed = parse(source, users, weights=user_weights, rowwise=True).renamed({**to_ident, **weight_idents})
     return {
         "canonical": parsed.source,
         "positive_domain": parsed.positive_domain,
@@ -118,6 +134,13 @@ def answers_yaml(answers: dict[str, Any]) -> str:
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, width=1000)
 
 
+@pass_context
+def label(context: Any, ident: str) -> str:
+    """The user's name of an input or weight identifier: what messages, docstrings, the public
+    signature and the schema show (``out`` where the code says ``out_arg``)."""
+    return (context.get("names") or {}).get(ident, ident)
+
+
 class KernelgenExtension(Extension):
     def __init__(self, environment: Environment) -> None:
         super().__init__(environment)
@@ -129,3 +152,4 @@ class KernelgenExtension(Extension):
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION
         environment.filters["kg_answers_yaml"] = answers_yaml
+        environment.filters["label"] = label

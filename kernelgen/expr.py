@@ -216,6 +216,23 @@ class ParsedExpr:
         op-math dtype ``acc`` (a ``tl.constexpr`` naming tl.float32 or tl.float64)."""
         return _emit(self._elementwise_tree(), _TritonStyle(acc))
 
+    def renamed(self, mapping: Mapping[str, str]) -> ParsedExpr:
+        """The same expression over other names (``mapping``: old name -> new name; names not in it
+        stay): how the generated code refers to inputs whose names it maps to safe identifiers.
+        ``source`` keeps the original canonical text."""
+        if not mapping or all(mapping.get(name, name) == name for name in (*self.inputs, *self.weights)):
+            return self
+
+        def rename(node: Node) -> Node:
+            if isinstance(node, Var):
+                return Var(mapping.get(node.name, node.name))
+            return _map_children(node, rename)
+
+        return ParsedExpr(
+            self.source, tuple(mapping.get(n, n) for n in self.inputs), rename(self.tree),
+            tuple(mapping.get(n, n) for n in self.weights), self.rowwise,
+        )
+
     def _elementwise_tree(self) -> Node:
         if _has_reduction(self.tree):
             raise ValueError("a rowwise expression with reductions is emitted through plan()")

@@ -305,6 +305,8 @@ class TemplateNames:
     affixes: frozenset[tuple[str, str]] = frozenset()
     #: relative paths of the files that render input names outside strings
     input_files: frozenset[str] = frozenset()
+    #: (prefix, suffix) pairs the templates glue to the op name: ("", "_cpu") for {{ op_name }}_cpu
+    op_affixes: frozenset[tuple[str, str]] = frozenset()
 
 
 def _python_code(text: str) -> str:
@@ -362,6 +364,12 @@ def scan_template(text: str, suffix: str) -> tuple[set[str], set[tuple[str, str]
     return set(_IDENTIFIER.findall(code)), affixes, "\x01" in code
 
 
+def op_affixes(text: str) -> set[tuple[str, str]]:
+    """The (prefix, suffix) pairs a template glues to ``{{ op_name }}``: ``launch_{{ op_name }}``
+    gives ("launch_", ""). A bare ``{{ op_name }}`` gives ("", "")."""
+    return {(m.group(1), m.group(3)) for m in _PLACEHOLDER.finditer(text) if m.group(2) == "op_name"}
+
+
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
 
 
@@ -376,6 +384,7 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
     """
     identifiers: dict[str, list[str]] = {}
     affixes: set[tuple[str, str]] = set()
+    glued_to_op: set[tuple[str, str]] = set()
     input_files: set[str] = set()
     includes: dict[str, set[str]] = {}
     try:
@@ -391,8 +400,10 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
         except OSError:
             continue
         includes[rel.as_posix()] = set(_INCLUDE.findall(text))
-        found, glued, uses_inputs = scan_template(text, Path(path.name[: -len(".jinja")]).suffix)
+        found, glued, uses_inputs = scan_template(text, Path(_JINJA_TAG.sub("", path.name[: -len(".jinja")])).suffix)
         affixes |= glued
+        if Path(_JINJA_TAG.sub("", path.name[: -len(".jinja")])).suffix in (".py", *_C_SUFFIXES):
+            glued_to_op |= op_affixes(text)
         if uses_inputs:
             input_files.add(rel.as_posix())
         for name in found:
@@ -405,7 +416,8 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
                 input_files.add(target)
                 pending.append(target)
     return TemplateNames(
-        {name: tuple(files) for name, files in identifiers.items()}, frozenset(affixes), frozenset(input_files)
+        {name: tuple(files) for name, files in identifiers.items()}, frozenset(affixes), frozenset(input_files),
+        frozenset(glued_to_op),
     )
 
 
@@ -419,3 +431,132 @@ def op_template_names(exclude_dirs: frozenset[str] = frozenset()) -> TemplateNam
     except KernelgenError:
         return TemplateNames()
     return template_names(root, exclude_dirs)
+
+
+# ---------------------------------------------------------------------------------------------
+# Input names -> identifiers of the generated code. A user may name an input anything lowercase
+# (`q`, `mask`, `eps`, `out`, `torch`): the public Python function keeps that name, and everywhere
+# the generated code uses the input as an identifier it uses a name that collides with nothing.
+
+#: Appended to an input name that would collide, to make its identifier: `out` -> `out_arg`.
+MANGLE_SUFFIX = "_arg"
+#: Identifiers the expression emitters write besides the input names (qualifiers and types).
+EMITTED_NAMES = frozenset(["opmath", "acc_t", "ACC", "tl", "libdevice", "torch", "math", "std"])
+#: Macros and compiler-predefined names that make a plain identifier unusable in C++.
+C_MACRO_NAMES = frozenset(["errno", "assert", "major", "minor", "linux", "unix", "i386", "stdin", "stdout",
+                           "stderr", "offsetof", "setjmp", "va_arg", "va_start", "va_end", "isnan", "isinf",
+                           "isfinite", "isnormal", "signbit", "fpclassify"])
+
+
+def _is_plain(name: str) -> bool:
+    """A name C++ and Python take as a local as it is: no leading or trailing '_', no '__'."""
+    return not (name.startswith("_") or name.endswith("_") or "__" in name)
+
+
+def input_identifiers(
+    names: tuple[str, ...], op_name: str, package: str, namespace: str, *, python_names: frozenset[str] = frozenset(),
+) -> dict[str, str]:
+    """Map each input and weight name of one op to the identifier the generated code uses for it.
+
+    A name stays itself unless it, or a local the templates derive from it (``{{ x }}_contig``),
+    collides with an identifier of the template files that render input names in code
+    (:func:`op_template_names`), a C macro, a name derived from the op, package or namespace, or
+    another input's identifiers; then it becomes ``<name>_arg`` (``<name>_arg2``, ...). Names the templates use
+    only in ways that cannot rebind an input (:data:`SAFE_INPUT_NAMES`) stay themselves. The result
+    is deterministic (declaration order decides between two inputs), so re-rendering a package
+    gives the same identifiers.
+    """
+    used = op_template_names(frozenset(["matmul"]))
+    # Only the files that render input names in code can have an input collide with their own names
+    # (an #include or {% include %} shares its includer's scope and counts as rendering them too).
+    in_scope = {name for name, files in used.identifiers.items() if any(file in used.input_files for file in files)}
+    reserved = (in_scope - SAFE_INPUT_NAMES) | C_MACRO_NAMES | EMITTED_NAMES
+    reserved |= python_names | {package, namespace}
+    reserved |= {f"{prefix}{op_name}{suffix}" for prefix, suffix in used.op_affixes | {("", "")}}
+    affixes = sorted(used.affixes)
+
+    def forms(ident: str) -> set[str]:
+        return {ident} | {f"{prefix}{ident}{suffix}" for prefix, suffix in affixes}
+
+    claimed = set(names)  # a mangled identifier never takes another input's own name
+    taken: set[str] = set()
+    result: dict[str, str] = {}
+    for name in names:
+        candidates = [name] if _is_plain(name) else []
+        stem = re.sub(r"_+", "_", name).strip("_") or "v"
+        candidates += [f"{stem}{MANGLE_SUFFIX}"] + [f"{stem}{MANGLE_SUFFIX}{k}" for k in range(2, 2 + len(names) + 1)]
+        for ident in candidates:
+            derived = forms(ident)
+            if derived & (reserved | taken) or (ident != name and ident in claimed):
+                continue
+            if any(form in claimed and form != name for form in derived - {ident}) and ident == name:
+                continue  # `a` beside an input named `a_contig`: the later one keeps its name
+            result[name] = ident
+            taken |= derived
+            break
+        else:  # pragma: no cover - len(names) + 2 candidates cannot all be taken
+            raise AssertionError(f"no identifier for input {name!r}")
+    return result
+
+
+def cpp_namespace(op_name: str) -> str:
+    """The C++ namespace an op's code lives in: the op name, unless that is a C/CUDA library name, a
+    macro or an identifier the generated C++ uses at global scope (``norm``, ``std``, ``cutlass``),
+    in which case ``<op>_op``."""
+    used = op_template_names()
+    cpp = {name for name, files in used.identifiers.items()
+           if any(file.endswith(tuple(f"{suffix}.jinja" for suffix in _C_SUFFIXES)) for file in files)}
+    clashes = C_AND_CUDA_NAMES | C_MACRO_NAMES | EMITTED_NAMES | CPP_LIBRARY_NAMESPACES | cpp
+    plain = _is_plain(op_name) and not op_name.startswith(("aoti_", "cuda", "cublas", "nv"))
+    return op_name if op_name not in clashes and plain else f"{op_name.strip('_')}_op"
+
+
+#: Namespaces of the libraries the generated C++ includes: an op's namespace must not reopen one.
+CPP_LIBRARY_NAMESPACES = frozenset(["std", "at", "c10", "torch", "cute", "cutlass", "kernelgen", "opmath", "thrust",
+                                    "cub", "detail", "internal"])
+
+
+_TOP_IMPORT = re.compile(r"^[ \t]*(?:from\s+[\w.{} ]+\s+)?import\s+(.+)$", re.MULTILINE)
+_TOP_DEF = re.compile(r"^(?:async\s+)?(?:def|class)\s+([A-Za-z_]\w*)|^([A-Za-z_]\w*)\s*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
+
+
+@functools.lru_cache(maxsize=4)
+def _op_module_names(root: Path) -> dict[str, str]:
+    """Module-level names of the generated ops/<op>.py files (and of what they include at the top
+    level): imports, functions, classes and assignments, each with a template file that binds it."""
+    found: dict[str, str] = {}
+    try:
+        paths = sorted(root.glob("*/{{package}}/ops/{{op_name}}.py.jinja")) + sorted(root.glob("_shared/ops_*.py.jinja")) + sorted(
+            root.glob("_shared/triton_*.py.jinja"))
+    except OSError:
+        return found
+    for path in paths:
+        try:
+            text = _JINJA_TAG.sub(" ", path.read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+        text = _python_code(text)
+        rel = path.relative_to(root).as_posix()
+        for match in _TOP_IMPORT.finditer(text):
+            for item in match.group(1).strip("() ").split(","):
+                bound = item.split(" as ")[-1].strip().split(".")[0]
+                if bound.isidentifier():
+                    found.setdefault(bound, rel)
+        for match in _TOP_DEF.finditer(text):
+            bound = match.group(1) or match.group(2)
+            if bound:
+                found.setdefault(bound, rel)
+    return found
+
+
+def op_module_names() -> dict[str, str]:
+    """Names an op's Python module binds at its top level (``torch``, ``triton``, ``tl``,
+    ``libdevice``, ``wrap_triton``, ``reference``, ...) -> a template file binding it. An op named
+    like one would replace it with the op's public function, so such op names are refused."""
+    from .errors import KernelgenError
+    from .render import template_dir
+
+    try:
+        return _op_module_names(template_dir())
+    except KernelgenError:
+        return {}

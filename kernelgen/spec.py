@@ -81,9 +81,13 @@ CPP_KEYWORDS = frozenset(
     ["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "main"]
 )
 
-# Names that the generated code itself uses, or that would shadow a module it imports.
+# Names an op, package or namespace cannot take: the modules the generated code imports and the
+# directories at the root of a generated package (an op name is also the default package name).
+# C++ and C library names are not here: an op's C++ namespace is mapped to a safe one
+# (:func:`kernelgen.names.cpp_namespace`), and input names are mapped in all generated code.
 RESERVED = frozenset(
-    ["torch", "std", "at", "c10", "acc_t", "scalar_t", "opmath", "n", "i", "idx", "out", "ctx", "grad", "grad_out", "self", "reference", "kernelgen", "setuptools", "numpy", "triton", "pytest", "math", "os", "sys", "ops", "tests", "benchmarks", "csrc", "cuda", "build", "dist"]
+    ["torch", "reference", "kernelgen", "setuptools", "numpy", "triton", "pytest", "math", "os", "sys", "ops",
+     "tests", "benchmarks", "csrc", "cuda", "build", "dist"]
 )
 
 _IDENT = re.compile(r"[a-z][a-z0-9_]*\Z", re.ASCII)
@@ -104,13 +108,19 @@ def _show(value: object, limit: int = 40) -> str:
 def normalize_op_name(raw: str, *, check_installed: bool = False) -> str:
     """Validate ``raw`` and return the identifier form (hyphens become underscores).
 
-    An op name becomes a C++ namespace at global scope and, by default, the package name too:
-    besides the identifier rules it must not be a C or CUDA library name nor shadow a module
-    torch or kernelgen's test stack imports. With ``check_installed`` (for a *new* package), a
+    An op name becomes a Python module and function (ops/<op>.py) and, by default, the package name
+    too: besides the identifier rules it must not shadow a module torch or kernelgen's test stack
+    imports, nor a name the op's module binds (``tl``, ``wrap_triton``, ``reference``). Its C++
+    namespace is the name itself or a safe stand-in (:func:`kernelgen.names.cpp_namespace`). With ``check_installed`` (for a *new* package), a
     module importable in this environment is refused too; off by default because a package the
     user already installed is importable under its own name (``kernelgen add`` must accept it).
     """
-    name = _check_identifier(raw, what="op name", param="op_name", allow_hyphens=True)
+    name = _check_identifier(raw, what="op name", param="op_name", allow_hyphens=True, c_names=False)
+    if name in names_mod.op_module_names():
+        raise InvalidNameError(
+            f"the op name {_show(raw)} is a name the op's Python module ops/{name}.py binds itself (an import "
+            "or a helper of the generated code); the op's public function would replace it. Choose another name",
+            "op_name")
     return _check_module_name(name, raw, what="op name", param="op_name", check_installed=check_installed)
 
 
@@ -180,16 +190,16 @@ def _check_identifier(
             "starting with a letter)",
             param,
         )
-    if name in RESERVED or name in sys.stdlib_module_names or name in expr_mod.FUNCTIONS:
+    if name in RESERVED or name in sys.stdlib_module_names:
         raise InvalidNameError(
-            f"the {what} {_show(raw)} is reserved: it would shadow a module or a name the generated "
-            "code uses",
+            f"the {what} {_show(raw)} is reserved: it would shadow a module or a directory of the generated "
+            "package",
             param,
         )
-    if c_names and name in names_mod.C_AND_CUDA_NAMES:
+    if c_names and name in names_mod.C_MACRO_NAMES:
         raise InvalidNameError(
-            f"the {what} {_show(raw)} is a C standard library or CUDA name (it would clash with "
-            f"::{name} in the generated C++); choose another name",
+            f"the {what} {_show(raw)} is a C macro or a name the compiler predefines; the generated C++ "
+            "passes it to macros, which would expand it. Choose another name",
             param,
         )
     return name
@@ -276,7 +286,7 @@ def _parse_names(value: object, *, flag: str, what: str, param: str) -> tuple[st
         if not isinstance(item, str):
             raise SpecError(f"{'an' if what[0] in 'aeiou' else 'a'} {what} name must be a string, not "
                             f"{type(item).__name__}", param)
-        name = _check_identifier(item.strip(), what=f"{what} name", param=param)
+        name = check_input_name(item.strip(), what=f"{what} name", param=param)
         if name in names:
             raise SpecError(f"{what} {name!r} is declared twice in {flag}", param)
         names.append(name)
@@ -284,15 +294,17 @@ def _parse_names(value: object, *, flag: str, what: str, param: str) -> tuple[st
 
 
 def parse_inputs(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Parse ``a,b,c`` (or a list) into input names, each a safe identifier that collides with
-    nothing the generated code uses (see :func:`check_input_names`)."""
+    """Parse ``a,b,c`` (or a list) into input names: any lowercase identifier of up to
+    :data:`MAX_INPUT_NAME_LENGTH` characters except keywords and the expression grammar's names (see
+    :func:`check_input_name`). The generated code maps a name that would collide with one of its own
+    identifiers to a safe one (:func:`kernelgen.names.input_identifiers`)."""
     if not isinstance(value, (str, list, tuple)):
         raise SpecError(f"--inputs must be a comma-separated string, not {type(value).__name__}", "inputs")
     if not value or (isinstance(value, str) and not value.strip()) or (
         len(value) == 1 and isinstance(value[0], str) and not value[0].strip()
     ):
         raise SpecError("--inputs is empty; give one or more names, such as 'a,b,c'", "inputs")
-    return check_input_names(_parse_names(value, flag="--inputs", what="input", param="inputs"))
+    return _parse_names(value, flag="--inputs", what="input", param="inputs")
 
 
 def parse_weights(value: str | list[str] | tuple[str, ...] | None, inputs: tuple[str, ...]) -> tuple[str, ...]:
@@ -303,52 +315,40 @@ def parse_weights(value: str | list[str] | tuple[str, ...] | None, inputs: tuple
     for name in names:
         if name in inputs:
             raise SpecError(f"{name!r} is declared both in --inputs and in --weights", "weights")
-    check_input_names((*inputs, *names))
     return names
 
 
-def check_input_names(inputs: tuple[str, ...]) -> tuple[str, ...]:
-    """Refuse input names that collide with an identifier of the elementwise templates.
+#: The longest input or weight name.
+MAX_INPUT_NAME_LENGTH = 32
+_INPUT_NAME = re.compile(r"[a-z][a-z0-9_]*\Z", re.ASCII)
 
-    The identifiers are read from the templates themselves (:func:`kernelgen.names.template_names`):
-    an input named like a template local (``dtype``, ``stream``, ``t``, ...) is refused unless it
-    is one of the few common names known to be safe (:data:`kernelgen.names.SAFE_INPUT_NAMES`),
-    and so is an input equal to a local the templates derive from another input (``a_contig``
-    beside ``a``, from ``{{ x }}_contig``).
-    """
-    used = names_mod.op_template_names(frozenset(kind for kind in KINDS if kind not in EXPR_KINDS))
-    for name in inputs:
-        files = used.identifiers.get(name)
-        if files and name not in names_mod.SAFE_INPUT_NAMES:
-            raise SpecError(
-                f"input name {name!r} is used by the generated code ({files[0]}"
-                f"{f' and {len(files) - 1} more' if len(files) > 1 else ''}); choose another name",
-                "inputs",
-            )
-    derived: dict[str, str] = {}
-    for name in inputs:
-        for prefix, suffix in sorted(used.affixes):
-            local = f"{prefix}{name}{suffix}"
-            pattern = f"{prefix}{{{{ input }}}}{suffix}"
-            if local in inputs:
-                raise SpecError(
-                    f"input {local!r} clashes with the local {local!r} the generated code derives from "
-                    f"input {name!r} ({pattern}); rename one of them",
-                    "inputs",
-                )
-            if local in used.identifiers:
-                raise SpecError(
-                    f"input {name!r} would make the local {local!r} ({pattern}), a name the generated "
-                    "code already uses; choose another name",
-                    "inputs",
-                )
-            if local in derived:
-                raise SpecError(
-                    f"inputs {derived[local]!r} and {name!r} would both make the local {local!r}; rename one",
-                    "inputs",
-                )
-            derived[local] = name
-    return inputs
+
+def check_input_name(raw: object, *, what: str = "input name", param: str = "inputs") -> str:
+    """Validate one input or weight name: a lowercase identifier (ASCII letters, digits and '_',
+    starting with a letter) of at most 32 characters that is not a Python or C++ keyword nor a
+    function or reduction of the expression grammar. Nothing else is refused: a name the generated
+    code uses itself is mapped to a safe identifier there, and the public function keeps it."""
+    if not isinstance(raw, str):
+        raise InvalidNameError(f"the {what} must be a string, not {type(raw).__name__}", param)
+    if raw.strip() == "":
+        raise InvalidNameError(f"the {what} is empty", param)
+    if raw != raw.strip():
+        raise InvalidNameError(f"the {what} {_show(raw)} has leading or trailing spaces", param)
+    if len(raw) > MAX_INPUT_NAME_LENGTH:
+        raise InvalidNameError(
+            f"the {what} {_show(raw)} is longer than {MAX_INPUT_NAME_LENGTH} characters ({len(raw)})", param)
+    if not _INPUT_NAME.match(raw):
+        raise InvalidNameError(
+            f"the {what} {_show(raw)} must be a lowercase identifier (ASCII letters, digits and underscores, "
+            "starting with a letter)", param)
+    if keyword.iskeyword(raw) or raw in CPP_KEYWORDS - {"main"}:
+        raise InvalidNameError(f"the {what} {_show(raw)} is a {'Python' if keyword.iskeyword(raw) else 'C++'} "
+                               "keyword", param)
+    if raw in expr_mod.FUNCTIONS or raw in expr_mod.REDUCTIONS:
+        raise InvalidNameError(
+            f"the {what} {_show(raw)} is a function of the expression grammar ({raw}(...)); choose another name",
+            param)
+    return raw
 
 
 def parse_abi(value: object) -> str:
@@ -459,8 +459,6 @@ class OpSpec:
         arch = parse_arch_list(arch_list)
         if kind == "elementwise":
             input_names = parse_inputs(inputs if inputs is not None else "x")
-            if op_name in input_names:
-                raise SpecError(f"input {op_name!r} has the same name as the op", "inputs")
             if expr is None:
                 expr = " + ".join(input_names)
             parsed = expr_mod.parse(expr, input_names)
@@ -468,8 +466,6 @@ class OpSpec:
         if kind == "rowwise":
             input_names = parse_inputs(inputs if inputs is not None else "x")
             weight_names = parse_weights(weights, input_names)
-            if op_name in input_names or op_name in weight_names:
-                raise SpecError(f"an input or weight has the same name as the op {op_name!r}", "inputs")
             if expr is None:
                 if input_names != ("x",) or weight_names:
                     raise SpecError(
@@ -500,6 +496,17 @@ class OpSpec:
     def sm90(self) -> bool:
         """A matmul op with the CUTLASS Hopper path: on the stable ABI, with float16 or bfloat16."""
         return self.abi == "stable" and matmul_has_sm90(self.kind, self.dtypes)
+
+    def identifiers(self, package: str) -> dict[str, str]:
+        """Input and weight name -> the identifier the generated code of this op uses for it (the
+        name itself unless it would collide; see :func:`kernelgen.names.input_identifiers`)."""
+        return names_mod.input_identifiers((*self.inputs, *self.weights), self.op_name, package, self.namespace)
+
+    @property
+    def cpp_namespace(self) -> str:
+        """The C++ namespace of the op's code: the op name, or ``<op>_op`` where the op name is a
+        C/CUDA library name or an identifier the generated C++ uses (``norm``, ``std``, ``cute``)."""
+        return names_mod.cpp_namespace(self.op_name)
 
     @property
     def fused(self) -> bool:
@@ -683,8 +690,14 @@ class PackageSpec:
         """The copier answers that render one op of this package."""
         data = self.answers()
         data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
+        data["op_cpp"] = op.cpp_namespace
         if op.kind in EXPR_KINDS:
-            data.update({"inputs": list(op.inputs), "expr": op.expr, "weights": list(op.weights)})
+            # The templates see the inputs and weights as the identifiers of the generated code, and
+            # `names` maps each back to the user's name (the public signature, schema and messages).
+            ids = op.identifiers(self.package)
+            data.update({"inputs": [ids[n] for n in op.inputs], "expr": op.expr,
+                         "weights": [ids[n] for n in op.weights],
+                         "names": {ident: name for name, ident in ids.items()}})
         if op.kind == "matmul":
             data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90})
         return data
