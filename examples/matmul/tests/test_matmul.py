@@ -19,15 +19,151 @@ from matmul.ops.matmul import reference
 OP = torch.ops.matmul.matmul.default
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 
-# Tolerances against a float64 product of the same (rounded) inputs. Entries of A @ B grow like
-# sqrt(K) for random inputs, and so does the accumulated rounding error, hence atol scales with
-# sqrt(K). float16/bfloat16 are dominated by the final rounding of C to 11 / 8 significant bits.
-TOLERANCES = {
-    torch.float32: (1e-5, 1e-5),
-    torch.float64: (1e-12, 1e-12),
-    torch.float16: (2e-3, 2e-3),
-    torch.bfloat16: (1.6e-2, 1e-2),
-}
+# ---- the error model: how far from the exact result a correct kernel may be -----------------------
+# The tests compare the op with reference() evaluated in float64 on the same, already rounded inputs,
+# which stands for the exact result. The error a correct kernel may have is not one rtol/atol per
+# dtype: it is bounded per element from the expression itself. error_bound() below, written by
+# kernelgen from the parsed expression, is a first-order running error bound: walking the expression
+# in float64, each step passes on its operands' errors, scaled by its derivative, and adds its own
+# rounding (u times the size of its result). A large intermediate (cancellation) or a steep function
+# widens the bound exactly where the kernel's rounding can grow, and a well-conditioned expression
+# keeps a tight one, so the tests neither fail a correct kernel nor let a wrong one through by chance.
+# Functions add their documented error (FUNCTION_ULPS), and the result one rounding to the output dtype.
+# The dot product of length K adds the rounding of a sum of K products (ErrorModel.dot).
+
+#: The bound is first order: it drops terms of order u**2 and takes the derivatives at the exact values
+#: rather than at the kernel's. SAFETY covers both, for the price of one bit of the tolerance.
+SAFETY = 2.0
+#: A sum whose terms each pass through at most d additions is off by at most d roundings of the sum of
+#: the terms' magnitudes; with independent rounding errors, by LAMBDA * sqrt(d) of them except with
+#: probability below 2 n exp(-LAMBDA**2 / 2) for n terms (Higham and Mary, "A new approach to
+#: probabilistic rounding error analysis", SIAM J. Sci. Comput., 2019): below 4e-16 for a million terms.
+#: The worst case d would be too loose to see a term dropped from a long sum.
+LAMBDA = 10.0
+#: The output's own rounding, relative and absolute (subnormals): float16 and bfloat16 results are
+#: computed in float32 and rounded once more when stored; float32 and float64 store the op-math result.
+OUTPUT_ROUNDING = {torch.float16: (2.0**-11, 2.0**-25), torch.bfloat16: (2.0**-8, 2.0**-134)}
+#: Each function's own error in ulps of its result, the largest among what the kernels and the reference
+#: call: CUDA's libdevice maxima (CUDA C Programming Guide, "Mathematical Functions"), which also cover
+#: glibc (the CPU loop) and PyTorch's vectorized functions. "/" is one division, or a reciprocal and a
+#: product (a division by a reduction's value multiplies by its reciprocal, computed once per row).
+#: An entry (k, s, a) is k + s |x| ulps, plus a absolutely.
+ACCURATE_FLOAT = {"exp": 2, "log": 1, "sqrt": 0.5, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 4, "/": 1}
+ACCURATE_DOUBLE = {"exp": 1, "log": 1, "sqrt": 0.5, "rsqrt": 1, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 2, "/": 1}
+# The CUDA kernels compute float16 and bfloat16 in opmath::fast_float (csrc/opmath.h): exp is __expf
+# (2 + 1.173 |x| ulps) and division is div.full.f32 (2 ulps, 3 with a reciprocal's product).
+FAST_FLOAT = {**ACCURATE_FLOAT, "exp": (2, 1.173, 0.0), "/": 3}
+FUNCTION_ULPS = {torch.float32: ACCURATE_FLOAT, torch.float64: ACCURATE_DOUBLE,
+                 torch.float16: FAST_FLOAT, torch.bfloat16: FAST_FLOAT}
+
+
+class ErrorModel:
+    """What the bound counts for one dtype, in units of op-math's unit roundoff u (error_bound()
+    calls these methods for each step of the expression)."""
+
+    def __init__(self, dtype):
+        self.dtype = dtype
+        self.opmath = torch.float64 if dtype == torch.float64 else torch.float32
+        info = torch.finfo(self.opmath)
+        self.u = info.eps / 2
+        self.tiny = info.tiny / self.u  # an underflow, or a flush to zero, loses up to the smallest normal number
+        self.largest = info.max
+        self.ulps = FUNCTION_ULPS[dtype]
+
+    def rounding(self, t):
+        """One rounding of t to op-math: u |t|, and no bound where op-math overflows."""
+        size = t.abs()
+        return torch.where(size > self.largest, math.inf, size + self.tiny)
+
+    def literal(self, c):
+        """The rounding of the number c where the kernel writes it in op-math."""
+        return abs(torch.tensor(c, dtype=self.opmath).item() - c) / self.u
+
+    def _own(self, func, x):
+        entry = self.ulps[func]
+        ulps, per_unit, absolute = entry if isinstance(entry, tuple) else (entry, 0.0, 0.0)
+        return (ulps + per_unit * x.abs() if per_unit else ulps), absolute / self.u
+
+    def call(self, func, x, y):
+        """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
+        ulps, absolute = self._own("exp" if func == "sigmoid" else func, x)
+        if func == "sigmoid":  # 1 / (1 + exp(-x)): exp's error, the sum's rounding and the division's
+            ulps = ulps + 0.5 + self._own("/", x)[0]
+        return 2 * ulps * y.abs() + absolute + self.tiny
+
+    def division(self, q):
+        return 2 * self._own("/", q)[0] * q.abs() + self.tiny
+
+    def power(self, x, p, y):
+        """The own error of y = x ** p for a number p: multiplications for a whole p up to 16 (|p| - 1
+        roundings, and a division for a negative p), sqrt for 0.5, pow otherwise (and p's own rounding)."""
+        if p == 0.5:
+            return self.call("sqrt", x, y)
+        if p == int(p) and abs(p) <= 16:
+            return (abs(p) - 1) * self.rounding(y) + (self.division(y) if p < 0 else 0.0)
+        return self.call("pow", x, y) + (y * torch.log(x)).abs() * self.literal(p)
+
+    def larger(self, a, b):
+        return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
+
+    def dot(self, k):
+        """The roundings of a dot product of length k, in units of u times the sum of its terms'
+        magnitudes (sum over k of |A| |B|): each product's, and those of the sum, whose terms pass
+        through up to k additions in every kernel (the accumulators run along K)."""
+        depth = max(k - 1, 0)
+        return min(depth, LAMBDA * math.sqrt(depth)) + 1
+
+    def tolerance(self, want, units):
+        """The error an element of the op may have: SAFETY times the bound in op-math (and in the
+        float64 reference, whose own rounding the same model bounds), plus the output's rounding."""
+        inner = SAFETY * (self.u + 2.0**-53) * torch.broadcast_to(torch.as_tensor(units, dtype=want.dtype, device=want.device), want.shape)
+        relative, absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
+        return inner + relative * (want.abs() + inner) + absolute
+
+
+def error_bound(_m, acc, acc_error):
+    """The bound on the rounding error of acc, in units of _m.u,
+    element by element: one line per step of the expression (kernelgen writes it from the
+    expression; the model above says what each term means)."""
+    return acc_error
+
+
+class Mismatches:
+    """The elements of an output outside their bound, gathered over one or more pieces of it."""
+
+    def __init__(self, out):
+        self.out = out
+        self.count = 0
+        self.worst = None
+
+    def add(self, got, want, bound, offset=0):
+        """Checks got (a flat piece of the output from element `offset`) against want and bound."""
+        got64 = got.double()
+        bound = torch.nan_to_num(bound, nan=math.inf)  # inf * 0 in the model: that element has no bound
+        error = (got64 - want).abs()
+        ok = error <= bound
+        # Where the exact result is NaN or infinite, or overflows the output dtype, the op must give the
+        # same special value; a result within its bound of the largest finite number may overflow.
+        stored = want.to(got.dtype).double()
+        special = ~torch.isfinite(stored)
+        ok |= special & ((got64 == stored) | (got64.isnan() & stored.isnan()))
+        ok |= got64.isinf() & (got64 == want.sign() * math.inf) & (want.abs() + bound >= torch.finfo(got.dtype).max)
+        bad = int((~ok).sum())
+        if bad:
+            self.count += bad
+            ratio = torch.where(ok, -1.0, torch.nan_to_num(error / bound, nan=math.inf, posinf=math.inf))
+            i = int(ratio.argmax())
+            if self.worst is None or ratio[i] > self.worst[0]:
+                self.worst = (float(ratio[i]), offset + i, float(got64[i]), float(want[i]), float(bound[i]))
+
+    def check(self):
+        if self.count:
+            ratio, flat, got, want, bound = self.worst
+            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), self.out.shape))
+            raise AssertionError(
+                f"{self.count} of {self.out.numel()} elements ({self.out.dtype}) are outside their error bound; "
+                f"the worst, at {index}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
+                f"{ratio:.3g} times its bound {bound:.3g} (error_bound() and the model above)")
 
 
 def run(a, b):
@@ -35,11 +171,25 @@ def run(a, b):
     return matmul.matmul(a, b)
 
 
+def expected_and_bound(a, b):
+    """The exact result (reference() in float64 on the same, already rounded inputs) and the error
+    each element of the op may have: the dot product of length K in op-math precision (its error
+    bounded by the sum of |A| |B|), then the epilogue's rounding (the error model above)."""
+    model = ErrorModel(a.dtype)
+    a64, b64 = a.double(), b.double()
+    want = reference(a64, b64)
+    acc = torch.matmul(a64, b64)
+    acc_error = model.dot(a.shape[-1]) * torch.matmul(a64.abs(), b64.abs())
+    return want, model.tolerance(want, error_bound(model, acc, acc_error))
+
+
 def assert_matches(out, a, b):
-    expected = torch.matmul(a.double(), b.double())
-    rtol, atol = TOLERANCES[a.dtype]
-    k = a.shape[-1]
-    torch.testing.assert_close(out.double(), expected.to(a.dtype).double(), rtol=rtol, atol=atol * math.sqrt(max(k, 1)))
+    """Asserts that every element of out is within its error bound of the exact result."""
+    want, bound = expected_and_bound(a, b)
+    assert out.shape == want.shape
+    mismatches = Mismatches(out)
+    mismatches.add(out.reshape(-1), want.reshape(-1), bound.reshape(-1))
+    mismatches.check()
 
 
 def make(shape, dtype, device, seed):
