@@ -16,7 +16,7 @@ from jinja2 import Environment
 from jinja2.ext import Extension
 
 from . import __version__
-from .error_model import error_bound_python
+from .error_model import error_bound_python, ulps_literal
 from .expr import parse
 
 #: Bump when the generated code changes; recorded in every generated op.
@@ -136,6 +136,7 @@ class KernelgenExtension(Extension):
         environment.globals["kg_twins"] = twins
         environment.globals["kg_rowwise"] = rowwise
         environment.globals["kg_error_bound"] = error_bound
+        environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_has_sm90"] = has_sm90
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__

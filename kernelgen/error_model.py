@@ -69,6 +69,23 @@ DERIVATIVES: dict[str, str] = {
 
 _COMMENT_LIMIT = 72
 
+#: Each function's own error in ulps of its result, for float and for double: the largest among what
+#: the kernels and the reference call. CUDA's libdevice maxima (CUDA C Programming Guide, "Mathematical
+#: Functions"), raised where tests/test_error_model.py measured more on the CPU: PyTorch's float32
+#: sqrt (0.75 ulp) and its float64 rsqrt (1 / sqrt: 1.45 ulp), the reference's and a Triton op's CPU
+#: implementation; glibc's functions (the CPU loop) are within them. "/" is one division, or a
+#: reciprocal and a product. The generated tests print these tables (kg_function_ulps) and add the
+#: fast variants of their backend to them.
+FUNCTION_ULPS: dict[str, dict[str, float]] = {
+    "float": {"exp": 2, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 4, "/": 1},
+    "double": {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 2, "/": 1},
+}
+
+
+def ulps_literal(precision: str) -> str:
+    """:data:`FUNCTION_ULPS` of ``precision`` as a Python dict literal."""
+    return "{" + ", ".join(f'"{name}": {value!r}' for name, value in FUNCTION_ULPS[precision].items()) + "}"
+
 
 def exact_in_float32(value: float) -> bool:
     """Whether ``value`` is a float32 number (then writing it in op-math, float or double, is exact)."""
