@@ -71,7 +71,7 @@ def sample(parsed, shape, dtype, seed=0):
 
 def evaluate(parsed, tensors):
     """The expression in PyTorch over ``tensors`` (named like the inputs), in their dtype."""
-    return eval(parsed.torch(), {"torch": torch}, dict(zip(parsed.inputs, tensors, strict=True)))  # noqa: S307
+    return eval(parsed.torch(), {"torch": torch}, dict(zip(parsed.inputs, tensors, strict=True)))
 
 
 def worst_ratio(model, got, want, bound) -> float:
@@ -99,7 +99,7 @@ def test_derivatives_match_autograd(func):
     fn = {"sigmoid": torch.sigmoid, "rsqrt": torch.rsqrt, "erf": torch.erf}.get(func) or getattr(torch, func)
     y = fn(x)
     (slope,) = torch.autograd.grad(y.sum(), x)
-    formula = eval(DERIVATIVES[func].format(x="x", y="y"), {"torch": torch}, {"x": x.detach(), "y": y.detach()})  # noqa: S307
+    formula = eval(DERIVATIVES[func].format(x="x", y="y"), {"torch": torch}, {"x": x.detach(), "y": y.detach()})
     torch.testing.assert_close(torch.as_tensor(formula).expand_as(x), slope.abs(), rtol=1e-12, atol=1e-15)
 
 
@@ -244,9 +244,9 @@ def evaluate_rows(parsed, tensors):
     plan = parsed.emit_plan()
     env = dict(zip((*parsed.inputs, *parsed.weights), tensors, strict=True))
     for index, stage in enumerate(plan["reductions"]):
-        arg = eval(stage["torch"], {"torch": torch}, env)  # noqa: S307
-        env[f"_r{index}"] = eval(REDUCTIONS[stage["func"]][1], {"torch": torch})(arg, dim=-1, keepdim=True)  # noqa: S307
-    return eval(plan["output"]["torch"], {"torch": torch}, env)  # noqa: S307
+        arg = eval(stage["torch"], {"torch": torch}, env)
+        env[f"_r{index}"] = eval(REDUCTIONS[stage["func"]][1], {"torch": torch})(arg, dim=-1, keepdim=True)
+    return eval(plan["output"]["torch"], {"torch": torch}, env)
 
 
 @pytest.mark.parametrize("inputs, weights, text", ROWWISE, ids=[f"r{i}" for i in range(len(ROWWISE))])
