@@ -20,9 +20,10 @@ in units of the op-math unit roundoff ``u``:
   divides that by the length and adds a division, ``max``/``min`` take the largest error of the row.
 
 The function calls a *model* object ``_m`` (written into the generated test) for everything that
-depends on the dtype and the backend: ``_m.rounding(t)``, ``_m.literal(c)``, ``_m.call(f, x, fx)``,
-``_m.division(q)``, ``_m.power(x, p, xp)`` and ``_m.row_sum / row_mean / row_max / row_min``. The
-emitted code itself is only the expression's structure: the derivatives, written out per node.
+depends on the dtype and the backend: ``_m.one_rounding(t)``, ``_m.literal_rounding(c)``,
+``_m.function_error(f, x, fx)``, ``_m.division_error(q)``, ``_m.power_error(x, p, xp)``,
+``_m.larger_error(e1, e2)`` and ``_m.sum_of_row / mean_of_row / max_of_row / min_of_row``. The emitted
+code itself is only the expression's structure: the derivatives, written out per node.
 
 Like the other emitters, it prints whitelisted nodes only: numbers as ``repr`` of finite floats, names
 that passed kernelgen's identifier checks, and comments of canonical text. Every local it introduces
@@ -141,7 +142,7 @@ class _Emitter:
         """The Python value of ``node`` (a name or a literal) and its error in units of u (or None: 0)."""
         if isinstance(node, Num):
             literal = _float_literal(node.value)
-            error = None if exact_in_float32(node.value) else f"_m.literal({literal})"
+            error = None if exact_in_float32(node.value) else f"_m.literal_rounding({literal})"
             return (f"({literal})" if literal.startswith("-") else literal), error
         if isinstance(node, Var):
             return self.names.get(node.name, node.name), self.leaf_errors.get(node.name)
@@ -158,18 +159,18 @@ class _Emitter:
             a, ea = self.visit(node.left)
             b, eb = self.visit(node.right)
             if node.op in "+-":
-                error = self._sum([ea, eb, "_m.rounding({t})"])
+                error = self._sum([ea, eb, "_m.one_rounding({t})"])
             elif node.op == "*":
                 error = self._sum([
                     f"{self._abs(b)} * {ea}" if ea else None,
                     f"{self._abs(a)} * {eb}" if eb else None,
-                    "_m.rounding({t})",
+                    "_m.one_rounding({t})",
                 ])
             else:
                 error = self._sum([
                     f"{ea} / {self._abs(b)}" if ea else None,
                     f"({{t}} / {b}).abs() * {eb}" if eb else None,
-                    "_m.division({t})",
+                    "_m.division_error({t})",
                 ])
             return self._node(node, f"{a} {node.op} {b}", error, comment)
         if isinstance(node, Power):
@@ -179,7 +180,7 @@ class _Emitter:
         raise AssertionError(f"unknown node {node!r}")  # pragma: no cover
 
     def _power(self, base_node: Node, p: float, comment: str) -> tuple[str, str | None]:
-        """``base ** p`` for a literal p: the derivative p * base ** (p - 1), then _m.power's own error
+        """``base ** p`` for a literal p: the derivative p * base ** (p - 1), then _m.power_error's
         (multiplications for a whole p, sqrt for 0.5, pow otherwise, and the exponent's rounding)."""
         x, ex = self.visit(base_node)
         p_text = _float_literal(p)
@@ -191,7 +192,7 @@ class _Emitter:
             slope = f"(2.0 * {x}).abs()"
         else:
             slope = f"({p_text} * {x} ** {_float_literal(p - 1)}).abs()"
-        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.power({x}, {p_text}, {{t}})"])
+        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.power_error({x}, {p_text}, {{t}})"])
         return self._node(base_node, f"{x} ** {p_text}" if p != 0.5 else f"torch.sqrt({x})", error, comment)
 
     def _call(self, node: Call, comment: str) -> tuple[str, str | None]:
@@ -206,7 +207,7 @@ class _Emitter:
             error = self._sum([
                 f"({y} * torch.pow({x}, {y} - 1.0)).abs() * {ex}" if ex else None,
                 f"({{t}} * {log_x}).abs() * {ey}" if ey else None,
-                f"_m.call('pow', {x}, {{t}})",
+                f"_m.function_error('pow', {x}, {{t}})",
             ])
             return self._node(node, f"torch.pow({x}, {y})", error, comment)
         if func in ("min", "max"):
@@ -221,7 +222,7 @@ class _Emitter:
                 (a, et), (b, en) = values
                 value = f"{torch_name}({a}, {b})"
             # |min(a~, b~) - min(a, b)| <= max(|a~ - a|, |b~ - b|): the larger operand error, no rounding
-            error = f"_m.larger({et}, {en})" if et and en else (et or en)
+            error = f"_m.larger_error({et}, {en})" if et and en else (et or en)
             t, _ = self._node(node, value, None, comment)
             return t, error
         (x, ex), = [self.visit(arg) for arg in node.args]
@@ -230,11 +231,11 @@ class _Emitter:
             return t, ex
         torch_name = {"rsqrt": "torch.rsqrt", "sigmoid": "torch.sigmoid", "erf": "torch.erf"}.get(func, f"torch.{func}")
         slope = DERIVATIVES[func].format(x=x, y="{t}")
-        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.call({func!r}, {x}, {{t}})"])
+        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.function_error({func!r}, {x}, {{t}})"])
         return self._node(node, f"{torch_name}({x})", error, comment)
 
 
-_ROW_METHODS = {"sum": "row_sum", "mean": "row_mean", "max": "row_max", "min": "row_min"}
+_ROW_METHODS = {"sum": "sum_of_row", "mean": "mean_of_row", "max": "max_of_row", "min": "min_of_row"}
 
 
 def error_bound_python(

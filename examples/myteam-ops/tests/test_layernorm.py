@@ -54,16 +54,16 @@ def make_args(shape, dtype, device, seed=0):
 # widens the bound exactly where the kernel's rounding can grow, and a well-conditioned expression
 # keeps a tight one, so the tests neither fail a correct kernel nor let a wrong one through by chance.
 # Functions add their documented error (FUNCTION_ULPS), and the result one rounding to the output dtype.
-# A row reduction adds the rounding of a sum of the row's length (ErrorModel.summation).
+# A row reduction adds the rounding of a sum of the row's length (ErrorModel.sum_roundings).
 
 #: The bound is first order: it drops terms of order u**2 and takes the derivatives at the exact values
 #: rather than at the kernel's. SAFETY covers both, for the price of one bit of the tolerance.
 SAFETY = 2.0
-#: A sum whose terms each pass through at most d additions is off by at most d roundings of the sum of
-#: the terms' magnitudes; with independent rounding errors, by LAMBDA * sqrt(d) of them except with
-#: probability below 2 n exp(-LAMBDA**2 / 2) for n terms (Higham and Mary, "A new approach to
-#: probabilistic rounding error analysis", SIAM J. Sci. Comput., 2019): below 4e-16 for a million terms.
-#: The worst case d would be too loose to see a term dropped from a long sum.
+#: A sum's rounding errors are u times the partial sums they round, with random signs: by Hoeffding's
+#: inequality they add up to at most LAMBDA * u * sqrt(sum of the partial sums' squares), except with
+#: probability 2 exp(-LAMBDA**2 / 2) = 4e-22 per sum (the probabilistic analysis of Higham and Mary,
+#: SIAM J. Sci. Comput., 2019). The worst case, every rounding in one direction, grows with the length
+#: of the sum instead of its square root: too loose to see a term dropped from a long sum.
 LAMBDA = 10.0
 #: The output's own rounding, relative and absolute (subnormals): float16 and bfloat16 results are
 #: computed in float32 and rounded once more when stored; float32 and float64 store the op-math result.
@@ -83,8 +83,9 @@ FUNCTION_ULPS = {torch.float32: ACCURATE_FLOAT, torch.float64: ACCURATE_DOUBLE,
 
 
 class ErrorModel:
-    """What the bound counts for one dtype, in units of op-math's unit roundoff u (error_bound()
-    calls these methods for each step of the expression)."""
+    """What the bound counts for one dtype, in units of op-math's unit roundoff u: error_bound()
+    calls these methods for each step of the expression. (Their names are long on purpose: the
+    generated code's identifiers are names an input cannot have.)"""
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -95,102 +96,108 @@ class ErrorModel:
         self.largest = info.max
         self.ulps = FUNCTION_ULPS[dtype]
 
-    def rounding(self, t):
+    def one_rounding(self, t):
         """One rounding of t to op-math: u |t|, and no bound where op-math overflows."""
         size = t.abs()
         return torch.where(size > self.largest, math.inf, size + self.tiny)
 
-    def literal(self, c):
+    def literal_rounding(self, c):
         """The rounding of the number c where the kernel writes it in op-math."""
         return abs(torch.tensor(c, dtype=self.opmath).item() - c) / self.u
 
-    def _own(self, func, x):
+    def _ulps_of(self, func, x):
+        """func's own error at x, in ulps of its result, and its absolute part in units of u."""
         entry = self.ulps[func]
-        ulps, per_unit, absolute = entry if isinstance(entry, tuple) else (entry, 0.0, 0.0)
-        return (ulps + per_unit * x.abs() if per_unit else ulps), absolute / self.u
+        if not isinstance(entry, tuple):
+            return entry, 0.0
+        return entry[0] + entry[1] * x.abs(), entry[2] / self.u
 
-    def call(self, func, x, y):
+    def function_error(self, func, x, y):
         """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
-        ulps, absolute = self._own("exp" if func == "sigmoid" else func, x)
+        count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, x)
         if func == "sigmoid":  # 1 / (1 + exp(-x)): exp's error, the sum's rounding and the division's
-            ulps = ulps + 0.5 + self._own("/", x)[0]
-        return 2 * ulps * y.abs() + absolute + self.tiny
+            count = count + 0.5 + self._ulps_of("/", x)[0]
+        return 2 * count * y.abs() + abs_floor + self.tiny
 
-    def division(self, q):
-        return 2 * self._own("/", q)[0] * q.abs() + self.tiny
+    def division_error(self, q):
+        return 2 * self._ulps_of("/", q)[0] * q.abs() + self.tiny
 
-    def power(self, x, p, y):
+    def power_error(self, x, p, y):
         """The own error of y = x ** p for a number p: multiplications for a whole p up to 16 (|p| - 1
         roundings, and a division for a negative p), sqrt for 0.5, pow otherwise (and p's own rounding)."""
         if p == 0.5:
-            return self.call("sqrt", x, y)
+            return self.function_error("sqrt", x, y)
         if p == int(p) and abs(p) <= 16:
-            return (abs(p) - 1) * self.rounding(y) + (self.division(y) if p < 0 else 0.0)
-        return self.call("pow", x, y) + (y * torch.log(x)).abs() * self.literal(p)
+            return (abs(p) - 1) * self.one_rounding(y) + (self.division_error(y) if p < 0 else 0.0)
+        return self.function_error("pow", x, y) + (y * torch.log(x)).abs() * self.literal_rounding(p)
 
-    def larger(self, a, b):
-        return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
+    def larger_error(self, first, second):
+        return torch.maximum(torch.as_tensor(first), torch.as_tensor(second))
 
-    def summation(self, n):
-        """The roundings of a row's sum of n terms, in units of u times the sum of their magnitudes.
-        The kernels of this package fold a row in chains of at most ceil(n / 64) + 41 additions: the
-        CPU loop in 64 lanes (n / 64 each, then 6 pairwise levels), the CUDA kernel up to 32 elements per
+    def sum_roundings(self, n):
+        """The roundings of a row's sum of n terms, in units of u times the sum of their magnitudes. The
+        kernels of this package add a row in chains of at most d = ceil(n / 64) + 41 additions: the CPU
+        loop in 64 lanes (n / 64 each, then 6 pairwise levels), the CUDA kernel up to 32 elements per
         thread (n / 512 for rows longer than 16384) then 9 levels of shuffles, Triton in a tree (n / 4096
-        per lane for long rows). A kernel of your own that adds a row in one chain needs n - 1."""
-        depth = min(n - 1, math.ceil(n / 64) + 41)
-        return min(depth, LAMBDA * math.sqrt(max(depth, 0)))
+        per lane for long rows). Every rounding is u times a partial sum, none larger than the sum S of
+        the terms' magnitudes, and a term passes through at most d of them: at most d S u however the
+        roundings fall, LAMBDA sqrt(d) S u when their signs are random (LAMBDA). A kernel of your own
+        that adds a row in one chain has d = n - 1."""
+        chain_length = min(n - 1, math.ceil(n / 64) + 41)
+        return min(chain_length, LAMBDA * math.sqrt(max(chain_length, 0)))
 
-    @staticmethod
-    def _per_row(t, e):
-        return torch.broadcast_to(torch.as_tensor(0.0 if e is None else e, dtype=t.dtype, device=t.device), t.shape)
-
-    def row_sum(self, t, e):
-        """A row's sum of t (whose elements have errors e) and its error."""
+    def sum_of_row(self, t, t_error):
+        """A row's sum of t (whose elements have errors t_error, None for none) and its error."""
         value = t.sum(-1, keepdim=True)
-        return value, self._per_row(t, e).sum(-1, keepdim=True) + self.summation(t.shape[-1]) * t.abs().sum(-1, keepdim=True)
+        return value, _per_element(t, t_error).sum(-1, keepdim=True) + self.sum_roundings(t.shape[-1]) * t.abs().sum(-1, keepdim=True)
 
-    def row_mean(self, t, e):
-        total, error = self.row_sum(t, e)
-        value = total / t.shape[-1]
-        return value, error / t.shape[-1] + self.division(value)
+    def mean_of_row(self, t, t_error):
+        sum_value, error = self.sum_of_row(t, t_error)
+        value = sum_value / t.shape[-1]
+        return value, error / t.shape[-1] + self.division_error(value)
 
-    def row_max(self, t, e):
+    def max_of_row(self, t, t_error):
         """|max(t~) - max(t)| is at most the largest error of the row: max and min do not round."""
-        return t.amax(-1, keepdim=True), self._per_row(t, e).amax(-1, keepdim=True)
+        return t.amax(-1, keepdim=True), _per_element(t, t_error).amax(-1, keepdim=True)
 
-    def row_min(self, t, e):
-        return t.amin(-1, keepdim=True), self._per_row(t, e).amax(-1, keepdim=True)
+    def min_of_row(self, t, t_error):
+        return t.amin(-1, keepdim=True), _per_element(t, t_error).amax(-1, keepdim=True)
 
-    def tolerance(self, want, units):
+    def allowed_error(self, want, bound_in_u):
         """The error an element of the op may have: SAFETY times the bound in op-math (and in the
         float64 reference, whose own rounding the same model bounds), plus the output's rounding."""
-        inner = SAFETY * (self.u + 2.0**-53) * torch.broadcast_to(torch.as_tensor(units, dtype=want.dtype, device=want.device), want.shape)
-        relative, absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
-        return inner + relative * (want.abs() + inner) + absolute
+        in_opmath = SAFETY * (self.u + 2.0**-53) * _per_element(want, bound_in_u)
+        out_relative, out_absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
+        return in_opmath + out_relative * (want.abs() + in_opmath) + out_absolute
+
+
+def _per_element(t, value):
+    """value (a number, None for 0, or a tensor broadcastable to t) as a tensor of t's shape."""
+    return torch.broadcast_to(torch.as_tensor(0.0 if value is None else value, dtype=t.dtype, device=t.device), t.shape)
 
 
 def error_bound(_m, x, w, b):
     """The bound on the rounding error of (x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2..., in units of _m.u,
     element by element: one line per step of the expression (kernelgen writes it from the
     expression; the model above says what each term means)."""
-    _r0, _q0 = _m.row_mean(x, None)  # mean(x)
+    _r0, _q0 = _m.mean_of_row(x, None)  # mean(x)
     _t0 = x - _r0  # x - _r0
-    _e0 = _q0 + _m.rounding(_t0)
+    _e0 = _q0 + _m.one_rounding(_t0)
     _t1 = _t0 ** 2.0  # (x - _r0) ** 2.0
-    _e1 = (2.0 * _t0).abs() * _e0 + _m.power(_t0, 2.0, _t1)
-    _r1, _q1 = _m.row_mean(_t1, _e1)  # mean((x - mean(x)) ** 2.0)
+    _e1 = (2.0 * _t0).abs() * _e0 + _m.power_error(_t0, 2.0, _t1)
+    _r1, _q1 = _m.mean_of_row(_t1, _e1)  # mean((x - mean(x)) ** 2.0)
     _t2 = x - _r0  # x - _r0
-    _e2 = _q0 + _m.rounding(_t2)
+    _e2 = _q0 + _m.one_rounding(_t2)
     _t3 = _r1 + 1e-05  # _r1 + 1e-05
-    _e3 = _q1 + _m.literal(1e-05) + _m.rounding(_t3)
+    _e3 = _q1 + _m.literal_rounding(1e-05) + _m.one_rounding(_t3)
     _t4 = torch.rsqrt(_t3)  # rsqrt(_r1 + 1e-05)
-    _e4 = 0.5 * _t4 / _t3.abs() * _e3 + _m.call('rsqrt', _t3, _t4)
+    _e4 = 0.5 * _t4 / _t3.abs() * _e3 + _m.function_error('rsqrt', _t3, _t4)
     _t5 = _t2 * _t4  # (x - _r0) * rsqrt(_r1 + 1e-05)
-    _e5 = _t4.abs() * _e2 + _t2.abs() * _e4 + _m.rounding(_t5)
+    _e5 = _t4.abs() * _e2 + _t2.abs() * _e4 + _m.one_rounding(_t5)
     _t6 = _t5 * w  # (x - _r0) * rsqrt(_r1 + 1e-05) * w
-    _e6 = w.abs() * _e5 + _m.rounding(_t6)
+    _e6 = w.abs() * _e5 + _m.one_rounding(_t6)
     _t7 = _t6 + b  # (x - _r0) * rsqrt(_r1 + 1e-05) * w + b
-    _e7 = _e6 + _m.rounding(_t7)
+    _e7 = _e6 + _m.one_rounding(_t7)
     return _e7
 
 
@@ -202,34 +209,36 @@ class Mismatches:
         self.count = 0
         self.worst = None
 
-    def add(self, got, want, bound, offset=0):
-        """Checks got (a flat piece of the output from element `offset`) against want and bound."""
-        got64 = got.double()
-        bound = torch.nan_to_num(bound, nan=math.inf)  # inf * 0 in the model: that element has no bound
-        error = (got64 - want).abs()
-        ok = error <= bound
+    def check_piece(self, got, want, allowed_err, offset=0):
+        """Checks got (a flat piece of the output from element `offset`) against want, within allowed."""
+        got_f64 = got.double()
+        # inf * 0 in the model gives NaN: the model cannot bound that element
+        allowed_err = torch.where(allowed_err.isnan(), math.inf, allowed_err)
+        error = (got_f64 - want).abs()
+        is_within = error <= allowed_err
         # Where the exact result is NaN or infinite, or overflows the output dtype, the op must give the
         # same special value; a result within its bound of the largest finite number may overflow.
-        stored = want.to(got.dtype).double()
-        special = ~torch.isfinite(stored)
-        ok |= special & ((got64 == stored) | (got64.isnan() & stored.isnan()))
-        ok |= got64.isinf() & (got64 == want.sign() * math.inf) & (want.abs() + bound >= torch.finfo(got.dtype).max)
-        bad = int((~ok).sum())
-        if bad:
-            self.count += bad
-            ratio = torch.where(ok, -1.0, torch.nan_to_num(error / bound, nan=math.inf, posinf=math.inf))
-            i = int(ratio.argmax())
-            if self.worst is None or ratio[i] > self.worst[0]:
-                self.worst = (float(ratio[i]), offset + i, float(got64[i]), float(want[i]), float(bound[i]))
+        as_stored = want.to(got.dtype).double()
+        not_finite = ~torch.isfinite(as_stored)
+        is_within |= not_finite & ((got_f64 == as_stored) | (got_f64.isnan() & as_stored.isnan()))
+        is_within |= got_f64.isinf() & (got_f64 == want.sign() * math.inf) & (want.abs() + allowed_err >= torch.finfo(got.dtype).max)
+        n_outside = int((~is_within).sum())
+        if n_outside:
+            self.count += n_outside
+            excess_ratio = torch.where(is_within, -1.0, error / allowed_err)
+            excess_ratio = torch.where(excess_ratio.isnan(), math.inf, excess_ratio)
+            i = int(excess_ratio.argmax())
+            if self.worst is None or excess_ratio[i] > self.worst[0]:
+                self.worst = (float(excess_ratio[i]), offset + i, float(got_f64[i]), float(want[i]), float(allowed_err[i]))
 
     def check(self):
         if self.count:
-            ratio, flat, got, want, bound = self.worst
-            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), self.out.shape))
+            excess_ratio, flat_index, got, want, allowed_err = self.worst
+            worst_at = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat_index), self.out.shape))
             raise AssertionError(
                 f"{self.count} of {self.out.numel()} elements ({self.out.dtype}) are outside their error bound; "
-                f"the worst, at {index}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
-                f"{ratio:.3g} times its bound {bound:.3g} (error_bound() and the model above)")
+                f"the worst, at {worst_at}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
+                f"{excess_ratio:.3g} times its bound {allowed_err:.3g} (error_bound() and the model above)")
 
 
 #: Elements checked at a time (whole rows): the float64 reference and its bound hold about 20 tensors
@@ -240,10 +249,10 @@ CHUNK = 2**22
 def expected_and_bound(args):
     """The exact result (reference() in float64 on the same, already rounded inputs and weights) and
     the error each element of the op may have (the error model above)."""
-    model = ErrorModel(args[0].dtype)
-    exact = [t.double() for t in args]
-    want = reference(*exact)
-    return want, model.tolerance(want, error_bound(model, *exact))
+    error_model = ErrorModel(args[0].dtype)
+    exact_args = [t.double() for t in args]
+    want = reference(*exact_args)
+    return want, error_model.allowed_error(want, error_bound(error_model, *exact_args))
 
 
 def assert_matches(out, args):
@@ -252,11 +261,11 @@ def assert_matches(out, args):
     cols = out.shape[-1]
     rows = [t.reshape(-1, cols) for t in args[:N_INPUTS]]
     got = out.reshape(-1, cols)
-    step = max(1, CHUNK // max(cols, 1))
+    rows_per_chunk = max(1, CHUNK // max(cols, 1))
     mismatches = Mismatches(out)
-    for start in range(0, got.shape[0], step):
-        want, bound = expected_and_bound([t[start:start + step] for t in rows] + list(args[N_INPUTS:]))
-        mismatches.add(got[start:start + step].reshape(-1), want.reshape(-1), bound.reshape(-1), offset=start * cols)
+    for start in range(0, got.shape[0], rows_per_chunk):
+        want, allowed_err = expected_and_bound([t[start:start + rows_per_chunk] for t in rows] + list(args[N_INPUTS:]))
+        mismatches.check_piece(got[start:start + rows_per_chunk].reshape(-1), want.reshape(-1), allowed_err.reshape(-1), offset=start * cols)
     mismatches.check()
 
 

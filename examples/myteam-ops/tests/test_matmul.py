@@ -29,16 +29,16 @@ DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 # widens the bound exactly where the kernel's rounding can grow, and a well-conditioned expression
 # keeps a tight one, so the tests neither fail a correct kernel nor let a wrong one through by chance.
 # Functions add their documented error (FUNCTION_ULPS), and the result one rounding to the output dtype.
-# The dot product of length K adds the rounding of a sum of K products (ErrorModel.dot).
+# The dot product of length K adds the rounding of its K products and partial sums (ErrorModel.dot_error).
 
 #: The bound is first order: it drops terms of order u**2 and takes the derivatives at the exact values
 #: rather than at the kernel's. SAFETY covers both, for the price of one bit of the tolerance.
 SAFETY = 2.0
-#: A sum whose terms each pass through at most d additions is off by at most d roundings of the sum of
-#: the terms' magnitudes; with independent rounding errors, by LAMBDA * sqrt(d) of them except with
-#: probability below 2 n exp(-LAMBDA**2 / 2) for n terms (Higham and Mary, "A new approach to
-#: probabilistic rounding error analysis", SIAM J. Sci. Comput., 2019): below 4e-16 for a million terms.
-#: The worst case d would be too loose to see a term dropped from a long sum.
+#: A sum's rounding errors are u times the partial sums they round, with random signs: by Hoeffding's
+#: inequality they add up to at most LAMBDA * u * sqrt(sum of the partial sums' squares), except with
+#: probability 2 exp(-LAMBDA**2 / 2) = 4e-22 per sum (the probabilistic analysis of Higham and Mary,
+#: SIAM J. Sci. Comput., 2019). The worst case, every rounding in one direction, grows with the length
+#: of the sum instead of its square root: too loose to see a term dropped from a long sum.
 LAMBDA = 10.0
 #: The output's own rounding, relative and absolute (subnormals): float16 and bfloat16 results are
 #: computed in float32 and rounded once more when stored; float32 and float64 store the op-math result.
@@ -58,8 +58,9 @@ FUNCTION_ULPS = {torch.float32: ACCURATE_FLOAT, torch.float64: ACCURATE_DOUBLE,
 
 
 class ErrorModel:
-    """What the bound counts for one dtype, in units of op-math's unit roundoff u (error_bound()
-    calls these methods for each step of the expression)."""
+    """What the bound counts for one dtype, in units of op-math's unit roundoff u: error_bound()
+    calls these methods for each step of the expression. (Their names are long on purpose: the
+    generated code's identifiers are names an input cannot have.)"""
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -70,55 +71,73 @@ class ErrorModel:
         self.largest = info.max
         self.ulps = FUNCTION_ULPS[dtype]
 
-    def rounding(self, t):
+    def one_rounding(self, t):
         """One rounding of t to op-math: u |t|, and no bound where op-math overflows."""
         size = t.abs()
         return torch.where(size > self.largest, math.inf, size + self.tiny)
 
-    def literal(self, c):
+    def literal_rounding(self, c):
         """The rounding of the number c where the kernel writes it in op-math."""
         return abs(torch.tensor(c, dtype=self.opmath).item() - c) / self.u
 
-    def _own(self, func, x):
+    def _ulps_of(self, func, x):
+        """func's own error at x, in ulps of its result, and its absolute part in units of u."""
         entry = self.ulps[func]
-        ulps, per_unit, absolute = entry if isinstance(entry, tuple) else (entry, 0.0, 0.0)
-        return (ulps + per_unit * x.abs() if per_unit else ulps), absolute / self.u
+        if not isinstance(entry, tuple):
+            return entry, 0.0
+        return entry[0] + entry[1] * x.abs(), entry[2] / self.u
 
-    def call(self, func, x, y):
+    def function_error(self, func, x, y):
         """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
-        ulps, absolute = self._own("exp" if func == "sigmoid" else func, x)
+        count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, x)
         if func == "sigmoid":  # 1 / (1 + exp(-x)): exp's error, the sum's rounding and the division's
-            ulps = ulps + 0.5 + self._own("/", x)[0]
-        return 2 * ulps * y.abs() + absolute + self.tiny
+            count = count + 0.5 + self._ulps_of("/", x)[0]
+        return 2 * count * y.abs() + abs_floor + self.tiny
 
-    def division(self, q):
-        return 2 * self._own("/", q)[0] * q.abs() + self.tiny
+    def division_error(self, q):
+        return 2 * self._ulps_of("/", q)[0] * q.abs() + self.tiny
 
-    def power(self, x, p, y):
+    def power_error(self, x, p, y):
         """The own error of y = x ** p for a number p: multiplications for a whole p up to 16 (|p| - 1
         roundings, and a division for a negative p), sqrt for 0.5, pow otherwise (and p's own rounding)."""
         if p == 0.5:
-            return self.call("sqrt", x, y)
+            return self.function_error("sqrt", x, y)
         if p == int(p) and abs(p) <= 16:
-            return (abs(p) - 1) * self.rounding(y) + (self.division(y) if p < 0 else 0.0)
-        return self.call("pow", x, y) + (y * torch.log(x)).abs() * self.literal(p)
+            return (abs(p) - 1) * self.one_rounding(y) + (self.division_error(y) if p < 0 else 0.0)
+        return self.function_error("pow", x, y) + (y * torch.log(x)).abs() * self.literal_rounding(p)
 
-    def larger(self, a, b):
-        return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
+    def larger_error(self, first, second):
+        return torch.maximum(torch.as_tensor(first), torch.as_tensor(second))
 
-    def dot(self, k):
-        """The roundings of a dot product of length k, in units of u times the sum of its terms'
-        magnitudes (sum over k of |A| |B|): each product's, and those of the sum, whose terms pass
-        through up to k additions in every kernel (the accumulators run along K)."""
-        depth = max(k - 1, 0)
-        return min(depth, LAMBDA * math.sqrt(depth)) + 1
+    def dot_error(self, a, b):
+        """The rounding error of each element of a @ b (float64 tensors, [batch,] M x K and K x N) when
+        the kernel accumulates along K in op-math, in units of u: a rounding of each product and of each
+        partial sum. Every kernel of this package accumulates along K in order (the CPU loop and the
+        float32/float64 kernel one product at a time, the tensor cores 16 at a time), so the partial sums
+        are the prefix sums of the products: LAMBDA times the root of the sum of their squares and the
+        products' (LAMBDA), at most the worst case, K times the sum of |a| |b|."""
+        k = a.shape[-1]
+        sum_of_squares = torch.zeros(a.shape[:-1] + b.shape[-1:], dtype=a.dtype, device=a.device)
+        prefix_sum = torch.zeros_like(sum_of_squares)
+        k_step = max(1, 2**22 // max(1, sum_of_squares.numel()))  # k_step values of k at a time
+        for start in range(0, k, k_step):
+            k_products = a[..., :, start:start + k_step, None] * b[..., None, start:start + k_step, :]  # [..., M, k_step, N]
+            partial_sums = prefix_sum.unsqueeze(-2) + k_products.cumsum(-2)
+            sum_of_squares += (partial_sums * partial_sums + k_products * k_products).sum(-2)
+            prefix_sum = partial_sums[..., -1, :]
+        return torch.minimum(LAMBDA * sum_of_squares.sqrt(), k * torch.matmul(a.abs(), b.abs()))
 
-    def tolerance(self, want, units):
+    def allowed_error(self, want, bound_in_u):
         """The error an element of the op may have: SAFETY times the bound in op-math (and in the
         float64 reference, whose own rounding the same model bounds), plus the output's rounding."""
-        inner = SAFETY * (self.u + 2.0**-53) * torch.broadcast_to(torch.as_tensor(units, dtype=want.dtype, device=want.device), want.shape)
-        relative, absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
-        return inner + relative * (want.abs() + inner) + absolute
+        in_opmath = SAFETY * (self.u + 2.0**-53) * _per_element(want, bound_in_u)
+        out_relative, out_absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
+        return in_opmath + out_relative * (want.abs() + in_opmath) + out_absolute
+
+
+def _per_element(t, value):
+    """value (a number or a tensor broadcastable to t) as a tensor of t's shape."""
+    return torch.broadcast_to(torch.as_tensor(value, dtype=t.dtype, device=t.device), t.shape)
 
 
 def error_bound(_m, acc, acc_error):
@@ -136,34 +155,36 @@ class Mismatches:
         self.count = 0
         self.worst = None
 
-    def add(self, got, want, bound, offset=0):
-        """Checks got (a flat piece of the output from element `offset`) against want and bound."""
-        got64 = got.double()
-        bound = torch.nan_to_num(bound, nan=math.inf)  # inf * 0 in the model: that element has no bound
-        error = (got64 - want).abs()
-        ok = error <= bound
+    def check_piece(self, got, want, allowed_err, offset=0):
+        """Checks got (a flat piece of the output from element `offset`) against want, within allowed."""
+        got_f64 = got.double()
+        # inf * 0 in the model gives NaN: the model cannot bound that element
+        allowed_err = torch.where(allowed_err.isnan(), math.inf, allowed_err)
+        error = (got_f64 - want).abs()
+        is_within = error <= allowed_err
         # Where the exact result is NaN or infinite, or overflows the output dtype, the op must give the
         # same special value; a result within its bound of the largest finite number may overflow.
-        stored = want.to(got.dtype).double()
-        special = ~torch.isfinite(stored)
-        ok |= special & ((got64 == stored) | (got64.isnan() & stored.isnan()))
-        ok |= got64.isinf() & (got64 == want.sign() * math.inf) & (want.abs() + bound >= torch.finfo(got.dtype).max)
-        bad = int((~ok).sum())
-        if bad:
-            self.count += bad
-            ratio = torch.where(ok, -1.0, torch.nan_to_num(error / bound, nan=math.inf, posinf=math.inf))
-            i = int(ratio.argmax())
-            if self.worst is None or ratio[i] > self.worst[0]:
-                self.worst = (float(ratio[i]), offset + i, float(got64[i]), float(want[i]), float(bound[i]))
+        as_stored = want.to(got.dtype).double()
+        not_finite = ~torch.isfinite(as_stored)
+        is_within |= not_finite & ((got_f64 == as_stored) | (got_f64.isnan() & as_stored.isnan()))
+        is_within |= got_f64.isinf() & (got_f64 == want.sign() * math.inf) & (want.abs() + allowed_err >= torch.finfo(got.dtype).max)
+        n_outside = int((~is_within).sum())
+        if n_outside:
+            self.count += n_outside
+            excess_ratio = torch.where(is_within, -1.0, error / allowed_err)
+            excess_ratio = torch.where(excess_ratio.isnan(), math.inf, excess_ratio)
+            i = int(excess_ratio.argmax())
+            if self.worst is None or excess_ratio[i] > self.worst[0]:
+                self.worst = (float(excess_ratio[i]), offset + i, float(got_f64[i]), float(want[i]), float(allowed_err[i]))
 
     def check(self):
         if self.count:
-            ratio, flat, got, want, bound = self.worst
-            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), self.out.shape))
+            excess_ratio, flat_index, got, want, allowed_err = self.worst
+            worst_at = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat_index), self.out.shape))
             raise AssertionError(
                 f"{self.count} of {self.out.numel()} elements ({self.out.dtype}) are outside their error bound; "
-                f"the worst, at {index}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
-                f"{ratio:.3g} times its bound {bound:.3g} (error_bound() and the model above)")
+                f"the worst, at {worst_at}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
+                f"{excess_ratio:.3g} times its bound {allowed_err:.3g} (error_bound() and the model above)")
 
 
 def run(a, b):
@@ -173,22 +194,22 @@ def run(a, b):
 
 def expected_and_bound(a, b):
     """The exact result (reference() in float64 on the same, already rounded inputs) and the error
-    each element of the op may have: the dot product of length K in op-math precision (its error
-    bounded by the sum of |A| |B|), then the epilogue's rounding (the error model above)."""
-    model = ErrorModel(a.dtype)
+    each element of the op may have: the dot product of length K in op-math precision (dot_error),
+    then the epilogue's rounding (the error model above)."""
+    error_model = ErrorModel(a.dtype)
     a64, b64 = a.double(), b.double()
     want = reference(a64, b64)
     acc = torch.matmul(a64, b64)
-    acc_error = model.dot(a.shape[-1]) * torch.matmul(a64.abs(), b64.abs())
-    return want, model.tolerance(want, error_bound(model, acc, acc_error))
+    acc_error = error_model.dot_error(a64, b64)
+    return want, error_model.allowed_error(want, error_bound(error_model, acc, acc_error))
 
 
 def assert_matches(out, a, b):
     """Asserts that every element of out is within its error bound of the exact result."""
-    want, bound = expected_and_bound(a, b)
+    want, allowed_err = expected_and_bound(a, b)
     assert out.shape == want.shape
     mismatches = Mismatches(out)
-    mismatches.add(out.reshape(-1), want.reshape(-1), bound.reshape(-1))
+    mismatches.check_piece(out.reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
     mismatches.check()
 
 

@@ -71,8 +71,9 @@ FUNCTION_ULPS = {torch.float32: ACCURATE_FLOAT, torch.float64: ACCURATE_DOUBLE,
 
 
 class ErrorModel:
-    """What the bound counts for one dtype, in units of op-math's unit roundoff u (error_bound()
-    calls these methods for each step of the expression)."""
+    """What the bound counts for one dtype, in units of op-math's unit roundoff u: error_bound()
+    calls these methods for each step of the expression. (Their names are long on purpose: the
+    generated code's identifiers are names an input cannot have.)"""
 
     def __init__(self, dtype):
         self.dtype = dtype
@@ -83,48 +84,55 @@ class ErrorModel:
         self.largest = info.max
         self.ulps = FUNCTION_ULPS[dtype]
 
-    def rounding(self, t):
+    def one_rounding(self, t):
         """One rounding of t to op-math: u |t|, and no bound where op-math overflows."""
         size = t.abs()
         return torch.where(size > self.largest, math.inf, size + self.tiny)
 
-    def literal(self, c):
+    def literal_rounding(self, c):
         """The rounding of the number c where the kernel writes it in op-math."""
         return abs(torch.tensor(c, dtype=self.opmath).item() - c) / self.u
 
-    def _own(self, func, x):
+    def _ulps_of(self, func, x):
+        """func's own error at x, in ulps of its result, and its absolute part in units of u."""
         entry = self.ulps[func]
-        ulps, per_unit, absolute = entry if isinstance(entry, tuple) else (entry, 0.0, 0.0)
-        return (ulps + per_unit * x.abs() if per_unit else ulps), absolute / self.u
+        if not isinstance(entry, tuple):
+            return entry, 0.0
+        return entry[0] + entry[1] * x.abs(), entry[2] / self.u
 
-    def call(self, func, x, y):
+    def function_error(self, func, x, y):
         """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
-        ulps, absolute = self._own("exp" if func == "sigmoid" else func, x)
+        count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, x)
         if func == "sigmoid":  # 1 / (1 + exp(-x)): exp's error, the sum's rounding and the division's
-            ulps = ulps + 0.5 + self._own("/", x)[0]
-        return 2 * ulps * y.abs() + absolute + self.tiny
+            count = count + 0.5 + self._ulps_of("/", x)[0]
+        return 2 * count * y.abs() + abs_floor + self.tiny
 
-    def division(self, q):
-        return 2 * self._own("/", q)[0] * q.abs() + self.tiny
+    def division_error(self, q):
+        return 2 * self._ulps_of("/", q)[0] * q.abs() + self.tiny
 
-    def power(self, x, p, y):
+    def power_error(self, x, p, y):
         """The own error of y = x ** p for a number p: multiplications for a whole p up to 16 (|p| - 1
         roundings, and a division for a negative p), sqrt for 0.5, pow otherwise (and p's own rounding)."""
         if p == 0.5:
-            return self.call("sqrt", x, y)
+            return self.function_error("sqrt", x, y)
         if p == int(p) and abs(p) <= 16:
-            return (abs(p) - 1) * self.rounding(y) + (self.division(y) if p < 0 else 0.0)
-        return self.call("pow", x, y) + (y * torch.log(x)).abs() * self.literal(p)
+            return (abs(p) - 1) * self.one_rounding(y) + (self.division_error(y) if p < 0 else 0.0)
+        return self.function_error("pow", x, y) + (y * torch.log(x)).abs() * self.literal_rounding(p)
 
-    def larger(self, a, b):
-        return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
+    def larger_error(self, first, second):
+        return torch.maximum(torch.as_tensor(first), torch.as_tensor(second))
 
-    def tolerance(self, want, units):
+    def allowed_error(self, want, bound_in_u):
         """The error an element of the op may have: SAFETY times the bound in op-math (and in the
         float64 reference, whose own rounding the same model bounds), plus the output's rounding."""
-        inner = SAFETY * (self.u + 2.0**-53) * torch.broadcast_to(torch.as_tensor(units, dtype=want.dtype, device=want.device), want.shape)
-        relative, absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
-        return inner + relative * (want.abs() + inner) + absolute
+        in_opmath = SAFETY * (self.u + 2.0**-53) * _per_element(want, bound_in_u)
+        out_relative, out_absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
+        return in_opmath + out_relative * (want.abs() + in_opmath) + out_absolute
+
+
+def _per_element(t, value):
+    """value (a number or a tensor broadcastable to t) as a tensor of t's shape."""
+    return torch.broadcast_to(torch.as_tensor(value, dtype=t.dtype, device=t.device), t.shape)
 
 
 def error_bound(_m, x, y):
@@ -132,11 +140,11 @@ def error_bound(_m, x, y):
     element by element: one line per step of the expression (kernelgen writes it from the
     expression; the model above says what each term means)."""
     _t0 = torch.sigmoid(x)  # sigmoid(x)
-    _e0 = _m.call('sigmoid', x, _t0)
+    _e0 = _m.function_error('sigmoid', x, _t0)
     _t1 = x * _t0  # x * sigmoid(x)
-    _e1 = x.abs() * _e0 + _m.rounding(_t1)
+    _e1 = x.abs() * _e0 + _m.one_rounding(_t1)
     _t2 = _t1 * y  # x * sigmoid(x) * y
-    _e2 = y.abs() * _e1 + _m.rounding(_t2)
+    _e2 = y.abs() * _e1 + _m.one_rounding(_t2)
     return _e2
 
 
@@ -148,34 +156,36 @@ class Mismatches:
         self.count = 0
         self.worst = None
 
-    def add(self, got, want, bound, offset=0):
-        """Checks got (a flat piece of the output from element `offset`) against want and bound."""
-        got64 = got.double()
-        bound = torch.nan_to_num(bound, nan=math.inf)  # inf * 0 in the model: that element has no bound
-        error = (got64 - want).abs()
-        ok = error <= bound
+    def check_piece(self, got, want, allowed_err, offset=0):
+        """Checks got (a flat piece of the output from element `offset`) against want, within allowed."""
+        got_f64 = got.double()
+        # inf * 0 in the model gives NaN: the model cannot bound that element
+        allowed_err = torch.where(allowed_err.isnan(), math.inf, allowed_err)
+        error = (got_f64 - want).abs()
+        is_within = error <= allowed_err
         # Where the exact result is NaN or infinite, or overflows the output dtype, the op must give the
         # same special value; a result within its bound of the largest finite number may overflow.
-        stored = want.to(got.dtype).double()
-        special = ~torch.isfinite(stored)
-        ok |= special & ((got64 == stored) | (got64.isnan() & stored.isnan()))
-        ok |= got64.isinf() & (got64 == want.sign() * math.inf) & (want.abs() + bound >= torch.finfo(got.dtype).max)
-        bad = int((~ok).sum())
-        if bad:
-            self.count += bad
-            ratio = torch.where(ok, -1.0, torch.nan_to_num(error / bound, nan=math.inf, posinf=math.inf))
-            i = int(ratio.argmax())
-            if self.worst is None or ratio[i] > self.worst[0]:
-                self.worst = (float(ratio[i]), offset + i, float(got64[i]), float(want[i]), float(bound[i]))
+        as_stored = want.to(got.dtype).double()
+        not_finite = ~torch.isfinite(as_stored)
+        is_within |= not_finite & ((got_f64 == as_stored) | (got_f64.isnan() & as_stored.isnan()))
+        is_within |= got_f64.isinf() & (got_f64 == want.sign() * math.inf) & (want.abs() + allowed_err >= torch.finfo(got.dtype).max)
+        n_outside = int((~is_within).sum())
+        if n_outside:
+            self.count += n_outside
+            excess_ratio = torch.where(is_within, -1.0, error / allowed_err)
+            excess_ratio = torch.where(excess_ratio.isnan(), math.inf, excess_ratio)
+            i = int(excess_ratio.argmax())
+            if self.worst is None or excess_ratio[i] > self.worst[0]:
+                self.worst = (float(excess_ratio[i]), offset + i, float(got_f64[i]), float(want[i]), float(allowed_err[i]))
 
     def check(self):
         if self.count:
-            ratio, flat, got, want, bound = self.worst
-            index = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat), self.out.shape))
+            excess_ratio, flat_index, got, want, allowed_err = self.worst
+            worst_at = tuple(int(k) for k in torch.unravel_index(torch.tensor(flat_index), self.out.shape))
             raise AssertionError(
                 f"{self.count} of {self.out.numel()} elements ({self.out.dtype}) are outside their error bound; "
-                f"the worst, at {index}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
-                f"{ratio:.3g} times its bound {bound:.3g} (error_bound() and the model above)")
+                f"the worst, at {worst_at}: got {got!r}, exact {want!r}: |error| {abs(got - want):.3g} is "
+                f"{excess_ratio:.3g} times its bound {allowed_err:.3g} (error_bound() and the model above)")
 
 
 #: Elements checked at a time: the float64 reference and its bound hold about 20 tensors of this size.
@@ -185,21 +195,21 @@ CHUNK = 2**22
 def expected_and_bound(inputs):
     """The exact result (reference() in float64 on the same, already rounded inputs) and the error
     each element of the op may have (the error model above)."""
-    model = ErrorModel(inputs[0].dtype)
-    exact = [x.double() for x in inputs]
-    want = reference(*exact)
-    return want, model.tolerance(want, error_bound(model, *exact))
+    error_model = ErrorModel(inputs[0].dtype)
+    exact_args = [x.double() for x in inputs]
+    want = reference(*exact_args)
+    return want, error_model.allowed_error(want, error_bound(error_model, *exact_args))
 
 
 def assert_matches(out, inputs):
     """Asserts that every element of out is within its error bound of the exact result."""
     assert out.shape == inputs[0].shape
-    flat = [x.reshape(-1) for x in inputs]
+    flat_inputs = [x.reshape(-1) for x in inputs]
     got = out.reshape(-1)
     mismatches = Mismatches(out)
     for start in range(0, got.numel(), CHUNK):
-        want, bound = expected_and_bound([x[start:start + CHUNK] for x in flat])
-        mismatches.add(got[start:start + CHUNK], want, bound, offset=start)
+        want, allowed_err = expected_and_bound([x[start:start + CHUNK] for x in flat_inputs])
+        mismatches.check_piece(got[start:start + CHUNK], want, allowed_err, offset=start)
     mismatches.check()
 
 
