@@ -224,6 +224,35 @@ def test_the_bound_holds_for_pytorch_float32_evaluation(inputs, text):
         worst_ratio(namespace, got, want, model.allowed_error(want, namespace["error_bound"](model, *exact)))
 
 
+class _FastTorch:
+    """torch, with exp and sigmoid as the fast kernels compute them: exp2 of x * log2(e) in float32 (as
+    __expf and Triton's tl.exp do: the product's rounding grows with |x|), and a float32 division."""
+
+    def __getattr__(self, name):
+        return getattr(torch, name)
+
+    @staticmethod
+    def exp(x):
+        return torch.exp2(x * torch.tensor(1.4426950408889634, dtype=x.dtype)) if x.dtype == torch.float32 else torch.exp(x)
+
+    def sigmoid(self, x):
+        return 1.0 / (1.0 + self.exp(-x)) if x.dtype == torch.float32 else torch.sigmoid(x)
+
+
+@pytest.mark.parametrize("backend, dtype", [("cuda", torch.float16), ("cuda", torch.bfloat16), ("triton", torch.float32)])
+@pytest.mark.parametrize("text", ["x * sigmoid(1.702 * x)", "exp(x) * 0.5 - exp(-x)", "exp(x - 3.0) / (1 + sigmoid(x))"])
+def test_the_fast_exp_allowance_covers_exp2_of_a_rounded_product(backend, dtype, text):
+    parsed = parse(text, ("x",))
+    namespace = render_model(error_bound_python(parsed), backend=backend)
+    model = namespace["ErrorModel"](dtype)
+    generator = torch.Generator().manual_seed(5)
+    x = (torch.randn(200_000, generator=generator, dtype=torch.float64) * 20).clamp(-80, 80).to(dtype)
+    exact = x.double()
+    want = evaluate(parsed, [exact])
+    got = eval(parsed.torch(), {"torch": _FastTorch()}, {"x": x.float()}).to(dtype)
+    worst_ratio(namespace, got, want, model.allowed_error(want, namespace["error_bound"](model, exact)))
+
+
 @pytest.mark.parametrize("inputs, text", [ISSUE_POLYNOMIAL, ISSUE_REPRO], ids=["polynomial", "repro"])
 def test_the_bound_is_within_100x_of_the_largest_error(inputs, text):
     """Tight where it matters: on the issue's expressions with cancellation, the worst element uses more

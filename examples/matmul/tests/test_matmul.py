@@ -90,8 +90,10 @@ class ErrorModel:
     def function_error(self, func, x, y):
         """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
         count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, x)
-        if func == "sigmoid":  # 1 / (1 + exp(-x)): exp's error, the sum's rounding and the division's
-            count = count + 0.5 + self._ulps_of("/", x)[0]
+        if func == "sigmoid":
+            # 1 / (1 + e), e = exp(-x): e's relative error reaches y scaled by e / (1 + e) = 1 - y; then
+            # the rounding of 1 + e and the division's
+            count = count * (1 - y) + 0.5 + self._ulps_of("/", x)[0]
         return 2 * count * y.abs() + abs_floor + self.tiny
 
     def division_error(self, q):
