@@ -16,6 +16,7 @@ from jinja2 import Environment, pass_context
 from jinja2.ext import Extension
 
 from . import __version__
+from .error_model import error_bound_python, ulps_literal
 from .expr import parse
 
 #: Bump when the generated code changes; recorded in every generated op.
@@ -35,7 +36,10 @@ from .expr import parse
 #: 7: memory-bound elementwise expressions run one pack per thread (the 2- and 4-pack kernels are
 #:    not compiled); Triton ops launch directly on plain eager calls (_eager_launch_ok), and a Triton
 #:    rowwise kernel loads the weights only the output reads after the reductions.
-TEMPLATE_VERSION = "7"
+#: 8: the generated tests check every result against reference() in float64 on the same inputs, within
+#:    an error bound derived from the expression (error_bound(), kernelgen/error_model.py), instead of
+#:    one rtol/atol per dtype.
+TEMPLATE_VERSION = "8"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.
@@ -107,6 +111,13 @@ def rowwise(context: Any, source: str, inputs: list[str], weights: list[str]) ->
     }
 
 
+def error_bound(source: str, inputs: list[str], weights: list[str] | None = None, rowwise: bool = False,
+                leaf_errors: dict[str, str] | None = None) -> str:
+    """The source of the generated tests' error_bound() function (:mod:`kernelgen.error_model`)."""
+    parsed = parse(source, tuple(inputs), weights=tuple(weights or ()), rowwise=rowwise)
+    return error_bound_python(parsed, leaf_errors=leaf_errors)
+
+
 def _shape(op: dict[str, Any]) -> str:
     """The canonical expression with inputs and weights renamed by position: equal for the same formula."""
     inputs, weights = op["inputs"], op.get("weights") or []
@@ -147,6 +158,8 @@ class KernelgenExtension(Extension):
         environment.globals["kg_expression"] = expression
         environment.globals["kg_twins"] = twins
         environment.globals["kg_rowwise"] = rowwise
+        environment.globals["kg_error_bound"] = error_bound
+        environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_has_sm90"] = has_sm90
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__

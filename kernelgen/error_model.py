@@ -1,0 +1,282 @@
+"""The error model of an expression: Python code that bounds the rounding error of evaluating it.
+
+A generated test compares an op with its reference evaluated in float64 on the same (already
+rounded) inputs, and allows per element the error that evaluating the expression in op-math precision
+(float32, or float64 for float64 ops) can accumulate. That allowance is derived from the parsed tree,
+not chosen per dtype: :func:`error_bound_python` emits a Python function that walks the expression in
+float64 alongside the reference and returns, per element, a first-order *running error bound* ``E``
+in units of the op-math unit roundoff ``u``:
+
+* an input is exact (E = 0): the kernel widens it to op-math without a rounding;
+* a literal costs its own rounding to op-math (zero when it is exact in float32);
+* ``a + b``, ``a - b``: E(a) + E(b) + one rounding of the result;
+* ``a * b``: |b| E(a) + |a| E(b) + one rounding; ``a / b``: E(a) / |b| + |a / b| E(b) / |b| + the
+  division's own error;
+* ``f(a)``: |f'(a)| E(a) + the function's own error (its documented ulp error, which the test's
+  model looks up per backend and dtype: the fast ``exp`` and division of float16/bfloat16, Triton's
+  approximate ``exp``, ``log`` and division);
+* ``min``, ``max``, ``abs``, ``-a``: no rounding; the larger (or the only) operand error;
+* a row reduction: ``sum`` adds the terms' errors and a summation error for its length, ``mean``
+  divides that by the length and adds a division, ``max``/``min`` take the largest error of the row.
+
+The function calls a *model* object ``_m`` (written into the generated test) for everything that
+depends on the dtype and the backend: ``_m.one_rounding(t)``, ``_m.literal_rounding(c)``,
+``_m.function_error(f, x, fx)``, ``_m.division_error(q)``, ``_m.power_error(x, p, xp)``,
+``_m.larger_error(e1, e2)`` and ``_m.sum_of_row / mean_of_row / max_of_row / min_of_row``. The emitted
+code itself is only the expression's structure: the derivatives, written out per node.
+
+Like the other emitters, it prints whitelisted nodes only: numbers as ``repr`` of finite floats, names
+that passed kernelgen's identifier checks, and comments of canonical text. Every local it introduces
+starts with ``_`` (input names never do), so no input can shadow one.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Mapping
+
+from .expr import (
+    BinOp,
+    Call,
+    Neg,
+    Node,
+    Num,
+    ParsedExpr,
+    Power,
+    Reduce,
+    RowRef,
+    Var,
+    _CanonicalStyle,
+    _emit,
+    _float_literal,
+    _plan,
+    clip,
+)
+
+#: The derivative of each one-argument function, as Python over the argument ``{x}`` and the result
+#: ``{y}`` (float64 tensors): the factor by which an error of the argument reaches the result.
+DERIVATIVES: dict[str, str] = {
+    "exp": "{y}",
+    "log": "1.0 / {x}.abs()",
+    "sqrt": "0.5 / {y}",
+    "rsqrt": "0.5 * {y} / {x}.abs()",
+    "tanh": "(1.0 - {y} * {y})",
+    "sigmoid": "{y} * (1.0 - {y})",
+    "sin": "torch.cos({x}).abs()",
+    "cos": "torch.sin({x}).abs()",
+    "erf": "1.1283791670955126 * torch.exp(-{x} * {x})",  # 2 / sqrt(pi) * exp(-x^2)
+}
+
+_COMMENT_LIMIT = 72
+
+#: Each function's own error in ulps of its result, for float and for double: the largest among what
+#: the kernels and the reference call. CUDA's libdevice maxima (CUDA C Programming Guide, "Mathematical
+#: Functions"), raised where tests/test_error_model.py measured more on the CPU: PyTorch's float32
+#: sqrt (0.75 ulp) and its float64 rsqrt (1 / sqrt: 1.45 ulp), the reference's and a Triton op's CPU
+#: implementation; glibc's functions (the CPU loop) are within them. "/" is one division, or a
+#: reciprocal and a product. The generated tests print these tables (kg_function_ulps) and add the
+#: fast variants of their backend to them.
+FUNCTION_ULPS: dict[str, dict[str, float]] = {
+    "float": {"exp": 2, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 4, "/": 1},
+    "double": {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 2, "/": 1},
+}
+
+
+def ulps_literal(precision: str) -> str:
+    """:data:`FUNCTION_ULPS` of ``precision`` as a Python dict literal."""
+    return "{" + ", ".join(f'"{name}": {value!r}' for name, value in FUNCTION_ULPS[precision].items()) + "}"
+
+
+def exact_in_float32(value: float) -> bool:
+    """Whether ``value`` is a float32 number (then writing it in op-math, float or double, is exact)."""
+    try:
+        return struct.unpack("<f", struct.pack("<f", value))[0] == value
+    except OverflowError:
+        return False
+
+
+class _Emitter:
+    """Walks a tree and writes one value line and (when it is not zero) one error line per node."""
+
+    def __init__(self, leaf_errors: Mapping[str, str], names: Mapping[str, str]) -> None:
+        self.lines: list[str] = []
+        self.count = 0
+        self.leaf_errors = dict(leaf_errors)
+        self.names = dict(names)
+
+    def _fresh(self) -> tuple[str, str]:
+        k = self.count
+        self.count += 1
+        return f"_t{k}", f"_e{k}"
+
+    def _assign(self, name: str, value: str, comment: str | None = None) -> None:
+        line = f"    {name} = {value}"
+        if comment:
+            line += f"  # {clip(comment, _COMMENT_LIMIT)}"
+        self.lines.append(line)
+
+    @staticmethod
+    def _abs(value: str) -> str:
+        """|value| for a temporary, an input name or a number literal (negative ones in parentheses)."""
+        number = value.strip("()")
+        if number.lstrip("-")[:1].isdigit():
+            return _float_literal(abs(float(number)))
+        return f"{value}.abs()"
+
+    @staticmethod
+    def _sum(terms: list[str | None]) -> str | None:
+        kept = [term for term in terms if term is not None]
+        return " + ".join(kept) if kept else None
+
+    def _node(self, node: Node, value: str, error: str | None, comment: str) -> tuple[str, str | None]:
+        """Writes ``_tK = value`` and ``_eK = error``; returns the names (the error's None if zero)."""
+        t, e = self._fresh()
+        self._assign(t, value.format(t=t), comment)
+        if error is None:
+            return t, None
+        self._assign(e, error.format(t=t))
+        return t, e
+
+    def visit(self, node: Node) -> tuple[str, str | None]:
+        """The Python value of ``node`` (a name or a literal) and its error in units of u (or None: 0)."""
+        if isinstance(node, Num):
+            literal = _float_literal(node.value)
+            error = None if exact_in_float32(node.value) else f"_m.literal_rounding({literal})"
+            return (f"({literal})" if literal.startswith("-") else literal), error
+        if isinstance(node, Var):
+            return self.names.get(node.name, node.name), self.leaf_errors.get(node.name)
+        if isinstance(node, RowRef):
+            return f"_r{node.index}", f"_q{node.index}"
+        if isinstance(node, Reduce):  # pragma: no cover - rowwise trees are emitted through their plan
+            raise AssertionError("reductions are emitted through the plan")
+        comment = _emit(node, _CanonicalStyle())  # reductions already computed print as _r0, _r1, ...
+        if isinstance(node, Neg):
+            a, ea = self.visit(node.operand)
+            t, _ = self._node(node, f"-{a}", None, comment)
+            return t, ea
+        if isinstance(node, BinOp):
+            a, ea = self.visit(node.left)
+            b, eb = self.visit(node.right)
+            if node.op in "+-":
+                error = self._sum([ea, eb, "_m.one_rounding({t})"])
+            elif node.op == "*":
+                error = self._sum([
+                    f"{self._abs(b)} * {ea}" if ea else None,
+                    f"{self._abs(a)} * {eb}" if eb else None,
+                    "_m.one_rounding({t})",
+                ])
+            else:
+                error = self._sum([
+                    f"{ea} / {self._abs(b)}" if ea else None,
+                    f"({{t}} / {b}).abs() * {eb}" if eb else None,
+                    "_m.division_error({t})",
+                ])
+            return self._node(node, f"{a} {node.op} {b}", error, comment)
+        if isinstance(node, Power):
+            return self._power(node.base, node.exponent, comment)
+        if isinstance(node, Call):
+            return self._call(node, comment)
+        raise AssertionError(f"unknown node {node!r}")  # pragma: no cover
+
+    def _power(self, base_node: Node, p: float, comment: str) -> tuple[str, str | None]:
+        """``base ** p`` for a literal p: the derivative p * base ** (p - 1), then _m.power_error's
+        (multiplications for a whole p, sqrt for 0.5, pow otherwise, and the exponent's rounding)."""
+        x, ex = self.visit(base_node)
+        p_text = _float_literal(p)
+        if p == 0:
+            return self._node(base_node, f"torch.ones_like({x})", None, comment)
+        if p == 1:
+            slope = "1.0"
+        elif p == 2:
+            slope = f"(2.0 * {x}).abs()"
+        else:
+            slope = f"({p_text} * {x} ** {_float_literal(p - 1)}).abs()"
+        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.power_error({x}, {p_text}, {{t}})"])
+        return self._node(base_node, f"{x} ** {p_text}" if p != 0.5 else f"torch.sqrt({x})", error, comment)
+
+    def _call(self, node: Call, comment: str) -> tuple[str, str | None]:
+        func = node.func
+        if func == "pow":
+            if isinstance(node.args[1], Num):  # pow(x, 3) is x ** 3, in the kernels too
+                return self._power(node.args[0], node.args[1].value, comment)
+            x, ex = self.visit(node.args[0])
+            y, ey = self.visit(node.args[1])
+            base = node.args[0]
+            log_x = (_float_literal(math.log(abs(base.value))) if base.value else "0.0") if isinstance(base, Num) else f"torch.log({x})"
+            error = self._sum([
+                f"({y} * torch.pow({x}, {y} - 1.0)).abs() * {ex}" if ex else None,
+                f"({{t}} * {log_x}).abs() * {ey}" if ey else None,
+                f"_m.function_error('pow', {x}, {{t}})",
+            ])
+            return self._node(node, f"torch.pow({x}, {y})", error, comment)
+        if func in ("min", "max"):
+            values = [self.visit(arg) for arg in node.args]
+            literal = [isinstance(arg, Num) for arg in node.args]
+            torch_name = "torch.minimum" if func == "min" else "torch.maximum"
+            if any(literal):
+                (tensor, et), (number, en) = (values[literal.index(False)], values[literal.index(True)])
+                keyword = "max" if func == "min" else "min"
+                value = f"torch.clamp({tensor}, {keyword}={number})"
+            else:
+                (a, et), (b, en) = values
+                value = f"{torch_name}({a}, {b})"
+            # |min(a~, b~) - min(a, b)| <= max(|a~ - a|, |b~ - b|): the larger operand error, no rounding
+            error = f"_m.larger_error({et}, {en})" if et and en else (et or en)
+            t, _ = self._node(node, value, None, comment)
+            return t, error
+        (x, ex), = [self.visit(arg) for arg in node.args]
+        if func == "abs":
+            t, _ = self._node(node, f"{x}.abs()", None, comment)
+            return t, ex
+        torch_name = {"rsqrt": "torch.rsqrt", "sigmoid": "torch.sigmoid", "erf": "torch.erf"}.get(func, f"torch.{func}")
+        slope = DERIVATIVES[func].format(x=x, y="{t}")
+        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.function_error({func!r}, {x}, {{t}})"])
+        return self._node(node, f"{torch_name}({x})", error, comment)
+
+
+_ROW_METHODS = {"sum": "sum_of_row", "mean": "mean_of_row", "max": "max_of_row", "min": "min_of_row"}
+
+
+def error_bound_python(
+    parsed: ParsedExpr,
+    function: str = "error_bound",
+    *,
+    leaf_errors: Mapping[str, str] | None = None,
+    names: Mapping[str, str] | None = None,
+) -> str:
+    """The source of ``def function(_m, <inputs>, <weights>, <leaf error names>)``: per element, the
+    bound E on the rounding error of evaluating ``parsed`` in op-math precision, in units of its unit
+    roundoff (``_m.u``). The arguments are float64 tensors of the (rounded) inputs; weights are 1-D,
+    one value per element of a row. ``leaf_errors`` gives a leaf an error of its own, passed as an
+    extra argument (the matmul epilogue's ``acc``: the dot product's). ``names`` renames leaves in the
+    generated code (input name -> identifier). The result may be a number or broadcast to the
+    inputs' shape (the caller broadcasts it).
+    """
+    leaf_errors = dict(leaf_errors or {})
+    names = dict(names or {})
+    emitter = _Emitter(leaf_errors, names)
+    columns = [names.get(name, name) for name in (*parsed.inputs, *parsed.weights)]
+    params = ", ".join(["_m", *columns, *leaf_errors.values()])
+    doc = (
+        f'    """The bound on the rounding error of {clip(parsed.source, 48)}, in units of _m.u,\n'
+        '    element by element: one line per step of the expression (kernelgen writes it from the\n'
+        '    expression; the model above says what each term means)."""'
+    )
+    lines = [f"def {function}({params}):", doc]
+    body = emitter.lines
+    if parsed.rowwise:
+        plan = _plan(parsed.tree)
+        for index, stage in enumerate(plan.reductions):
+            value, error = emitter.visit(stage.arg)
+            body.append(
+                f"    _r{index}, _q{index} = _m.{_ROW_METHODS[stage.func]}({value}, {error})"
+                f"  # {clip(stage.canonical, _COMMENT_LIMIT)}"
+            )
+        output = plan.output
+    else:
+        output = parsed.tree
+    _, error = emitter.visit(output)
+    lines.extend(body)
+    lines.append(f"    return {error if error is not None else '0.0'}")
+    return "\n".join(lines) + "\n"

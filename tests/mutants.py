@@ -1,0 +1,230 @@
+"""The mutation check of the generated tests (issue 25): small, plausible bugs planted in a generated
+op, each of which the op's own generated tests must catch.
+
+One table serves two runs. kernelgen's test suite (tests/test_error_model.py) builds the C++ ops of
+:data:`OPS` CPU-only and plants every mutant whose ``where`` is ``formula`` (the header the CPU loop
+and the CUDA kernel share) or ``cpu``; docs/device/error_model.py plants the ``formula``, ``cuda`` and
+``triton`` ones on a GPU machine and runs the CUDA tests only. A mutant is a list of textual edits of
+the generated files; each edit must find its text exactly as often as it says, so a template change
+that moves the text fails loudly here instead of planting nothing.
+
+The ops are chosen so that every mutant has something to break: the elementwise op is the issue's
+polynomial with cancellation (a 1% change of its 0.01 is 1e-4 |c|, a few times its float32 bound),
+the rowwise op a LayerNorm with two weights and a term, the matmul op a bias + GELU epilogue.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = "kgmut"
+EW_EXPR = "(a + 8) * (b + 8) - 8 * (a + b) - 64 + 0.01 * c"
+RW_EXPR = "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + 0.5 * b"
+MM_EPILOGUE = "(acc + bias) * sigmoid(1.702 * (acc + bias))"
+
+#: The mutated ops: name -> (kind, backend, the `kernelgen new/add` options that make it).
+OPS: dict[str, tuple[str, str, list[str]]] = {
+    "ew": ("elementwise", "cuda", ["--inputs", "a,b,c", "--expr", EW_EXPR]),
+    "rw": ("rowwise", "cuda", ["--kind", "rowwise", "--inputs", "x", "--weights", "w,b", "--expr", RW_EXPR]),
+    "mm": ("matmul", "cuda", ["--kind", "matmul", "--bias", "--epilogue", MM_EPILOGUE]),
+    "ew_tl": ("elementwise", "triton", ["--backend", "triton", "--inputs", "a,b,c", "--expr", EW_EXPR]),
+    "rw_tl": ("rowwise", "triton", ["--kind", "rowwise", "--backend", "triton", "--inputs", "x", "--weights", "w,b",
+                                    "--expr", RW_EXPR]),
+}
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace ``old`` by ``new`` in ``path`` (relative to the package root, ``{pkg}`` for the Python
+    package): in every one of its ``count`` occurrences, or only the first when ``first_only``."""
+
+    path: str
+    old: str
+    new: str
+    count: int = 1
+    first_only: bool = False
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A bug planted in op ``op``: ``what`` in the issue's words; ``where`` it lives: ``formula`` (the
+    header shared by the CPU loop and the CUDA kernel), ``cpu``, ``cuda`` or ``triton``."""
+
+    id: str
+    op: str
+    where: str
+    what: str
+    edits: tuple[Edit, ...]
+
+
+def _e(path: str, old: str, new: str, count: int = 1, first_only: bool = False) -> Edit:
+    return Edit(path, old, new, count, first_only)
+
+
+EW_H = "{pkg}/csrc/ew/ew.h"
+EW_CPP = "{pkg}/csrc/ew/ew.cpp"
+EW_CU = "{pkg}/csrc/ew/cuda/ew_kernel.cu"
+RW_H = "{pkg}/csrc/rw/rw.h"
+RW_CPP = "{pkg}/csrc/rw/rw.cpp"
+RW_CU = "{pkg}/csrc/rw/cuda/rw_kernel.cu"
+MM_H = "{pkg}/csrc/mm/mm_problem.h"
+MM_CPP = "{pkg}/csrc/mm/mm.cpp"
+MM_CU = "{pkg}/csrc/mm/cuda/mm_kernel.cu"
+EW_TL = "{pkg}/ops/ew_tl.py"
+RW_TL = "{pkg}/ops/rw_tl.py"
+
+_SIMT_EPILOGUE = "mm_epilogue<opmath::kernel_math_type<scalar_t, acc_t>>"
+_TC_EPILOGUE = "mm_epilogue<opmath::fast_float>"
+
+MUTANTS: tuple[Mutant, ...] = (
+    # ---- elementwise, CUDA C++ backend ----
+    Mutant("ew-operator", "ew", "formula", "an operator swapped (a + 8 becomes a - 8)",
+           (_e(EW_H, "return (a + acc_t(8.0))", "return (a - acc_t(8.0))"),)),
+    Mutant("ew-term", "ew", "formula", "a term dropped (+ 0.01 * c)",
+           (_e(EW_H, " + acc_t(0.01) * c;", ";"),)),
+    Mutant("ew-constant", "ew", "formula", "a constant off by 1% (0.01 becomes 0.0101)",
+           (_e(EW_H, "acc_t(0.01)", "acc_t(0.0101)"),)),
+    Mutant("ew-last-element", "ew", "cpu", "the last element skipped (CPU loop)",
+           (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {", "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {"),)),
+    Mutant("ew-tail", "ew", "cuda", "the tail skipped (the last element after the whole packs)",
+           (_e(EW_CU, "if (blockIdx.x == 0 && i < n) {", "if (blockIdx.x == 0 && i < n - 1) {"),)),
+    Mutant("ew-last-pack", "ew", "cuda", "the last pack skipped",
+           (_e(EW_CU, "    if (p < n_packs) {\n      pack_t result;", "    if (p < n_packs - 1) {\n      pack_t result;"),)),
+    # ---- rowwise, CUDA C++ backend ----
+    Mutant("rw-operator", "rw", "formula", "an operator swapped (x - mean(x) becomes x + mean(x) in the output)",
+           (_e(RW_H, "return (x - _r[0]) *", "return (x + _r[0]) *"),)),
+    Mutant("rw-term", "rw", "formula", "a term dropped (+ 0.5 * b)",
+           (_e(RW_H, " + acc_t(0.5) * b;", ";"),)),
+    Mutant("rw-constant", "rw", "formula", "a constant off by 1% (0.5 becomes 0.505)",
+           (_e(RW_H, "acc_t(0.5) * b", "acc_t(0.505) * b"),)),
+    Mutant("rw-last-element", "rw", "cpu", "the last element of each row skipped (CPU loop)",
+           (_e(RW_CPP, "\n        for (int64_t col = 0; col < cols; ++col) {", "\n        for (int64_t col = 0; col < cols - 1; ++col) {"),)),
+    Mutant("rw-row-stride", "rw", "cpu", "the row stride off by one (CPU loop)",
+           (_e(RW_CPP, "const int64_t base = row * cols;", "const int64_t base = row * (cols - 1);"),)),
+    Mutant("rw-reduce-n-1", "rw", "cpu", "a reduction over N - 1 elements (mean(x), CPU loop)",
+           (_e(RW_CPP, "\n          for (int64_t col = 0; col < cols; ++col) {", "\n          for (int64_t col = 0; col < cols - 1; ++col) {",
+               count=2, first_only=True),)),
+    Mutant("rw-weight-row", "rw", "cpu", "a weight indexed by the row (w[(row + col) % cols], CPU loop)",
+           (_e(RW_CPP, "static_cast<acc_t>(w_ptr[col])", "static_cast<acc_t>(w_ptr[(row + col) % cols])", count=3),)),
+    Mutant("rw-last-element-cuda", "rw", "cuda", "the last pack of each row skipped",
+           (_e(RW_CU, "\n      *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;",
+               "\n      if (col + kVec < limit) *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;"),)),
+    Mutant("rw-row-stride-cuda", "rw", "cuda", "the row stride off by one",
+           (_e(RW_CU, "const int64_t base = row * cols;", "const int64_t base = row * (cols - 1);"),
+            _e(RW_CU, "const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;",
+               "const int64_t base = static_cast<int64_t>(blockIdx.x) * (cols - 1);"))),
+    Mutant("rw-reduce-n-1-cuda", "rw", "cuda", "a reduction over N - 1 elements (mean(x), rows held in registers)",
+           (_e(RW_CU, "acc = Reduce0<acc_t>::combine(acc, value);",
+               "if (col + k < limit - 1) acc = Reduce0<acc_t>::combine(acc, value);"),)),
+    Mutant("rw-weight-row-cuda", "rw", "cuda", "a weight indexed by the row (rows held in registers)",
+           (_e(RW_CU, "load<scalar_t, kVec>(w + col)", "load<scalar_t, kVec>(w + (col + row * kVec) % cols)", count=2,
+               first_only=True),)),
+    # ---- matmul with an epilogue, CUDA C++ backend ----
+    Mutant("mm-operator", "mm", "formula", "an operator swapped (acc + bias becomes acc - bias, once)",
+           (_e(MM_H, "return (acc + bias) *", "return (acc - bias) *"),)),
+    Mutant("mm-term", "mm", "formula", "a term dropped (+ bias, once)",
+           (_e(MM_H, "return (acc + bias) *", "return (acc) *"),)),
+    Mutant("mm-constant", "mm", "formula", "a constant off by 1% (1.702 becomes 1.71902)",
+           (_e(MM_H, "acc_t(1.702)", "acc_t(1.71902)"),)),
+    Mutant("mm-last-element", "mm", "cpu", "the last column of each row skipped (CPU loop)",
+           (_e(MM_CPP, "for (int64_t j = 0; j < p.n; ++j) {\n          c_row[j]", "for (int64_t j = 0; j < p.n - 1; ++j) {\n          c_row[j]"),)),
+    Mutant("mm-row-stride", "mm", "cpu", "the row stride of A off by one (CPU loop)",
+           (_e(MM_CPP, "a_ptr + row * p.k;", "a_ptr + row * (p.k - 1);"),)),
+    Mutant("mm-reduce-k-1", "mm", "cpu", "a dot product over K - 1 elements (CPU loop)",
+           (_e(MM_CPP, "for (int64_t kk = 0; kk < p.k; ++kk) {", "for (int64_t kk = 0; kk < p.k - 1; ++kk) {"),)),
+    Mutant("mm-bias-row", "mm", "cpu", "the bias indexed by the row instead of the column (CPU loop)",
+           (_e(MM_CPP, "static_cast<acc_t>(bias_ptr[j])", "static_cast<acc_t>(bias_ptr[row % p.n])"),)),
+    Mutant("mm-epilogue-twice", "mm", "cpu", "the epilogue applied twice (CPU loop)",
+           (_e(MM_CPP, "mm_epilogue<acc_t>(acc[j], static_cast<acc_t>(bias_ptr[j]))",
+               "mm_epilogue<acc_t>(mm_epilogue<acc_t>(acc[j], static_cast<acc_t>(bias_ptr[j])), static_cast<acc_t>(bias_ptr[j]))"),)),
+    Mutant("mm-last-element-cuda", "mm", "cuda", "the last element of C skipped",
+           (_e(MM_CU, "if (gm < m && gn < n) {", "if (gm < m && gn < n && !(gm == m - 1 && gn == n - 1)) {", count=2),)),
+    Mutant("mm-row-stride-cuda", "mm", "cuda", "the row stride of A off by one (float32/float64 kernel)",
+           (_e(MM_CU, "a[gm * k + gk]", "a[gm * (k - 1) + gk]"),)),
+    Mutant("mm-reduce-k-1-cuda", "mm", "cuda", "a dot product over K - 1 elements (float32/float64 kernel)",
+           (_e(MM_CU, "as[kk][row] = (gm < m && gk < k) ?", "as[kk][row] = (gm < m && gk < k - 1) ?"),)),
+    Mutant("mm-bias-row-cuda", "mm", "cuda", "the bias indexed by the row instead of the column",
+           (_e(MM_CU, "bias[gn]", "bias[gm % n]", count=2),)),
+    Mutant("mm-epilogue-twice-cuda", "mm", "cuda", "the epilogue applied twice",
+           (_e(MM_CU, f"{_SIMT_EPILOGUE}(acc[i][j], static_cast<acc_t>(bias[gn]))",
+               f"{_SIMT_EPILOGUE}({_SIMT_EPILOGUE}(acc[i][j], static_cast<acc_t>(bias[gn])), static_cast<acc_t>(bias[gn]))"),
+            _e(MM_CU, f"{_TC_EPILOGUE}(acc[i][j][e], static_cast<float>(bias[gn]))",
+               f"{_TC_EPILOGUE}({_TC_EPILOGUE}(acc[i][j][e], static_cast<float>(bias[gn])), static_cast<float>(bias[gn]))"))),
+    # ---- elementwise, Triton backend (its CPU implementation is the reference: only the kernel) ----
+    Mutant("ew_tl-operator", "ew_tl", "triton", "an operator swapped (a + 8 becomes a - 8)",
+           (_e(EW_TL, "result = (a + tl.full((), 8.0, ACC))", "result = (a - tl.full((), 8.0, ACC))"),)),
+    Mutant("ew_tl-term", "ew_tl", "triton", "a term dropped (+ 0.01 * c)",
+           (_e(EW_TL, " + tl.full((), 0.01, ACC) * c\n", "\n"),)),
+    Mutant("ew_tl-constant", "ew_tl", "triton", "a constant off by 1% (0.01 becomes 0.0101)",
+           (_e(EW_TL, "tl.full((), 0.01, ACC)", "tl.full((), 0.0101, ACC)"),)),
+    Mutant("ew_tl-last-element", "ew_tl", "triton", "the last element skipped (the mask)",
+           (_e(EW_TL, "mask = offsets < n\n", "mask = offsets < n - 1\n"),)),
+    # ---- rowwise, Triton backend ----
+    Mutant("rw_tl-operator", "rw_tl", "triton", "an operator swapped (x - mean(x) becomes x + mean(x) in the output)",
+           (_e(RW_TL, "result = (x - _r0) *", "result = (x + _r0) *", count=2),)),
+    Mutant("rw_tl-term", "rw_tl", "triton", "a term dropped (+ 0.5 * b)",
+           (_e(RW_TL, " + tl.full((), 0.5, ACC) * b\n", "\n", count=2),)),
+    Mutant("rw_tl-constant", "rw_tl", "triton", "a constant off by 1% (0.5 becomes 0.505)",
+           (_e(RW_TL, "tl.full((), 0.5, ACC) * b", "tl.full((), 0.505, ACC) * b", count=2),)),
+    Mutant("rw_tl-last-element", "rw_tl", "triton", "the last element of each row skipped (the store's mask)",
+           (_e(RW_TL, "result.to(out_ptr.dtype.element_ty), mask=mask)", "result.to(out_ptr.dtype.element_ty), mask=mask & (offsets < cols - 1))",
+               count=2),)),
+    Mutant("rw_tl-row-stride", "rw_tl", "triton", "the row stride off by one",
+           (_e(RW_TL, "base = tl.program_id(0).to(tl.int64) * cols", "base = tl.program_id(0).to(tl.int64) * (cols - 1)", count=2),)),
+    Mutant("rw_tl-reduce-n-1", "rw_tl", "triton", "a reduction over N - 1 elements (mean(x), rows held in registers)",
+           (_e(RW_TL, "_r0 = tl.sum(tl.where(mask, x, 0.0), axis=0)", "_r0 = tl.sum(tl.where(offsets < cols - 1, x, 0.0), axis=0)"),)),
+    Mutant("rw_tl-weight-row", "rw_tl", "triton", "a weight indexed by the row (w[(col + row) % cols])",
+           (_e(RW_TL, "w = tl.load(w_ptr + offsets,", "w = tl.load(w_ptr + (offsets + tl.program_id(0)) % cols,", count=2),)),
+)
+
+
+class MutantDoesNotApply(AssertionError):
+    """An edit's text is not in the generated file as often as the table says: the templates moved on."""
+
+
+def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
+    """Plants ``mutant`` in the generated package at ``root``; returns the files it changed."""
+    changed = []
+    for edit in mutant.edits:
+        path = root / edit.path.format(pkg=package)
+        text = path.read_text()
+        found = text.count(edit.old)
+        if found != edit.count:
+            raise MutantDoesNotApply(f"{mutant.id}: {edit.path} has {found} occurrences of {edit.old!r}, expected {edit.count}")
+        path.write_text(text.replace(edit.old, edit.new, 1 if edit.first_only else -1))
+        changed.append(path)
+    return changed
+
+
+#: The formula evaluated in double, in a CUDA C++ op's CPU loop and kernels: a correct kernel with
+#: other rounding (a more accurate one), which the generated tests must pass as they pass the op itself.
+_ACC_T = re.compile(r"using acc_t = [^;]*;")
+_EPILOGUE_TYPE = re.compile(r"_epilogue<opmath::(?:fast_float|kernel_math_type<scalar_t, acc_t>)>\(")
+
+
+def formula_in_double(op_dir: Path) -> list[Path]:
+    """Rewrites the C++ of one op (``csrc/<op>/``) to evaluate its formula in double and round once:
+    every ``using acc_t = ...;`` becomes double, and so does a matmul epilogue's math type. Returns the
+    files it changed (none for a Triton op: see :func:`triton_in_double`)."""
+    changed = []
+    for path in sorted(op_dir.rglob("*")):
+        if path.suffix not in (".cpp", ".cu"):
+            continue
+        text = path.read_text()
+        new = _EPILOGUE_TYPE.sub("_epilogue<double>(", _ACC_T.sub("using acc_t = double;", text))
+        if new != text:
+            path.write_text(new)
+            changed.append(path)
+    return changed
+
+
+def triton_in_double(ops_file: Path) -> bool:
+    """The same for a Triton op (``ops/<op>.py``): its kernels compute in float64 for every dtype."""
+    text = ops_file.read_text()
+    old = "acc = tl.float64 if out.dtype == torch.float64 else tl.float32"
+    if old not in text:
+        return False
+    ops_file.write_text(text.replace(old, "acc = tl.float64"))
+    return True
