@@ -111,11 +111,15 @@ def rowwise(context: Any, source: str, inputs: list[str], weights: list[str]) ->
     }
 
 
-def error_bound(source: str, inputs: list[str], weights: list[str] | None = None, rowwise: bool = False,
-                leaf_errors: dict[str, str] | None = None) -> str:
-    """The source of the generated tests' error_bound() function (:mod:`kernelgen.error_model`)."""
-    parsed = parse(source, tuple(inputs), weights=tuple(weights or ()), rowwise=rowwise)
-    return error_bound_python(parsed, leaf_errors=leaf_errors)
+@pass_context
+def error_bound(context: Any, source: str, inputs: list[str], weights: list[str] | None = None,
+                rowwise: bool = False, leaf_errors: dict[str, str] | None = None) -> str:
+    """The source of the generated tests' error_bound() function (:mod:`kernelgen.error_model`),
+    over the identifiers of the generated code (see :func:`expression`)."""
+    users, to_ident = _user_names(context, inputs)
+    user_weights, weight_idents = _user_names(context, list(weights or ()))
+    parsed = parse(source, users, weights=user_weights, rowwise=rowwise)
+    return error_bound_python(parsed, leaf_errors=leaf_errors, names={**to_ident, **weight_idents})
 
 
 def _shape(op: dict[str, Any]) -> str:
