@@ -369,7 +369,7 @@ def triton_kernels(module) -> dict[tuple, dict[str, object]]:
         if not name.endswith("_kernel") or caches is None:
             continue
         for device, entry in list(caches.items()):
-            kernels = entry[0] if isinstance(entry, tuple) else {}
+            kernels = entry[0] if isinstance(entry, tuple) and isinstance(entry[0], dict) else {}
             for key, kernel in list(kernels.items()):
                 try:
                     kernel._init_handles()
@@ -482,6 +482,9 @@ def run(package: Path, args) -> None:
     results: list[dict[str, object]] = []
     copies: dict[tuple[str, int], float] = {}
     compiled: dict[str, object] = {}
+    # A Triton op's kernel facts per dtype and kernel (rows of 65536 and 262144 share the chunked one,
+    # compiled by the first of them): a cell that compiles nothing new reuses them.
+    tl_facts: dict[tuple[str, str, object], dict] = {}
     started = time.time()
 
     def bench(fn) -> float:
@@ -499,7 +502,7 @@ def run(package: Path, args) -> None:
             compiled[ident] = torch.compile(reference, dynamic=False)
         theirs_fn = compiled[ident]
         t = time.time()
-        theirs_fn(*tensors)  # compile (from the prewarmed caches) before timing
+        expected = theirs_fn(*tensors)  # compile (from the prewarmed caches) before timing
         compile_s = time.time() - t
         if (dtype_name, n) not in copies:
             dst = torch.empty_like(tensors[0])
@@ -508,8 +511,15 @@ def run(package: Path, args) -> None:
         fns = {op["name"]: getattr(module, op["name"]) for op in ops}
         before = {name: set(triton_kernels(importlib.import_module(f"{MODULE}.ops.{name}")))
                   for name, op in zip(fns, ops, strict=True) if op["backend"] == "triton"}
-        for fn in fns.values():
-            fn(*tensors)  # Triton compiles here, outside the timing
+        checks = {}
+        for name, fn in fns.items():
+            got = fn(*tensors)  # Triton compiles here, outside the timing
+            # Not a test (the package's suites are): whether the output is finite, and how far it is from
+            # compile's, so that a timing of a wrong or overflowing result shows as such.
+            checks[name] = {"finite": bool(torch.isfinite(got).all()),
+                            "max_abs_diff": float((got.float() - expected.float()).abs().nan_to_num(float("inf")).max())}
+            del got
+        del expected
         # Interleaved rounds, each side keeping its fastest round's median: a clock or host hiccup
         # during one measurement does not decide a ratio, and every side gets the same chances.
         mine: dict[str, list[float]] = {name: [] for name in fns}
@@ -529,7 +539,10 @@ def run(package: Path, args) -> None:
             else:
                 ran = triton_kernels(importlib.import_module(f"{MODULE}.ops.{op['name']}"))
                 new = [v for k, v in ran.items() if k not in before.get(op["name"], set())]
-                facts = new[0] if len(new) == 1 else ({"kernels": new} if new else {})
+                which = (op["name"], dtype_name, "long" if cols > 16384 else cols)
+                if new:
+                    tl_facts[which] = new[0] if len(new) == 1 else {"kernels": new}
+                facts = tl_facts.get(which, {})
             row = {
                 "id": ident, "op": op["name"], "backend": op["backend"], "expr": op["expr"],
                 "inputs": len(op["inputs"]), "weights": len(op["weights"]), "reductions": op["reductions"],
@@ -537,12 +550,12 @@ def run(package: Path, args) -> None:
                 "us": ours * 1e3, "compile_us": theirs * 1e3, "vs_compile": theirs / ours,
                 "rounds_us": [v * 1e3 for v in mine[op["name"]]], "compile_rounds_us": [v * 1e3 for v in theirs_rounds],
                 "pct_of_copy": 100 * (moved / ours) / copy_rate, "compile_pct_of_copy": 100 * (moved / theirs) / copy_rate,
-                "compile_first_call_s": round(compile_s, 2), **facts,
+                "compile_first_call_s": round(compile_s, 2), **checks[op["name"]], **facts,
             }
             results.append(row)
             print(f"{op['name']} {dtype_name} {rows}x{cols}: {row['vs_compile']:.2f}x compile, "
                   f"{row['pct_of_copy']:.0f}% of copy (compile {row['compile_pct_of_copy']:.0f}%), "
-                  f"{_facts_text(row)}", flush=True)
+                  f"{_facts_text(row)}" + ("" if row["finite"] else ", NOT FINITE"), flush=True)
         del tensors
         torch.cuda.empty_cache()
         if args.json:
