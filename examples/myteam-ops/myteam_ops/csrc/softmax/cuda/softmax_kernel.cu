@@ -9,9 +9,11 @@
 // once:
 //   * Rows of up to kMaxRegisterCols elements (16384) are held in registers: each thread loads
 //     a fixed number of elements of every input, all loads issued before any math, and every reduction and
-//     the output then run on those registers. One warp per row for rows up to 512 elements (1024 in
-//     float16/bfloat16; four rows per block), up to 16 warps per row above (see kShortPerThread and
-//     kLongPerThread).
+//     the output then run on those registers. The row stays in the inputs' own type (two float16 or
+//     bfloat16 elements per register) and is widened where it is used. How many elements one thread
+//     holds follows from how many row-sized values the kernel keeps (per_thread below): one warp per
+//     row for short rows (four rows per block), up to 16 warps per row above, 32 when the row's values
+//     fill a thread's registers at 16 warps.
 //   * Longer rows take a multi-pass kernel: one block per row, each reduction a loop over the row
 //     (re-read from memory, which the L2 cache partly absorbs), then the output loop.
 //   * 16-byte loads and stores (4 float32 or 8 float16/bfloat16 elements) when every row starts
@@ -33,6 +35,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "../softmax.h"
 #include "softmax_kernel.h"
@@ -57,6 +61,52 @@ constexpr int kLongPerThread = 32;
 constexpr int kMaxThreads = 512;
 constexpr int64_t kMaxShortCols = int64_t{kShortPerThread} * kMaxThreads;
 constexpr int64_t kMaxRegisterCols = int64_t{kLongPerThread} * kMaxThreads;
+// A row whose values do not fit kLongPerThread per thread takes up to kWideThreads threads of fewer
+// elements each (one 1024-thread block per SM, the same 64 registers per thread as two of 512).
+constexpr int kWideThreads = 1024;
+// Registers per thread the row's values may take, of the 64 the kernel has (__launch_bounds__ below):
+// the rest hold addresses, the reductions' partial results and the math. ptxas at sm_90: RMSNorm
+// (one float32 input at 32 per thread) and the two-input (x + res) RMSNorm in bfloat16 (2 x 32
+// elements in 32 registers) use 59-62 registers without spilling; the same two inputs in float32 at
+// 32 per thread (64 registers of row) spilled 152 bytes, and in bfloat16 held as 64 floats, 200 bytes
+// (docs/rowwise_diagnosis.md in kernelgen).
+constexpr int kRowRegisters = 32;
+// The row-sized values the register kernel keeps: each input, in its own type, and the reduction
+// argument the output reuses (in acc_t, see the kernel), which replaces them: the output then reads no
+// input, so the inputs' registers are free once it is computed.
+constexpr int kInputs = 1;
+constexpr bool kKeepsArgument = true;
+
+// Registers one thread's share of the row takes at `per_thread` elements of every input. Loaded one by
+// one (kVec 1), a 2-byte element takes a register of its own.
+template <typename scalar_t, int kVec>
+constexpr int row_registers(int per_thread) {
+  const int bytes = kVec > 1 ? static_cast<int>(sizeof(scalar_t)) : std::max(4, static_cast<int>(sizeof(scalar_t)));
+  const int inputs = kInputs * per_thread * bytes / 4;
+  const int kept = kKeepsArgument ? per_thread * static_cast<int>(sizeof(opmath::opmath_type<scalar_t>)) / 4 : 0;
+  return std::max(inputs, kept);
+}
+
+// Elements of each input one thread holds (for float32/float64, in rows longer than kMaxShortCols):
+// kLongPerThread, halved while the row's values would take more than kRowRegisters, down to one pack.
+// A spilled row costs far more than the extra threads: the two-input RMSNorm in bfloat16 ran at 32% of
+// a copy's bandwidth spilling.
+template <typename scalar_t, int kVec>
+constexpr int per_thread() {
+  int count = kLongPerThread;
+  while (count > kVec && row_registers<scalar_t, kVec>(count) > kRowRegisters) {
+    count /= 2;
+  }
+  return count;
+}
+
+// The longest row the register kernel takes for this type: kMaxRegisterCols, or fewer when the
+// row's values do not fit kWideThreads threads (4 float32 inputs: 8 per thread, 8192).
+template <typename scalar_t, int kVec>
+constexpr int64_t max_register_cols() {
+  return std::min(kMaxRegisterCols, int64_t{per_thread<scalar_t, kVec>()} * kWideThreads);
+}
+
 // Threads per block for short rows: 4 one-warp rows per block.
 constexpr int kRowBlockThreads = 128;
 // The hardware limit on gridDim.x; a launch covers at most this many blocks.
@@ -71,6 +121,21 @@ struct alignas(sizeof(scalar_t) * kVec) Pack {
 template <typename scalar_t, int kVec>
 __device__ __forceinline__ Pack<scalar_t, kVec> load(const scalar_t* p) {
   return *reinterpret_cast<const Pack<scalar_t, kVec>*>(p);
+}
+
+// Element k of a pack, in the op-math type. bfloat16 is the upper half of a float: each element is
+// taken from the 32-bit word holding two of them with one shift or mask. (Its own conversion, cvt.f32.bf16,
+// takes a 16-bit register: every element was first moved to a register of its own, which doubled the
+// registers a row takes and made the two-input kernels spill.)
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ opmath::opmath_type<scalar_t> widen(const Pack<scalar_t, kVec>& pack, int k) {
+  if constexpr (std::is_same_v<scalar_t, torch::headeronly::BFloat16> && kVec % 2 == 0) {
+    uint32_t word;
+    memcpy(&word, &pack.v[k & ~1], sizeof(word));
+    return __uint_as_float((k & 1) ? (word & 0xffff0000u) : (word << 16));
+  } else {
+    return static_cast<opmath::opmath_type<scalar_t>>(pack.v[k]);
+  }
 }
 
 // Reduces `value` over the threads of one row (`threads` of them, a power of two from 32): a
@@ -108,19 +173,20 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int thr
 
 // Rows of up to kMaxRegisterCols elements. Block (threads per row) x (blockDim.y rows); thread t of
 // a row holds elements [(p * threads + t) * kVec, ... + kVec) for p < kPerThread / kVec.
-// At most 64 registers per thread (two blocks of kMaxThreads per SM), so that enough warps are resident.
-// kThreads: the threads per row when the launch fixes it at compile time (kMaxThreads, the longest
-// rows of float32/float64), else 0 (blockDim.x). With it every access of a row is one pointer plus a
+// At most 64 registers per thread (two blocks of kMaxThreads per SM, or one of kWideThreads), so that
+// enough warps are resident. kBlockThreads: the largest block the kernel is launched with.
+// kThreads: the threads per row when the launch fixes it at compile time (kMaxThreads or kWideThreads,
+// the longest rows of float32/float64), else 0 (blockDim.x). With it every access of a row is one pointer plus a
 // constant offset; with blockDim.x known only at run time the compiler kept an address per pack and
 // spilled registers at the 64-register cap: LayerNorm at rows of 16384 float32 ran at 76% of a
 // copy's bandwidth with 458,752 local-memory requests per launch (ncu), 98% with it.
-template <typename scalar_t, int kVec, int kPerThread, int kThreads>
-__global__ void __launch_bounds__(kMaxThreads, 2)
+template <typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads>
+__global__ void __launch_bounds__(kBlockThreads, kWideThreads / kBlockThreads)
 softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
   using acc_t = opmath::opmath_type<scalar_t>;
   constexpr int kPacks = kPerThread / kVec;
-  // One slot per warp and reduction (kMaxThreads / kWarp warps per block, whatever the shape).
-  __shared__ acc_t scratch[kReductions][kMaxThreads / kWarp];
+  // One slot per warp and reduction (kBlockThreads / kWarp warps per block, whatever the shape).
+  __shared__ acc_t scratch[kReductions][kBlockThreads / kWarp];
   const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
   const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
   // A block's last rows may lie past the end: their threads load and store nothing but still take
@@ -130,17 +196,15 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
   const int first = static_cast<int>(threadIdx.x) * kVec;
 
   // ---- load the row: all loads first, so that they are in flight together ----
-  acc_t x_v[kPerThread];
+  // The packs are kept as loaded (a float16 or bfloat16 register holds two elements) and widened to
+  // acc_t at each use: a row of two inputs in acc_t took every register the kernel has and spilled.
+  Pack<scalar_t, kVec> x_v[kPacks];
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     const int col = p * threads * kVec + first;
-    Pack<scalar_t, kVec> x_p{};
+    x_v[p] = Pack<scalar_t, kVec>{};
     if (col < limit) {
-      x_p = load<scalar_t, kVec>(x + base + col);
-    }
-#pragma unroll
-    for (int k = 0; k < kVec; ++k) {
-      x_v[p * kVec + k] = static_cast<acc_t>(x_p.v[k]);
+      x_v[p] = load<scalar_t, kVec>(x + base + col);
     }
   }
 
@@ -159,7 +223,7 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
           const acc_t value = softmax_reduce0_arg<acc_t>(
-              x_v[p * kVec + k], _r);
+              widen(x_v[p], k), _r);
           acc = Reduce0<acc_t>::combine(acc, value);
         }
       }
@@ -179,7 +243,7 @@ softmax_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, 
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
           const acc_t value = softmax_reduce1_arg<acc_t>(
-              x_v[p * kVec + k], _r);
+              widen(x_v[p], k), _r);
           _a1_v[p * kVec + k] = value;
           acc = Reduce1<acc_t>::combine(acc, value);
         }
@@ -226,7 +290,7 @@ softmax_long_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ 
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         acc = Reduce0<acc_t>::combine(acc, softmax_reduce0_arg<acc_t>(
-            static_cast<acc_t>(x_p.v[k]), _r));
+            widen(x_p, k), _r));
       }
     }
     _r[0] = row_reduce<Reduce0<acc_t>>(acc, scratch[0], kMaxThreads);
@@ -242,7 +306,7 @@ softmax_long_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ 
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         acc = Reduce1<acc_t>::combine(acc, softmax_reduce1_arg<acc_t>(
-            static_cast<acc_t>(x_p.v[k]), _r));
+            widen(x_p, k), _r));
       }
     }
     _r[1] = row_reduce<Reduce1<acc_t>>(acc, scratch[1], kMaxThreads);
@@ -256,9 +320,9 @@ softmax_long_rows_kernel(const scalar_t* __restrict__ x, scalar_t* __restrict__ 
     Pack<scalar_t, kVec> result;
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const acc_t _a1 = softmax_reduce1_arg<acc_t>(static_cast<acc_t>(x_p.v[k]), _r);
+      const acc_t _a1 = softmax_reduce1_arg<acc_t>(widen(x_p, k), _r);
       result.v[k] = static_cast<scalar_t>(softmax_out<acc_t>(
-          static_cast<acc_t>(x_p.v[k]), _a1, _r));
+          widen(x_p, k), _a1, _r));
     }
     *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;
   }
@@ -268,17 +332,20 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-// Rows of up to kPerThread * kMaxThreads elements, held in registers.
-template <typename scalar_t, int kVec, int kPerThread>
+// Rows of up to kMaxCols elements (at most kPerThread * kWideThreads), held in registers.
+template <typename scalar_t, int kVec, int kPerThread, int64_t kMaxCols>
 void launch_register_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int64_t rows, int64_t cols, cudaStream_t stream) {
-  // Threads per row: a power of two from one warp to kMaxThreads, enough for kPerThread elements each.
-  // At kMaxThreads, float32/float64 take the kernel with the thread count fixed at compile time. The
-  // 2-byte types do not: their kernels did not spill without it, and with it the bfloat16 softmax at
-  // rows of 16384 ran at 76% of a copy's bandwidth against 97% (same instruction count and
-  // occupancy, more stalls per instruction: ncu, docs/benchmarks.md in kernelgen).
+  // Threads per row: a power of two from one warp to kMaxThreads, enough for kPerThread elements each;
+  // kWideThreads where kMaxThreads are not enough (per_thread() below kLongPerThread, rows past
+  // kPerThread * kMaxThreads).
+  // At kMaxThreads and kWideThreads, float32/float64 take the kernel with the thread count fixed at
+  // compile time. The 2-byte types do not: their kernels did not spill without it, and with it the
+  // bfloat16 softmax at rows of 16384 ran at 76% of a copy's bandwidth against 97% (same instruction
+  // count and occupancy, more stalls per instruction: ncu, docs/benchmarks.md in kernelgen).
   constexpr bool kFixedThreads = sizeof(scalar_t) > 2;
+  constexpr bool kWide = int64_t{kPerThread} * kMaxThreads < kMaxCols;  // may need kWideThreads
   int threads = kWarp;
-  while (threads < kMaxThreads && int64_t{threads} * kPerThread < cols) {
+  while (threads < (kWide ? kWideThreads : kMaxThreads) && int64_t{threads} * kPerThread < cols) {
     threads *= 2;
   }
   const int rows_per_block = std::max(1, kRowBlockThreads / threads);
@@ -288,22 +355,30 @@ void launch_register_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__
     const int64_t count = std::min(rows - start, max_rows);
     const int64_t offset = start * cols;
     const auto blocks = static_cast<unsigned int>((count + rows_per_block - 1) / rows_per_block);
+    if constexpr (kWide) {
+      if (threads == kWideThreads) {
+        softmax_rows_kernel<scalar_t, kVec, kPerThread, kFixedThreads ? kWideThreads : 0, kWideThreads><<<blocks, block, 0, stream>>>(
+            x + offset, out + offset, count, cols);
+        // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
+        // CUDA call, far from its cause, unless it is checked right here.
+        STD_CUDA_KERNEL_LAUNCH_CHECK();
+        continue;
+      }
+    }
     if (kFixedThreads && threads == kMaxThreads) {
-      softmax_rows_kernel<scalar_t, kVec, kPerThread, kFixedThreads ? kMaxThreads : 0><<<blocks, block, 0, stream>>>(
+      softmax_rows_kernel<scalar_t, kVec, kPerThread, kFixedThreads ? kMaxThreads : 0, kMaxThreads><<<blocks, block, 0, stream>>>(
           x + offset, out + offset, count, cols);
     } else {
-      softmax_rows_kernel<scalar_t, kVec, kPerThread, 0><<<blocks, block, 0, stream>>>(
+      softmax_rows_kernel<scalar_t, kVec, kPerThread, 0, kMaxThreads><<<blocks, block, 0, stream>>>(
           x + offset, out + offset, count, cols);
     }
-    // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
-    // CUDA call, far from its cause, unless it is checked right here.
-    STD_CUDA_KERNEL_LAUNCH_CHECK();
+    STD_CUDA_KERNEL_LAUNCH_CHECK();  // as above
   }
 }
 
 template <typename scalar_t, int kVec>
 void launch_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int64_t rows, int64_t cols, cudaStream_t stream) {
-  if (cols > kMaxRegisterCols) {
+  if (cols > max_register_cols<scalar_t, kVec>()) {
     // One block per row; a grid of more than kMaxBlocks rows is split into several launches.
     for (int64_t start = 0; start < rows; start += kMaxBlocks) {
       const int64_t count = std::min(rows - start, kMaxBlocks);
@@ -314,15 +389,16 @@ void launch_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__ out, int
     }
     return;
   }
-  // kShortPerThread elements per thread for float32/float64 rows of up to kMaxShortCols elements;
-  // kLongPerThread for the 2-byte types, and for longer rows.
-  if constexpr (sizeof(scalar_t) > 2) {
+  // kShortPerThread elements per thread for float32/float64 rows of up to kMaxShortCols elements (or
+  // per_thread(), when fewer fit); per_thread() for the 2-byte types, and for longer rows.
+  constexpr int kLong = per_thread<scalar_t, kVec>();
+  if constexpr (sizeof(scalar_t) > 2 && kLong > kShortPerThread) {
     if (cols <= kMaxShortCols) {
-      launch_register_rows<scalar_t, kVec, kShortPerThread>(x, out, rows, cols, stream);
+      launch_register_rows<scalar_t, kVec, kShortPerThread, kMaxShortCols>(x, out, rows, cols, stream);
       return;
     }
   }
-  launch_register_rows<scalar_t, kVec, kLongPerThread>(x, out, rows, cols, stream);
+  launch_register_rows<scalar_t, kVec, kLong, max_register_cols<scalar_t, kVec>()>(x, out, rows, cols, stream);
 }
 
 }  // namespace

@@ -1,0 +1,75 @@
+"""The rowwise CUDA kernel holds a row of several inputs in registers without spilling: ptxas at sm_90
+on the generated kernel file (no GPU needed). A spilled row ran the two-input RMSNorm in bfloat16 at 32%
+of a copy's bandwidth (docs/rowwise_diagnosis.md)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import cuda_toolkit
+
+from kernelgen.render import generate
+from kernelgen.spec import OpSpec, PackageSpec
+
+CASES = {
+    # The issue's residual RMSNorm: two inputs, one weight.
+    "resrms": ("x,res", "w", "(x + res) * rsqrt(mean((x + res) * (x + res)) + 1e-6) * w"),
+    # Four inputs: elements per thread shrink to keep the row in 32 registers.
+    "quad4": ("a,c,d,e", "w", "(a * c + d - e) * rsqrt(mean((a * c + d - e) ** 2) + 1e-6) * w"),
+}
+_ENTRY = re.compile(r"Compiling entry function '\w*?(?<!long)_rows_kernelI(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)E(\w*)' for 'sm_90'")
+
+
+def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
+    """kernel -> (registers, spill-store bytes) of every register-row kernel in the op's kernel file."""
+    toolkit = cuda_toolkit()
+    if toolkit is None:
+        pytest.skip("no CUDA toolkit (nvcc)")
+    import torch.utils.cpp_extension as cpp
+
+    inputs, weights, expr = CASES[op]
+    spec = OpSpec.create(op, kind="rowwise", inputs=inputs, weights=weights, expr=expr)
+    root = generate(PackageSpec.for_new_op(spec), tmp_path, force=False)
+    build_py = root / op / "_build.py"
+    module_spec = importlib.util.spec_from_file_location("_rowwise_build", build_py)
+    assert module_spec is not None and module_spec.loader is not None
+    build = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(build)
+    _, nvcc_flags = build.compile_flags(True)
+    includes = [f"-I{path}" for path in cpp.include_paths()]
+    kernel = root / op / "csrc" / op / "cuda" / f"{op}_kernel.cu"
+    command = [f"{toolkit}/bin/nvcc", "-std=c++17", *cpp.COMMON_NVCC_FLAGS, *nvcc_flags, *includes,
+               "-gencode=arch=compute_90,code=sm_90", "-cubin", "-Xptxas", "-v", str(kernel), "-o", str(tmp_path / "k.cubin")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found: dict[str, tuple[int, int]] = {}
+    name = None
+    for line in result.stderr.splitlines():
+        m = _ENTRY.search(line)
+        if m:
+            name = f"{m.group(1)}/vec {m.group(2)}/{m.group(3)}"
+            continue
+        m = re.search(r"(\d+) bytes spill stores", line)
+        if m and name:
+            spills = int(m.group(1))
+        m = re.search(r"Used (\d+) registers", line)
+        if m and name:
+            found[name] = (int(m.group(1)), spills)
+            name = None
+    return found
+
+
+@pytest.mark.build
+@pytest.mark.parametrize("op", sorted(CASES))
+def test_the_vector_register_kernels_do_not_spill(op, tmp_path):
+    report = _ptxas_report(op, tmp_path)
+    vector = {name: figures for name, figures in report.items() if "/vec 1/" not in name}
+    # float32, float64, float16, bfloat16: a kernel of 16-byte accesses for each, one or more shapes.
+    assert {name.split("/")[0] for name in vector} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, sorted(report)
+    spilled = {name: figures for name, figures in vector.items() if figures[1]}
+    assert not spilled, f"{op}: kernels spilling (registers, bytes): {spilled}"
+    assert all(registers <= 64 for registers, _ in vector.values())

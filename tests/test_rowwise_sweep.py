@@ -1,0 +1,171 @@
+"""The rowwise sweep's generator and reports (docs/device/rowwise_sweep.py): reproducible, covering the
+rowwise grammar the issue names, every expression an op kernelgen accepts on both backends of one package."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+from kernelgen.spec import OpSpec
+
+_PATH = Path(__file__).resolve().parent.parent / "docs" / "device" / "rowwise_sweep.py"
+_spec = importlib.util.spec_from_file_location("rowwise_sweep", _PATH)
+assert _spec is not None and _spec.loader is not None
+sweep = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(sweep)
+
+
+def test_the_expressions_are_reproducible_and_cover_the_grammar():
+    items = sweep.expressions(28, 40)
+    assert items == sweep.expressions(28, 40)
+    assert items != sweep.expressions(29, 40)
+    assert len(items) == 40 and len({item["id"] for item in items}) == 40
+    assert [item["id"] for item in items[: len(sweep.FIXED)]] == [ident for ident, *_ in sweep.FIXED]
+    assert {"resrms", "csilu", "wrms", "lse"} <= {item["id"] for item in items}
+    random_items = [item for item in items if item["origin"].startswith("random")]
+    assert {len(item["inputs"]) for item in random_items} == {1, 2, 3, 4}
+    assert {len(item["weights"]) for item in random_items} == {0, 1, 2, 3}
+    assert {item["reductions"] for item in items} == {1, 2, 3, 4}
+    assert max(item["nesting"] for item in items) == 3
+    calls = [item["calls_inside"] + item["calls_outside"] for item in items]
+    assert min(calls) == 0 and max(calls) == sweep.MAX_CALLS
+    assert any(item["calls_inside"] for item in random_items) and any(item["calls_outside"] for item in random_items)
+    assert any(item["weights_in_reduction"] for item in random_items)
+    assert any(item["weights_output_only"] for item in random_items)
+    assert any(item["weights_in_reduction"] and item["weights_output_only"] for item in random_items)
+    for item in items:  # canonical and accepted: creating the op parses it again
+        spec = OpSpec.create(str(item["id"]), kind="rowwise", inputs=item["inputs"], weights=item["weights"] or None,
+                             expr=str(item["expr"]))
+        assert spec.expr == item["expr"]
+
+
+def _safe_argument(func: str, arg) -> bool:
+    """log, sqrt and rsqrt of abs(e) + c or of a square plus c (c > 0); exp of -abs(e) or of e - max(e)."""
+    from kernelgen import expr as ex
+
+    if func in ("log", "sqrt", "rsqrt"):
+        if not (isinstance(arg, ex.BinOp) and arg.op == "+" and isinstance(arg.right, ex.Num) and arg.right.value > 0):
+            return False
+        left = arg.left
+        return (isinstance(left, ex.Call) and left.func == "abs") or (
+            isinstance(left, ex.BinOp) and left.op == "*" and left.left == left.right)
+    if func == "exp":
+        return (isinstance(arg, ex.Neg) and isinstance(arg.operand, ex.Call) and arg.operand.func == "abs") or (
+            isinstance(arg, ex.BinOp) and arg.op == "-" and isinstance(arg.right, ex.Reduce) and arg.right.func == "max"
+            and arg.right.arg == arg.left)
+    return True
+
+
+def test_the_values_stay_finite_by_construction():
+    """Every log, sqrt, rsqrt and exp of the random expressions takes an argument that keeps it finite,
+    and a sum reaches the output only as a divisor (or under rsqrt): float16 overflows at 65504."""
+    from kernelgen import expr as ex
+    from kernelgen.expr import parse
+
+    def check(node, text: str) -> None:
+        if isinstance(node, ex.Call):
+            assert _safe_argument(node.func, node.args[0]), f"{node.func} in {text}"
+        if isinstance(node, ex.BinOp) and node.op in "+-*":
+            for side in (node.left, node.right):
+                assert not (isinstance(side, ex.Reduce) and side.func == "sum"), f"a sum {node.op} in {text}"
+        for child in ex._children(node):
+            check(child, text)
+
+    random_items = [item for item in sweep.expressions(28, 80) if item["origin"] != "fixed"]
+    assert len(random_items) == 80 - len(sweep.FIXED)
+    for item in random_items:
+        parsed = parse(str(item["expr"]), tuple(item["inputs"]), weights=tuple(item["weights"]), rowwise=True)
+        check(parsed.tree, str(item["expr"]))
+
+
+def test_generate_writes_one_package_with_both_backends_and_a_manifest(tmp_path):
+    root = sweep.generate(tmp_path, seed=28, count=3, only={"softmax", "rmsnorm"})
+    manifest = json.loads((tmp_path / sweep.MANIFEST).read_text())
+    assert manifest["seed"] == 28
+    names = [op["name"] for op in manifest["ops"]]
+    assert names == ["softmax", "softmax_tl", "rmsnorm", "rmsnorm_tl"]
+    assert "namespace: rsweep" in (root / ".copier-answers.yml").read_text()
+    package = root / sweep.MODULE
+    for op in manifest["ops"]:
+        assert (package / "ops" / f"{op['name']}.py").is_file()
+        spec = OpSpec.create(op["name"], kind="rowwise", backend=op["backend"], inputs=op["inputs"],
+                             weights=op["weights"] or None, expr=op["expr"])
+        assert spec.expr == op["expr"]
+    assert (package / "csrc" / "rmsnorm" / "cuda" / "rmsnorm_kernel.cu").is_file()
+    assert not (package / "csrc" / "rmsnorm_tl").exists()  # Triton ops compile nothing
+
+
+def test_generate_with_random_expressions_and_one_backend(tmp_path):
+    count = len(sweep.FIXED) + 2
+    sweep.generate(tmp_path, seed=28, count=count, backends=("cuda",))
+    manifest = json.loads((tmp_path / sweep.MANIFEST).read_text())
+    assert len(manifest["ops"]) == count and {op["backend"] for op in manifest["ops"]} == {"cuda"}
+    assert [op["name"] for op in manifest["ops"]][-2:] == ["r00", "r01"]
+
+
+_LOG = """\
+ptxas info    : Compiling entry function '_ZN6resrms55_GLOBAL__N__ca5db523_16_resrms_kernel_cu_5bae78d8_2091218resrms_rows_kernelIN3c108BFloat16ELi8ELi32ELi0EEEvPKT_S6_S6_PS4_ll' for 'sm_90'
+ptxas info    : Function properties for x
+    224 bytes stack frame, 200 bytes spill stores, 256 bytes spill loads
+ptxas info    : Used 64 registers, used 1 barriers, 224 bytes cumulative stack size, 64 bytes smem
+ptxas info    : Compiling entry function '_ZN3r0155_GLOBAL__N__ca5db523_16_r01_kernel_cu_5bae78d8_2091218r01_rows_kernelIfLi4ELi16ELi1024ELi1024EEEvPKT_S6_S6_PS4_ll' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 55 registers, used 1 barriers, 128 bytes smem
+ptxas info    : Compiling entry function '_ZN3r0155_GLOBAL__N__ca5db523_16_r01_kernel_cu_5bae78d8_2091223r01_long_rows_kernelIdLi2EEEvPKT_S6_S6_PS4_l' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 28 registers, used 1 barriers, 64 bytes smem
+"""
+
+
+def test_registers_are_read_from_a_ptxas_report_of_either_kernel_signature():
+    found = sweep.registers_from_log(_LOG)
+    assert found == {
+        "resrms": {"rows/bfloat16/8/32/0/512": {"registers": 64, "spill_bytes": 200, "stack": 224}},
+        "r01": {"rows/float32/4/16/1024/1024": {"registers": 55, "spill_bytes": 0, "stack": 0},
+                "long/float64/2": {"registers": 28, "spill_bytes": 0, "stack": 0}},
+    }
+    facts = sweep.cuda_facts(found["r01"], "float32", 16384, inputs=2, kept=False)
+    assert facts["kernel"] == "rows/float32/4/16/1024/1024" and facts["registers"] == 55 and facts["threads"] == 1024
+    assert sweep.cuda_facts({}, "float32", 1024, inputs=1, kept=False) == {}
+
+
+def test_the_mirrored_launch_rule_follows_the_row_registers():
+    # One input: 32 per thread from 8192 columns (float32) and for every length (2-byte types).
+    assert sweep.cuda_launch("float32", 16384, 1, False)["kernel"] == "rows/float32/4/32/512/512"
+    assert sweep.cuda_launch("float32", 4096, 1, False)["kernel"] == "rows/float32/4/16/0/512"
+    assert sweep.cuda_launch("bfloat16", 16384, 1, True)["kernel"] == "rows/bfloat16/8/32/0/512"
+    # Two inputs: 2-byte rows still fit 32 per thread; float32 takes 16 and 1024 threads at 16384.
+    assert sweep.cuda_launch("bfloat16", 16384, 2, False)["kernel"] == "rows/bfloat16/8/32/0/512"
+    assert sweep.cuda_launch("float32", 16384, 2, False)["kernel"] == "rows/float32/4/16/1024/1024"
+    # Four float32 inputs: 8 per thread, at most 8192 columns in registers.
+    assert sweep.cuda_launch("float32", 8192, 4, False)["kernel"] == "rows/float32/4/8/1024/1024"
+    assert sweep.cuda_launch("float32", 16384, 4, False)["kernel"] == "long/float32/4"
+    assert sweep.cuda_launch("float16", 65536, 1, False)["kernel"] == "long/float16/8"
+
+
+def test_occupancy_follows_registers_threads_and_shared_memory():
+    assert sweep.occupancy(32, 256) == 1.0
+    assert sweep.occupancy(64, 512) == 0.5
+    assert sweep.occupancy(56, 128) == 9 * 128 / 2048  # 56 x 32 per warp: 36 warps, 9 blocks of 4
+    assert sweep.occupancy(64, 1024) == 0.5
+    assert sweep.occupancy(32, 256, shared=100 * 1024) == 2 * 256 / 2048
+
+
+def test_summary_prints_the_distribution_and_the_worst_cells(capsys):
+    def row(op, backend, dtype, cols, ratio, pct, reductions=1):
+        return {"id": op, "op": op, "backend": backend, "expr": "e", "dtype": dtype, "cols": cols, "rows": 4, "n": 4 * cols,
+                "vs_compile": ratio, "pct_of_copy": pct, "compile_pct_of_copy": pct * ratio, "reductions": reductions,
+                "registers": 40, "spill_bytes": 0, "occupancy": 0.5, "kernel": "rows/x", "threads": 128}
+
+    rows = [row("a", "cuda", "float16", 1024, 0.90, 80), row("b", "cuda", "float16", 1024, 1.00, 99),
+            row("c", "cuda", "float16", 1024, 1.10, 99), row("a_tl", "triton", "float16", 65536, 0.97, 86)]
+    sweep.summarize(rows)
+    out = capsys.readouterr().out
+    assert "cuda     float16      1024     3  0.90x  1.00x    2/3" in out
+    assert "rows of 65536+, one reduction: 1/1 cells at >= 85% of copy" in out
+    worst = out.split("ten worst:\n")[1].splitlines()
+    assert worst[0].startswith("  0.90x 80% ") and "40 regs, 0 B spilled, occupancy 50%" in worst[0]
+    assert len(worst) == 4
