@@ -370,6 +370,15 @@ def op_affixes(text: str) -> set[tuple[str, str]]:
     return {(m.group(1), m.group(3)) for m in _PLACEHOLDER.finditer(text) if m.group(2) == "op_name"}
 
 
+def rendered_suffix(template_name: str) -> str:
+    """The suffix of the file a template renders: ``{{op_name}}.py.jinja`` gives ``.py`` (a
+    placeholder stands for a name, so the file is not a dot-file), and a conditional name
+    ``{% if sm90 %}{{op_name}}_sm90.cu{% endif %}.jinja`` gives ``.cu``."""
+    name = template_name[: -len(".jinja")] if template_name.endswith(".jinja") else template_name
+    name = re.sub(r"\{%.*?%\}|\{#.*?#\}", "", name)
+    return Path(re.sub(r"\{\{.*?\}\}", "x", name)).suffix
+
+
 _INCLUDE = re.compile(r"""\{%-?\s*include\s+["']([^"']+)["']""")
 
 
@@ -400,9 +409,10 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
         except OSError:
             continue
         includes[rel.as_posix()] = set(_INCLUDE.findall(text))
-        found, glued, uses_inputs = scan_template(text, Path(_JINJA_TAG.sub("", path.name[: -len(".jinja")])).suffix)
+        suffix = rendered_suffix(path.name)
+        found, glued, uses_inputs = scan_template(text, suffix)
         affixes |= glued
-        if Path(_JINJA_TAG.sub("", path.name[: -len(".jinja")])).suffix in (".py", *_C_SUFFIXES):
+        if suffix in (".py", *_C_SUFFIXES):
             glued_to_op |= op_affixes(text)
         if uses_inputs:
             input_files.add(rel.as_posix())

@@ -137,3 +137,48 @@ else:
 print("ok")
 """], cwd=root, capture_output=True, text=True, timeout=300)
     assert probe.returncode == 0 and probe.stdout.strip() == "ok", probe.stdout + probe.stderr
+
+
+# Triton's interpreter (TRITON_INTERPRET=1) runs a Triton kernel on the CPU: the kernels' own locals
+# (mask, offsets, base, acc, result, ...) meet the user's names there, which the CPU suites, run on
+# the reference, never reach.
+_INTERPRETED = """
+import importlib, sys
+import torch, triton, triton.language as tl
+sys.path.insert(0, sys.argv[1])
+from natural_tl.ops import mix_tl, gate_tl
+torch.manual_seed(0)
+failures = []
+for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
+    xs = [torch.randn(3001, dtype=dtype) for _ in range(5)]
+    out = torch.full_like(xs[0], float("nan"))
+    mix_tl._mix_tl_kernel[(triton.cdiv(3001, 1024),)](*xs, out, 3001, BLOCK=1024, ACC=acc)
+    if not torch.allclose(out, mix_tl.reference(*xs)):
+        failures.append(f"mix_tl {dtype}")
+    for cols, kernel, block in ((1000, gate_tl._gate_tl_kernel, 1024), (5000, gate_tl._gate_tl_long_kernel, 1024)):
+        x, mask = torch.randn(3, cols, dtype=dtype), (torch.rand(3, cols) > 0.5).to(dtype)
+        weight = torch.randn(cols, dtype=dtype)
+        out = torch.full_like(x, float("nan"))
+        kernel[(3,)](x, mask, weight, out, cols, BLOCK=block, ACC=acc)
+        if not torch.allclose(out, gate_tl.reference(x, mask, weight)):
+            failures.append(f"gate_tl {dtype} cols={cols}")
+print("ok" if not failures else "FAILED " + ", ".join(failures))
+"""
+
+
+def test_triton_kernels_over_natural_names_run_in_the_interpreter(tmp_path):
+    """The Triton kernels of ops over out,torch,t,i,n and x,mask with the weight dtype compile and
+    compute the reference: an input named like a kernel local (mask) gets an identifier of its own."""
+    pytest.importorskip("triton", reason="the Triton backend needs triton")
+    pytest.importorskip("torch")
+    _new(["new", "natural-tl", "--op", "mix_tl", "--backend", "triton", "--inputs", "out,torch,t,i,n", "--expr",
+          "out * torch + t * i - n", "--dtypes", "float32,float64", "--defaults", "--output", str(tmp_path)])
+    _new(["add", "gate_tl", "--kind", "rowwise", "--backend", "triton", "--inputs", "x,mask", "--weights", "dtype",
+          "--expr", "x * mask - mean(x * dtype)", "--dtypes", "float32,float64", "--defaults",
+          "--package", str(tmp_path / "natural-tl")])
+    driver = tmp_path / "interpreted.py"
+    driver.write_text(_INTERPRETED)
+    done = subprocess.run([sys.executable, str(driver), str(tmp_path / "natural-tl")], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "ok", done.stdout

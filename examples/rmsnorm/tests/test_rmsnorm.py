@@ -493,7 +493,10 @@ def test_more_than_2_pow_31_elements():
     if free < need * 1.1:
         pytest.skip(f"needs {need / 2**30:.1f} GiB of free GPU memory, {free / 2**30:.1f} GiB free")
     generator = torch.Generator("cuda").manual_seed(17)
-    args = [_sample((rows, cols), dtype, "cuda", generator) for _ in range(N_INPUTS)]
+    # Drawn in the dtype itself: a float64 draw of this size would need 16 GiB more than `need`.
+    args = [torch.empty((rows, cols), dtype=dtype, device="cuda") for _ in range(N_INPUTS)]
+    for tensor in args:
+        tensor.uniform_(0.5, 2.5, generator=generator)
     args += [_sample((cols,), dtype, "cuda", generator) for _ in range(N_WEIGHTS)]
     out = rmsnorm.rmsnorm(*args)
     boundary = 2**31 // cols
