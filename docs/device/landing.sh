@@ -11,7 +11,8 @@
 # Phases (one device call each):
 #   bash docs/device/landing.sh tests     # examples (CUTLASS path included) built, every suite run once;
 #                                         # the natural-names library built and its suites run
-#   bash docs/device/landing.sh mutants   # every CUDA and Triton mutant against the generated tests
+#   bash docs/device/landing.sh mutants   # every CUDA and Triton mutant against the generated tests;
+#                                         # the natural-names library again (after a fix)
 #   bash docs/device/landing.sh double    # the examples with their formula in double, and the sweep's suites
 #   bash docs/device/landing.sh rowwise   # the rowwise sweep subset and the examples' rowwise benchmark
 # Logs go to $OUT/logs.tar.gz (the device tool brings back at most 8 files); tables to stdout.
@@ -62,7 +63,10 @@ case "${1:-}" in
     grep -E "sm90|Hopper|CUTLASS" "$LOGS"/build_examples_matmul.log | head -3
     names_test ;;
   mutants)
-    python3 docs/device/error_model.py run mutants --jobs 8 --time-limit 500 ;;
+    names_build 4 &
+    python3 docs/device/error_model.py run mutants --jobs 8 --time-limit 360
+    wait
+    names_test ;;
   double)
     python3 docs/device/error_model.py run examples-double --jobs 6 --time-limit 240
     python3 docs/device/error_model.py run sweep --jobs 8 --time-limit 480 --pytest "-m 'not large'" ;;
