@@ -67,6 +67,9 @@ case "${1:-}" in
     python3 docs/device/error_model.py run mutants --jobs 8 --time-limit 360
     wait
     names_test ;;
+  names)
+    names_build 16
+    names_test ;;
   double)
     python3 docs/device/error_model.py run examples-double --jobs 6 --time-limit 240
     python3 docs/device/error_model.py run sweep --jobs 8 --time-limit 480 --pytest "-m 'not large'" ;;
