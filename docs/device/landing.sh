@@ -14,6 +14,7 @@
 #   bash docs/device/landing.sh mutants   # every CUDA and Triton mutant against the generated tests;
 #                                         # the natural-names library again (after a fix)
 #   bash docs/device/landing.sh double    # the examples with their formula in double, and the sweep's suites
+#   bash docs/device/landing.sh sweep     # the seed-13 expression sweep's suites, what double left unrun
 #   bash docs/device/landing.sh rowwise   # the rowwise sweep subset and the examples' rowwise benchmark
 # Logs go to $OUT/logs.tar.gz (the device tool brings back at most 8 files); tables to stdout.
 set -uo pipefail
@@ -44,7 +45,7 @@ x, eps = torch.randn(8, 512, device=dev), torch.full((8, 512), 0.1, device=dev)
 gamma, beta = torch.randn(512, device=dev), torch.randn(512, device=dev)
 assert list(inspect.signature(natural.norm).parameters) == ["x", "eps", "gamma", "beta"]
 print("norm on cuda:", tuple(natural.norm(x=x, eps=eps, gamma=gamma, beta=beta).shape))
-xs = [torch.randn(4096, device=dev) for _ in range(5)]
+xs = [torch.randn(4096, device=dev, dtype=torch.float64) for _ in range(5)]  # float64: allclose's defaults hold
 assert torch.allclose(natural.mix_tl(out=xs[0], torch=xs[1], t=xs[2], i=xs[3], n=xs[4]), xs[0] * xs[1] + xs[2] * xs[3] - xs[4])
 try:
     natural.attn(q, k, v, mask.double())
@@ -73,6 +74,12 @@ case "${1:-}" in
   double)
     python3 docs/device/error_model.py run examples-double --jobs 6 --time-limit 240
     python3 docs/device/error_model.py run sweep --jobs 8 --time-limit 480 --pytest "-m 'not large'" ;;
+  sweep)
+    names_build 4 &
+    python3 docs/device/error_model.py run examples-double --only silu_mul,softmax --jobs 3 --time-limit 200 &
+    python3 docs/device/error_model.py run sweep --jobs 8 --time-limit 400 --pytest "-m 'not large'"
+    wait
+    names_test ;;
   rowwise)
     ONLY=softmax,log_softmax,rmsnorm,layernorm,resrms,csilu,wrms,xbyy COLS=1024,4096,16384 PARTS=8 \
       bash docs/device/rowwise_sweep.sh run fixed
