@@ -9,10 +9,9 @@ The library API is small: build an :class:`OpSpec` and pass it to :func:`generat
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from typing import TYPE_CHECKING
 
+from ._version import __version__
 from .errors import KernelgenError
 
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ import yaml
 from jinja2 import Environment, pass_context
 from jinja2.ext import Extension
 
-from . import __version__
+from ._version import __version__
 from .error_model import error_bound_python, ulps_literal
 from .expr import parse
 

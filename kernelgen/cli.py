@@ -18,7 +18,8 @@ from typing import Any, NoReturn
 
 import click
 
-from . import __version__, fsutil
+from . import fsutil
+from ._version import __version__
 from .errors import KernelgenError, SpecError, did_you_mean
 from .fsutil import Terminated, terminate_as_exception
 from .spec import (

@@ -26,6 +26,9 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import paths
+from .errors import KernelgenError
+
 # ---------------------------------------------------------------------------------------------
 # C and CUDA. Written down from the C11 standard library headers <stdio.h>, <stdlib.h>,
 # <string.h>, <math.h>, <stdint.h>, <stddef.h>, <assert.h>, <ctype.h>, <time.h>, <signal.h>,
@@ -433,11 +436,8 @@ def template_names(root: Path, exclude_dirs: frozenset[str] = frozenset()) -> Te
 
 def op_template_names(exclude_dirs: frozenset[str] = frozenset()) -> TemplateNames:
     """:func:`template_names` of kernelgen's own templates (empty if they cannot be found)."""
-    from .errors import KernelgenError
-    from .render import template_dir  # here, not at the top: render imports spec, which imports us
-
     try:
-        root = template_dir()
+        root = paths.template_dir()
     except KernelgenError:
         return TemplateNames()
     return template_names(root, exclude_dirs)
@@ -563,10 +563,7 @@ def op_module_names() -> dict[str, str]:
     """Names an op's Python module binds at its top level (``torch``, ``triton``, ``tl``,
     ``libdevice``, ``wrap_triton``, ``reference``, ...) -> a template file binding it. An op named
     like one would replace it with the op's public function, so such op names are refused."""
-    from .errors import KernelgenError
-    from .render import template_dir
-
     try:
-        return _op_module_names(template_dir())
+        return _op_module_names(paths.template_dir())
     except KernelgenError:
         return {}

@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import fsutil
+from . import fsutil, paths
 from .errors import DestinationError, RenderError
 from .spec import OpSpec, PackageSpec, normalize_package_name
 
@@ -52,15 +52,6 @@ or review. Do not edit it; do commit it. `backup/` (if present) holds files `--f
 """
 
 
-def template_dir() -> Path:
-    """The copier template: shipped in the wheel as kernelgen/_templates, or the checkout's templates/."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_templates", here.parent / "templates"):
-        if (candidate / "copier.yml").is_file():
-            return candidate
-    raise RenderError(f"kernelgen's templates are missing (looked in {here / '_templates'})")
-
-
 def _run_copier(data: dict[str, Any], directory: Path) -> None:
     import copier
 
@@ -68,7 +59,7 @@ def _run_copier(data: dict[str, Any], directory: Path) -> None:
         warnings.simplefilter("ignore")  # copier warns about dirty template trees and unsafe mode
         try:
             copier.run_copy(
-                str(template_dir()),
+                str(paths.template_dir()),
                 str(directory),
                 data=data,
                 defaults=True,

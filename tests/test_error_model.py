@@ -30,7 +30,7 @@ from kernelgen._jinja import KernelgenExtension
 from kernelgen.cli import main
 from kernelgen.error_model import DERIVATIVES, FUNCTION_ULPS, error_bound_python
 from kernelgen.expr import FUNCTIONS, REDUCTIONS, parse
-from kernelgen.render import template_dir
+from kernelgen.paths import template_dir
 from kernelgen.spec import check_input_name
 
 torch = pytest.importorskip("torch", reason="the error model evaluates in torch")

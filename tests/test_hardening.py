@@ -191,7 +191,7 @@ def test_the_derivation_is_generic(tmp_path, monkeypatch):
     (op / "k.py.jinja").write_text('"""thingamajig"""\nquux = 1  # whatsit\nprint(f"{quux} sprocket")\n')
     (tmp_path / "matmul").mkdir()
     (tmp_path / "matmul" / "m.cpp.jinja").write_text("int only_in_matmul = 0;\n")
-    monkeypatch.setattr("kernelgen.render.template_dir", lambda: tmp_path)
+    monkeypatch.setattr("kernelgen.paths.template_dir", lambda: tmp_path)
     used = _template_names()
     assert {"frobnicate", "quux", "msg", "f", "print"} <= set(used.identifiers)
     assert not {"widget", "gizmo", "doohickey", "thingamajig", "whatsit", "sprocket", "launch_", "only_in_matmul"} & set(used.identifiers)
@@ -205,7 +205,7 @@ def test_the_derivation_is_generic(tmp_path, monkeypatch):
 def test_the_safe_input_names_are_safe_in_the_templates():
     """Each allow-listed name the templates use is, in every file that renders input names in
     code, only a comprehension variable (its own scope): it cannot rebind an input."""
-    from kernelgen.render import template_dir
+    from kernelgen.paths import template_dir
 
     used = _template_names()
     root = template_dir()

@@ -9,6 +9,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import REPO, failing_replace, tree
 
+import kernelgen.paths as paths
 import kernelgen.render as render
 from kernelgen._jinja import TEMPLATE_VERSION
 from kernelgen.cli import main
@@ -29,7 +30,7 @@ def new_templates(tmp_path, monkeypatch):
     """A copy of the templates that the test may change; kernelgen renders from it."""
     copy = tmp_path / "templates-v2"
     shutil.copytree(REPO / "templates", copy)
-    monkeypatch.setattr(render, "template_dir", lambda: copy)
+    monkeypatch.setattr(paths, "template_dir", lambda: copy)
     return copy
 
 

@@ -38,7 +38,7 @@ def test_wheel_installs_and_renders(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     # Rendered from the installed copy (not this checkout), and identical to the golden example.
-    where = subprocess.run([str(python), "-c", "import kernelgen.render as r; print(r.template_dir())"],
+    where = subprocess.run([str(python), "-c", "import kernelgen.paths as p; print(p.template_dir())"],
                            capture_output=True, text=True, check=True, cwd=tmp_path).stdout
     assert str(env_dir) in where
     assert tree(out / "muladd") == tree(REPO / "examples" / "muladd")
