@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Same-run A/B timings for issue 13 (carry .device/ab; made on the dev machine, see docs/benchmarks.md,
+# Same-run A/B timings for issue 13 (carry .device/ab; made on the dev machine, see docs/archive/benchmarks-history.md,
 # "Expression sweep"): the elementwise kernel of template version 4 (ewold) against version 5 (ewnew)
 # at 2^12-2^28 in every dtype, and the register cap of ops with 5+ inputs (capa: 64 registers, capb: 85).
 set -uo pipefail

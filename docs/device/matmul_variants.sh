@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Tuning experiment for the tensor-core matmul (docs/benchmarks.md): copies of examples/matmul
+# Tuning experiment for the tensor-core matmul (docs/archive/benchmarks-history.md): copies of examples/matmul
 # with other kMinBlocksPerSm values, float16/bfloat16 benchmarks at 2048^3 and 4096^3.
 set -uo pipefail
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=8

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call of the rowwise evidence: the Triton rowwise benchmarks, the sanitizers, and an experiment
-# (the register kernel with __launch_bounds__(512, 1) on LayerNorm float32; it was slower, see docs/benchmarks.md).
+# (the register kernel with __launch_bounds__(512, 1) on LayerNorm float32; it was slower, see docs/archive/benchmarks-history.md).
 OPS="myteam-ops:softmax_tl myteam-ops:layernorm_tl" timeout 200 bash docs/device/rowwise.sh bench float32,bfloat16 67108864 2>&1 | grep -v "^build\|^NVIDIA\|^torch"
 timeout 300 bash docs/device/rowwise.sh check 2>&1 | grep -v "^NVIDIA\|^torch"
 # Experiment: the register kernel with __launch_bounds__(512, 1) (up to 128 registers) on LayerNorm float32.

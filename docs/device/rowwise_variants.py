@@ -409,7 +409,7 @@ def main(out: Path) -> None:
     (out / "smexp_rt2" / sm_kernel).write_text(_sub(sm_text, rt2_old, rt2_new))
     # tree, tree_lb1, tree_pre_lb1 (stop 22): measured; tree is in the template since, and na_wl's
     # and the others' edits no longer apply to it.
-    for name in ("pre", "pre_lb1", "t1024_pre", "na", "cs", "na_wl", "persist", "mp", "lb3", "smem"):  # measured (docs/benchmarks.md)
+    for name in ("pre", "pre_lb1", "t1024_pre", "na", "cs", "na_wl", "persist", "mp", "lb3", "smem"):  # measured (docs/archive/benchmarks-history.md)
         del variants[name]
     for name, variant in variants.items():
         assert variant != text, name

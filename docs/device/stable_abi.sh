@@ -21,7 +21,7 @@ done
 (cd examples/myteam-ops && compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -p no:cacheprovider \
    -k "cuda and not large and not compile and not opcheck and not gradcheck" > "$LOGS/memcheck_library.log" 2>&1
  echo "memcheck myteam-ops (carried binary) rc=$?: $(grep -E 'ERROR SUMMARY|passed|failed' "$LOGS/memcheck_library.log" | tr '\n' ' ')")
-# Speed of the carried binaries (compare with docs/benchmarks.md's figures of the ATen builds).
+# Speed of the carried binaries (compare with docs/archive/benchmarks-history.md's figures of the ATen builds).
 (cd examples/muladd && timeout 200 python3 benchmarks/bench_muladd.py --sizes 16777216,268435456 > "$LOGS/bench_muladd.txt" 2>&1; echo "bench muladd rc=$?"; grep -E "2\^" "$LOGS/bench_muladd.txt")
 (cd examples/matmul && timeout 200 python3 benchmarks/bench_matmul.py --no-compile --sizes 4096,8192 > "$LOGS/bench_matmul.txt" 2>&1; echo "bench matmul rc=$?"; grep -E "\^3" "$LOGS/bench_matmul.txt")
 # The other direction: build here against torch 2.11.
