@@ -39,7 +39,9 @@ from .expr import parse
 #: 8: the generated tests check every result against reference() in float64 on the same inputs, within
 #:    an error bound derived from the expression (error_bound(), kernelgen/error_model.py), instead of
 #:    one rtol/atol per dtype.
-TEMPLATE_VERSION = "8"
+#: 9: the package holds the elementwise kernel and its launch once (csrc/kernelgen/elementwise.cuh); an
+#:    elementwise op's kernel file is its formula and one instantiation per dtype.
+TEMPLATE_VERSION = "9"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.
@@ -68,6 +70,12 @@ def matmul_has_sm90(kind: object, dtypes: Any) -> bool:
 def has_sm90(ops: list[dict[str, Any]]) -> bool:
     """Whether a package's ops include a matmul with the CUTLASS Hopper path (see matmul_has_sm90)."""
     return any(matmul_has_sm90(op.get("kind"), op.get("dtypes")) for op in ops)
+
+
+def cuda_kinds(ops: list[dict[str, Any]]) -> list[str]:
+    """The kinds of a package's ops on the CUDA C++ backend: the package headers it needs
+    (csrc/kernelgen/<kind>.cuh)."""
+    return sorted({op["kind"] for op in ops if op.get("backend", "cuda") == "cuda"})
 
 
 def _user_names(context: Any, idents: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -165,6 +173,7 @@ class KernelgenExtension(Extension):
         environment.globals["kg_error_bound"] = error_bound
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_has_sm90"] = has_sm90
+        environment.globals["kg_cuda_kinds"] = cuda_kinds
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION

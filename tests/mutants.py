@@ -65,7 +65,8 @@ def _e(path: str, old: str, new: str, count: int = 1, first_only: bool = False) 
 
 EW_H = "{pkg}/csrc/ew/ew.h"
 EW_CPP = "{pkg}/csrc/ew/ew.cpp"
-EW_CU = "{pkg}/csrc/ew/cuda/ew_kernel.cu"
+#: The package's elementwise kernel and launch, which every elementwise CUDA op instantiates.
+EW_CUH = "{pkg}/csrc/kernelgen/elementwise.cuh"
 RW_H = "{pkg}/csrc/rw/rw.h"
 RW_CPP = "{pkg}/csrc/rw/rw.cpp"
 RW_CU = "{pkg}/csrc/rw/cuda/rw_kernel.cu"
@@ -89,9 +90,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ew-last-element", "ew", "cpu", "the last element skipped (CPU loop)",
            (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {", "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {"),)),
     Mutant("ew-tail", "ew", "cuda", "the tail skipped (the last element after the whole packs)",
-           (_e(EW_CU, "if (blockIdx.x == 0 && i < n) {", "if (blockIdx.x == 0 && i < n - 1) {"),)),
+           (_e(EW_CUH, "if (blockIdx.x == 0 && i < n) {", "if (blockIdx.x == 0 && i < n - 1) {"),)),
     Mutant("ew-last-pack", "ew", "cuda", "the last pack skipped",
-           (_e(EW_CU, "    if (p < n_packs) {\n      pack_t result;", "    if (p < n_packs - 1) {\n      pack_t result;"),)),
+           (_e(EW_CUH, "    if (p < n_packs) {\n      pack_t result;", "    if (p < n_packs - 1) {\n      pack_t result;"),)),
     # ---- rowwise, CUDA C++ backend ----
     Mutant("rw-operator", "rw", "formula", "an operator swapped (x - mean(x) becomes x + mean(x) in the output)",
            (_e(RW_H, "return (x - _r[0]) *", "return (x + _r[0]) *"),)),
@@ -201,6 +202,8 @@ def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
 #: The formula evaluated in double, in a CUDA C++ op's CPU loop and kernels: a correct kernel with
 #: other rounding (a more accurate one), which the generated tests must pass as they pass the op itself.
 _ACC_T = re.compile(r"using acc_t = [^;]*;")
+#: An elementwise op's formula as the package's kernel calls it (csrc/<op>/cuda/<op>_kernel.cu, Op::apply).
+_EW_APPLY = re.compile(r"return (\w+)_expr<acc_t>\(([^;]*)\);")
 _EPILOGUE_TYPE = re.compile(r"_epilogue<opmath::(?:fast_float|kernel_math_type<scalar_t, acc_t>)>\(")
 
 
@@ -214,6 +217,9 @@ def formula_in_double(op_dir: Path) -> list[Path]:
             continue
         text = path.read_text()
         new = _EPILOGUE_TYPE.sub("_epilogue<double>(", _ACC_T.sub("using acc_t = double;", text))
+        if path.name.endswith("_kernel.cu"):  # the elementwise kernel's math type is the package's: convert here
+            new = _EW_APPLY.sub(lambda m: f"return static_cast<acc_t>({m.group(1)}_expr<double>("
+                                + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));", new)
         if new != text:
             path.write_text(new)
             changed.append(path)

@@ -44,7 +44,8 @@ def test_generate_writes_one_package_and_a_manifest(tmp_path):
 
 def test_registers_are_read_from_a_ptxas_report():
     log = (
-        "ptxas info    : Compiling entry function '_ZN3e0750_GLOBAL__N__abc9e07_kernelIfLi4ELi4EEEvPKT_S4_PS2_l' for 'sm_90'\n"
+        "ptxas info    : Compiling entry function '_ZN2kg11elementwise52_GLOBAL__N__abc_13_e07_kernel_cu_8008115912345676kernelIN3e"
+        "0752_GLOBAL__N__abc_13_e07_kernel_cu_8008115912345672OpEfLi4ELi4ELi4EJLm0EEEEvDpPKT0_PS5_l' for 'sm_90'\n"
         "ptxas info    : Function properties for x\n    0 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads\n"
         "ptxas info    : Used 40 registers, used 0 barriers\n"
     )
@@ -69,5 +70,5 @@ def test_no_expression_is_a_bare_input():
 def test_force_packs_patches_every_launcher(tmp_path):
     root = sweep.generate(tmp_path, seed=13, count=len(sweep.FIXED) + 1)
     assert sweep.force_packs(root) == len(sweep.FIXED) + 1
-    text = (root / "sweep_ops" / "csrc" / "e07" / "cuda" / "e07_kernel.cu").read_text()
-    assert 'std::getenv("KG_SWEEP_PACKS")' in text and "launch_packs<scalar_t, kVec, 4>(a, b, c, out, n, stream);" in text
+    text = (root / "sweep_ops" / "csrc" / "kernelgen" / "elementwise.cuh").read_text()
+    assert 'std::getenv("KG_SWEEP_PACKS")' in text and "Launch::packs<kVec, 4>(in..., out, n, stream);" in text

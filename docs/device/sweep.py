@@ -137,21 +137,18 @@ MAX_THREADS_PER_SM = 2048
 
 def force_packs(package: Path) -> int:
     """Experiment build: every op's launcher takes its packs per thread (1, 2 or 4) from the environment
-    variable KG_SWEEP_PACKS when it is set (`run --packs 1,2,4` times each), else the template's rule."""
-    patched = 0
-    for kernel in sorted(package.glob("*/csrc/e[0-9][0-9]/cuda/e[0-9][0-9]_kernel.cu")):
-        text = kernel.read_text()
-        m = re.search(r"(void launch_vec\([^)]*\) \{\n)", text)
-        call = re.search(r"  launch_packs<scalar_t, kVec, 1>\(([^;]*)\);\n\}", text)
-        assert m and call, kernel
-        forced = ('  if (const char* forced = std::getenv("KG_SWEEP_PACKS")) {\n'
-                  + "".join(f"    if (std::atoi(forced) == {p}) {{\n      launch_packs<scalar_t, kVec, {p}>({call.group(1)});\n"
-                            "      return;\n    }\n" for p in (1, 2, 4))
-                  + "  }\n")
-        text = "#include <cstdlib>\n" + text.replace(m.group(1), m.group(1) + forced, 1)
-        kernel.write_text(text)
-        patched += 1
-    return patched
+    variable KG_SWEEP_PACKS when it is set (`run --packs 1,2,4` times each), else the template's rule.
+    The launcher is the package's (csrc/kernelgen/elementwise.cuh): one patch serves every op."""
+    header = next(package.glob("*/csrc/kernelgen/elementwise.cuh"))
+    text = header.read_text()
+    m = re.search(r"(  static void vec\([^)]*\) \{\n)", text)
+    assert m, header
+    forced = ('    if (const char* forced = std::getenv("KG_SWEEP_PACKS")) {\n'
+              + "".join(f"      if (std::atoi(forced) == {p}) {{\n        Launch::packs<kVec, {p}>(in..., out, n, stream);\n"
+                        "        return;\n      }\n" for p in (1, 2, 4))
+              + "    }\n")
+    header.write_text("#include <cstdlib>\n" + text.replace(m.group(1), m.group(1) + forced, 1))
+    return len(list(package.glob("*/csrc/e[0-9][0-9]/cuda/e[0-9][0-9]_kernel.cu")))
 
 
 def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
@@ -159,8 +156,9 @@ def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
     found: dict[str, dict[str, dict[str, int]]] = {}
     key = None
     for line in log.splitlines():
-        m = re.search(r"Compiling entry function '_ZN\d+(e\d\d)\w*?_kernelI(f|d|N3c104HalfE|N3c108BFloat16E)"
-                      r"Li(\d+)ELi(\d+)E(?:Li(\d+)E)?\w*' for 'sm_90'", line)
+        # The package's kernel, kg::elementwise::kernel<eNN::Op, dtype, kVec, kPacks, kBlocksPerSm, ...>.
+        m = re.search(r"Compiling entry function '_ZN2kg11elementwise\w*?kernelIN\d+(e\d\d)\w*?OpE"
+                      r"(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)ELi(\d+)ELi(\d+)E\w*' for 'sm_90'", line)
         if m:
             wide = "/wide" if m.group(5) == "3" else ""  # the one-pack kernel of kWideMinBlocksPerSm
             key = (m.group(1), f"{_MANGLED_DTYPES[m.group(2)]}/{m.group(3)}/{m.group(4)}{wide}")

@@ -1,0 +1,155 @@
+"""Do two template trees compile an elementwise op to the same machine code? On the dev machine (no GPU).
+
+    python docs/device/elementwise_sass.py dump OUT [--kernelgen SRC] [--ops muladd,gelu,...] [--abi full]
+    python docs/device/elementwise_sass.py compare OUT_A OUT_B
+
+`dump` generates each op of OPS with kernelgen (from SRC's templates when given: a checkout of another
+commit, `git archive REV | tar -x -C /tmp/old`), compiles every `.cu` of the op for sm_90 with the
+package's own nvcc flags (`-cubin`), disassembles it with cuobjdump (the one Triton ships, when the
+toolkit has none) and writes, per op, each kernel's SASS keyed by its template arguments
+(dtype, elements per access, packs per thread, blocks per SM), with addresses stripped.
+
+`compare` says, for each op and kernel, whether the two dumps hold the same instructions. Equal SASS
+runs at equal speed, so a refactoring of the templates that keeps it equal needs no new GPU timing.
+Constant-bank offsets of kernel parameters (`c[0x0][0x...]`) are compared too: a reordered parameter
+list shows up as a difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+#: name -> (inputs, expression, dtypes): every launch path of the elementwise kernel.
+OPS = {
+    "muladd": ("a,b,c", "a*b+c", "float32,float64,float16,bfloat16"),  # light, 3 inputs: 2 packs max
+    "gelu": ("x", "x * sigmoid(1.702 * x)", "float32,float64,float16,bfloat16"),  # 1 input, 16-byte float32
+    "silu_mul": ("x,y", "x*sigmoid(x)*y", "float32,float64,float16,bfloat16"),  # 2 inputs, 8-byte float32
+    "powmix": ("x,y", "pow(abs(x) + 1, y * 0.5)", "float32,float16"),  # heavier math: 16-byte float32
+    "tanh6": ("x", "tanh(tanh(tanh(tanh(tanh(tanh(x))))))", "float64,float32"),  # very heavy float64
+    "wide8": ("a,b,c,d,e2,g,h,k", "a*b + c*d - e2*g + h*k", "bfloat16,float16"),  # 8 inputs: the 85-register twin
+}
+_DTYPES = {"float": "float32", "double": "float64", "Half": "float16", "BFloat16": "bfloat16"}
+
+
+def _tool(name: str) -> str:
+    found = shutil.which(name) or str(Path(os.environ.get("CUDA_HOME", "/usr/local/cuda")) / "bin" / name)
+    if Path(found).exists():
+        return found
+    import triton
+
+    return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
+
+
+def _key(demangled: str) -> str:
+    """A kernel's template arguments, from its demangled name: dtype/kVec/kPacks/kBlocksPerSm (the
+    three numbers that follow the dtype, whatever else the name holds)."""
+    args = demangled[demangled.index("<") + 1:demangled.rindex(">")] if "<" in demangled else demangled
+    found = [(m.start(), v) for k, v in _DTYPES.items() for m in re.finditer(rf"(?<![\w:]){k}\b|::{k}\b", args)]
+    if not found:
+        return demangled
+    start, dtype = min(found)
+    numbers = re.findall(r"(?<![\w.])(-?\d+)(?![\w.])", args[start:])
+    return f"{dtype}/" + "/".join(numbers[:3])
+
+
+def _functions(sass: str) -> dict[str, list[str]]:
+    names = re.findall(r"^\s+Function : (\S+)", sass, re.MULTILINE)
+    demangled = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True,
+                               check=True).stdout.splitlines()
+    lookup = dict(zip(names, demangled, strict=True))
+    functions: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in sass.splitlines():
+        m = re.match(r"\s+Function : (\S+)", line)
+        if m:
+            current = functions.setdefault(_key(lookup[m.group(1)]), [])
+            continue
+        m = re.search(r"/\*[0-9a-f]{4}\*/\s+(.*?)\s*;", line)
+        if m and current is not None:
+            current.append(re.sub(r"\s+", " ", m.group(1)))
+    return functions
+
+
+def dump(out: Path, ops: list[str], kernelgen_src: str | None, abi: str = "stable") -> None:
+    import importlib.util
+
+    import torch.utils.cpp_extension as cpp
+
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=kernelgen_src or os.environ.get("PYTHONPATH", ""))
+    for op in ops:
+        inputs, expr, dtypes = OPS[op]
+        root = out / "src" / op
+        if root.exists():
+            shutil.rmtree(root)
+        root.parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "kernelgen", "new", op, "--inputs", inputs, "--expr", expr,
+                        "--dtypes", dtypes, "--arch-list", "9.0", "--abi", abi, "--defaults", "--output", str(root.parent)],
+                       env=env, cwd=out, check=True, capture_output=True)
+        spec = importlib.util.spec_from_file_location(f"_build_{op}", root / op / "_build.py")
+        assert spec is not None and spec.loader is not None
+        build = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(build)
+        _, nvcc_flags = build.compile_flags(True) if abi == "stable" else build.compile_flags()
+        functions: dict[str, list[str]] = {}
+        for source in sorted((root / op / "csrc").rglob("*.cu")):
+            cubin = out / f"{op}_{source.stem}.cubin"
+            subprocess.run([_tool("nvcc"), "-std=c++17", *cpp.COMMON_NVCC_FLAGS, *nvcc_flags,
+                            *[f"-I{p}" for p in cpp.include_paths()], "-arch=sm_90", "-cubin", str(source), "-o",
+                            str(cubin)], capture_output=True, text=True, check=True)
+            sass = subprocess.run([_tool("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
+                                  check=True).stdout
+            functions.update(_functions(sass))
+        (out / f"{op}.json").write_text(json.dumps(functions, indent=0, sort_keys=True) + "\n")
+        print(f"{op}: {len(functions)} kernels, {sum(map(len, functions.values()))} instructions", flush=True)
+
+
+def compare(a: Path, b: Path) -> int:
+    differ = 0
+    for path in sorted(a.glob("*.json")):
+        other = b / path.name
+        if not other.exists():
+            print(f"{path.stem}: missing in {b}")
+            differ += 1
+            continue
+        left, right = json.loads(path.read_text()), json.loads(other.read_text())
+        for key in sorted(set(left) | set(right)):
+            if left.get(key) == right.get(key):
+                print(f"{path.stem} {key}: same ({len(left[key])} instructions)")
+            else:
+                differ += 1
+                la, lb = left.get(key, []), right.get(key, [])
+                first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
+                print(f"{path.stem} {key}: DIFFERENT ({len(la)} vs {len(lb)} instructions; first at {first}: "
+                      f"{la[first] if first < len(la) else '-'} | {lb[first] if first < len(lb) else '-'})")
+    print(f"{differ} kernels differ")
+    return differ
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("dump")
+    d.add_argument("out", type=Path)
+    d.add_argument("--kernelgen", help="a kernelgen source tree to generate with (default: PYTHONPATH's)")
+    d.add_argument("--ops", default=",".join(OPS))
+    d.add_argument("--abi", default="stable", choices=["stable", "full"])
+    c = sub.add_parser("compare")
+    c.add_argument("a", type=Path)
+    c.add_argument("b", type=Path)
+    args = parser.parse_args()
+    if args.command == "dump":
+        dump(args.out, args.ops.split(","), args.kernelgen, args.abi)
+    else:
+        sys.exit(1 if compare(args.a, args.b) else 0)
+
+
+if __name__ == "__main__":
+    main()
