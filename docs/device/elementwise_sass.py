@@ -126,7 +126,7 @@ def compare(a: Path, b: Path) -> int:
             else:
                 differ += 1
                 la, lb = left.get(key, []), right.get(key, [])
-                first = next((i for i, (x, y) in enumerate(zip(la, lb)) if x != y), min(len(la), len(lb)))
+                first = next((i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y), min(len(la), len(lb)))
                 print(f"{path.stem} {key}: DIFFERENT ({len(la)} vs {len(lb)} instructions; first at {first}: "
                       f"{la[first] if first < len(la) else '-'} | {lb[first] if first < len(lb) else '-'})")
     print(f"{differ} kernels differ")
