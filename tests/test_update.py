@@ -165,6 +165,39 @@ def test_template_v2_op_moves_to_the_library_layout_with_its_edits(legacy_op):
     assert again.exit_code == 0 and "is up to date" in again.output
 
 
+@pytest.fixture
+def v8_op(tmp_path):
+    """`kernelgen new muladd --inputs a,b,c --expr "a*b+c"` as template version 8 generated it: the whole
+    elementwise kernel and its launch in the op's own muladd_kernel.cu."""
+    import tarfile
+
+    with tarfile.open(REPO / "tests/fixtures/muladd_template_v8.tar.gz") as archive:
+        archive.extractall(tmp_path / "old", filter="data")
+    return tmp_path / "old" / "muladd"
+
+
+def test_template_v8_op_takes_the_package_kernel_with_its_edits(v8_op):
+    kernel = v8_op / "muladd/csrc/muladd/cuda/muladd_kernel.cu"
+    assert "choose_packs" in kernel.read_text() and len(kernel.read_text().splitlines()) > 300
+    edit(v8_op / "muladd/csrc/muladd/muladd.h", *USER_EDIT)
+    edit(v8_op / "muladd/ops/muladd.py", "    return a * b + c\n", "    return a * b + c * 2  # my edit\n")
+    result = update(str(v8_op))
+    assert result.exit_code == 0, result.output
+    # The formula and the reference keep the user's edits; the kernel file is now the op's part only,
+    # and the machinery it instantiates is the package's header.
+    assert "my edit" in (v8_op / "muladd/csrc/muladd/muladd.h").read_text()
+    assert "c * 2  # my edit" in (v8_op / "muladd/ops/muladd.py").read_text()
+    lean = kernel.read_text()
+    assert "kg::elementwise::Launch<Op, scalar_t>::run(a, b, c, out, n, stream);" in lean
+    assert "choose_packs" not in lean and len(lean.splitlines()) < 60
+    header = (v8_op / "muladd/csrc/kernelgen/elementwise.cuh").read_text()
+    assert "static int choose_packs()" in header and "STD_CUDA_KERNEL_LAUNCH_CHECK();" in header
+    assert f"_template_version: '{TEMPLATE_VERSION}'" in (v8_op / ".copier-answers.yml").read_text()
+    assert recorded(v8_op)["muladd/csrc/kernelgen/elementwise.cuh"].decode() == header
+    again = update(str(v8_op))
+    assert again.exit_code == 0 and "is up to date" in again.output
+
+
 def test_update_never_writes_through_a_symlink(op, new_templates, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
