@@ -78,6 +78,11 @@ def cuda_kinds(ops: list[dict[str, Any]]) -> list[str]:
     return sorted({op["kind"] for op in ops if op.get("backend", "cuda") == "cuda"})
 
 
+def has_triton(ops: list[dict[str, Any]]) -> bool:
+    """Whether a package has Triton ops: they share its eager fast path (<package>/_triton_eager.py)."""
+    return any(op.get("backend", "cuda") == "triton" for op in ops)
+
+
 def _user_names(context: Any, idents: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
     """The user's names of ``idents`` (an op's `names` answer maps identifier -> name; without it
     the names are the identifiers), and the map back from name to identifier."""
@@ -174,6 +179,7 @@ class KernelgenExtension(Extension):
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_has_sm90"] = has_sm90
         environment.globals["kg_cuda_kinds"] = cuda_kinds
+        environment.globals["kg_has_triton"] = has_triton
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION

@@ -13,6 +13,11 @@ from __future__ import annotations
 import torch
 from torch.library import wrap_triton
 
+# The eager fast path, shared by the package's Triton ops (../_triton_eager.py says when and why): the
+# public function launches the kernel itself when the registered op would do exactly that and nothing
+# else; torch.ops.myteam.softmax_tl always goes through the op.
+from .._triton_eager import eager_launch_ok as _eager_launch_ok
+
 try:
     import triton
     import triton.language as tl
@@ -225,38 +230,3 @@ def _backward(ctx, grad_out: torch.Tensor):
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
 
-
-# ---- the eager fast path ------------------------------------------------------------------------
-# A call through torch.ops.myteam.softmax_tl crosses from the dispatcher into Python twice (the
-# autograd wrapper that register_autograd installs, then the body of the triton_op): on an H100
-# machine one eager call cost 75 us of host time, against 12 us for Triton's launch alone and 35 us
-# for a call of the same formula under torch.compile. That is longer than the kernel runs on 2^24
-# half-precision elements, so a loop of eager calls would leave the GPU idle. softmax_tl() therefore
-# launches the kernel itself (_softmax_tl_launch, the op's own CUDA path) when the registered op would
-# do exactly that and nothing else: plain CUDA tensors (nn.Parameter included), no autograd graph
-# to record, and nothing that watches or rewrites op calls. Every other call goes through the op:
-# torch.compile (it traces the op and Inductor sees the kernel), autograd, FakeTensorMode and other
-# TorchDispatchModes, TorchFunctionModes (`with torch.device(...)` is one), torch.func transforms
-# (vmap, grad), the profiler (so that traces name myteam::softmax_tl) and tensor subclasses.
-# torch.ops.myteam.softmax_tl always takes the registered path.
-try:  # the torch internals the check reads; a torch without them always takes the registered op
-    _DISPATCH_HOOKS = (
-        torch._C._len_torch_dispatch_stack,
-        torch._C._is_torch_function_mode_enabled,
-        torch._C._functorch.peek_interpreter_stack,
-        torch._C._autograd._profiler_enabled,
-    )
-except AttributeError:
-    _DISPATCH_HOOKS = None
-_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
-
-
-def _eager_launch_ok(*tensors: torch.Tensor) -> bool:
-    """True when launching directly is exactly what torch.ops.myteam.softmax_tl would do."""
-    if torch.compiler.is_compiling() or _DISPATCH_HOOKS is None or not TRITON_AVAILABLE:
-        return False
-    dispatch_modes, function_modes, functorch_stack, profiling = _DISPATCH_HOOKS
-    if dispatch_modes() or function_modes() or functorch_stack() is not None or profiling():
-        return False
-    grad = torch.is_grad_enabled()
-    return all(type(t) in _PLAIN_TENSORS and t.is_cuda and not (grad and t.requires_grad) for t in tensors)
