@@ -73,11 +73,11 @@ RW_CU = "{pkg}/csrc/rw/cuda/rw_kernel.cu"
 MM_H = "{pkg}/csrc/mm/mm_problem.h"
 MM_CPP = "{pkg}/csrc/mm/mm.cpp"
 MM_CU = "{pkg}/csrc/mm/cuda/mm_kernel.cu"
+#: The package's matrix-product kernels, which every matmul op instantiates with its epilogue.
+MM_CUH = "{pkg}/csrc/kernelgen/gemm.cuh"
 EW_TL = "{pkg}/ops/ew_tl.py"
 RW_TL = "{pkg}/ops/rw_tl.py"
 
-_SIMT_EPILOGUE = "mm_epilogue<opmath::kernel_math_type<scalar_t, acc_t>>"
-_TC_EPILOGUE = "mm_epilogue<opmath::fast_float>"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- elementwise, CUDA C++ backend ----
@@ -141,18 +141,15 @@ MUTANTS: tuple[Mutant, ...] = (
            (_e(MM_CPP, "mm_epilogue<acc_t>(acc[j], static_cast<acc_t>(bias_ptr[j]))",
                "mm_epilogue<acc_t>(mm_epilogue<acc_t>(acc[j], static_cast<acc_t>(bias_ptr[j])), static_cast<acc_t>(bias_ptr[j]))"),)),
     Mutant("mm-last-element-cuda", "mm", "cuda", "the last element of C skipped",
-           (_e(MM_CU, "if (gm < m && gn < n) {", "if (gm < m && gn < n && !(gm == m - 1 && gn == n - 1)) {", count=2),)),
+           (_e(MM_CUH, "if (gm < m && gn < n) {", "if (gm < m && gn < n && !(gm == m - 1 && gn == n - 1)) {", count=2),)),
     Mutant("mm-row-stride-cuda", "mm", "cuda", "the row stride of A off by one (float32/float64 kernel)",
-           (_e(MM_CU, "a[gm * k + gk]", "a[gm * (k - 1) + gk]"),)),
+           (_e(MM_CUH, "a[gm * k + gk]", "a[gm * (k - 1) + gk]"),)),
     Mutant("mm-reduce-k-1-cuda", "mm", "cuda", "a dot product over K - 1 elements (float32/float64 kernel)",
-           (_e(MM_CU, "as[kk][row] = (gm < m && gk < k) ?", "as[kk][row] = (gm < m && gk < k - 1) ?"),)),
+           (_e(MM_CUH, "as[kk][row] = (gm < m && gk < k) ?", "as[kk][row] = (gm < m && gk < k - 1) ?"),)),
     Mutant("mm-bias-row-cuda", "mm", "cuda", "the bias indexed by the row instead of the column",
-           (_e(MM_CU, "bias[gn]", "bias[gm % n]", count=2),)),
+           (_e(MM_CUH, "bias[gn]", "bias[gm % n]", count=2),)),
     Mutant("mm-epilogue-twice-cuda", "mm", "cuda", "the epilogue applied twice",
-           (_e(MM_CU, f"{_SIMT_EPILOGUE}(acc[i][j], static_cast<acc_t>(bias[gn]))",
-               f"{_SIMT_EPILOGUE}({_SIMT_EPILOGUE}(acc[i][j], static_cast<acc_t>(bias[gn])), static_cast<acc_t>(bias[gn]))"),
-            _e(MM_CU, f"{_TC_EPILOGUE}(acc[i][j][e], static_cast<float>(bias[gn]))",
-               f"{_TC_EPILOGUE}({_TC_EPILOGUE}(acc[i][j][e], static_cast<float>(bias[gn])), static_cast<float>(bias[gn]))"))),
+           (_e(MM_CU, "return mm_epilogue<T>(acc, bias);", "return mm_epilogue<T>(mm_epilogue<T>(acc, bias), bias);"),)),
     # ---- elementwise, Triton backend (its CPU implementation is the reference: only the kernel) ----
     Mutant("ew_tl-operator", "ew_tl", "triton", "an operator swapped (a + 8 becomes a - 8)",
            (_e(EW_TL, "result = (a + tl.full((), 8.0, ACC))", "result = (a - tl.full((), 8.0, ACC))"),)),
@@ -204,7 +201,9 @@ def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
 _ACC_T = re.compile(r"using acc_t = [^;]*;")
 #: An elementwise op's formula as the package's kernel calls it (csrc/<op>/cuda/<op>_kernel.cu, Op::apply).
 _EW_APPLY = re.compile(r"return (\w+)_expr<acc_t>\(([^;]*)\);")
-_EPILOGUE_TYPE = re.compile(r"_epilogue<opmath::(?:fast_float|kernel_math_type<scalar_t, acc_t>)>\(")
+_EPILOGUE_TYPE = re.compile(r"_epilogue<opmath::fast_float>\(")  # the CUTLASS path's epilogue (<op>_sm90.cu)
+#: A matmul op's epilogue as the package's kernels call it (csrc/<op>/cuda/<op>_kernel.cu, Op::epilogue).
+_MM_EPILOGUE = re.compile(r"return (\w+)_epilogue<T>\(([^;]*)\);")
 
 
 def formula_in_double(op_dir: Path) -> list[Path]:
@@ -217,9 +216,11 @@ def formula_in_double(op_dir: Path) -> list[Path]:
             continue
         text = path.read_text()
         new = _EPILOGUE_TYPE.sub("_epilogue<double>(", _ACC_T.sub("using acc_t = double;", text))
-        if path.name.endswith("_kernel.cu"):  # the elementwise kernel's math type is the package's: convert here
+        if path.name.endswith("_kernel.cu"):  # the package kernels keep their math types: the op converts its formula
             new = _EW_APPLY.sub(lambda m: f"return static_cast<acc_t>({m.group(1)}_expr<double>("
                                 + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));", new)
+            new = _MM_EPILOGUE.sub(lambda m: f"return static_cast<T>({m.group(1)}_epilogue<double>("
+                                   + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));", new)
         if new != text:
             path.write_text(new)
             changed.append(path)

@@ -292,11 +292,12 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     result = update(str(v3_library))
     assert result.exit_code == 0, result.output
     after = tree(v3_library)
-    # None removed, and one added: the package's elementwise kernel (template version 9), in ATen's
-    # spelling; no stable-ABI header (stable_utils.h).
-    header = "myteam_ops/csrc/kernelgen/elementwise.cuh"
-    assert sorted(after) == sorted([*before, header])
-    assert b"c10/cuda/CUDAException.h" in after[header] and b"C10_CUDA_KERNEL_LAUNCH_CHECK" in after[header]
+    # None removed, and three added (template version 9): the package's elementwise and matmul kernels,
+    # in ATen's spelling, and the Triton ops' shared eager fast path; no stable-ABI header (stable_utils.h).
+    headers = ["myteam_ops/csrc/kernelgen/elementwise.cuh", "myteam_ops/csrc/kernelgen/gemm.cuh"]
+    assert sorted(after) == sorted([*before, *headers, "myteam_ops/_triton_eager.py"])
+    for header in headers:
+        assert b"c10/cuda/CUDAException.h" in after[header] and b"C10_CUDA_KERNEL_LAUNCH_CHECK" in after[header]
     kept = [rel for rel in before if rel.endswith((".cpp", ".cu", ".h")) or rel in (
         "setup.py", "pyproject.toml", "README.md", "myteam_ops/_build.py")]
     assert len(kept) > 20

@@ -1,7 +1,7 @@
-"""Do two template trees compile an elementwise op to the same machine code? On the dev machine (no GPU).
+"""Do two template trees compile an op to the same machine code? On the dev machine (no GPU).
 
-    python docs/device/elementwise_sass.py dump OUT [--kernelgen SRC] [--ops muladd,gelu,...] [--abi full]
-    python docs/device/elementwise_sass.py compare OUT_A OUT_B
+    python docs/device/sass_compare.py dump OUT [--kernelgen SRC] [--ops muladd,gelu,...] [--abi full]
+    python docs/device/sass_compare.py compare OUT_A OUT_B
 
 `dump` generates each op of OPS with kernelgen (from SRC's templates when given: a checkout of another
 commit, `git archive REV | tar -x -C /tmp/old`), compiles every `.cu` of the op for sm_90 with the
@@ -26,14 +26,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: name -> (inputs, expression, dtypes): every launch path of the elementwise kernel.
+#: name -> the options of `kernelgen new`: every launch path of the elementwise kernel, and the matmul
+#: kernels with and without a bias, a light and a heavy epilogue, with and without the half types.
 OPS = {
-    "muladd": ("a,b,c", "a*b+c", "float32,float64,float16,bfloat16"),  # light, 3 inputs: 2 packs max
-    "gelu": ("x", "x * sigmoid(1.702 * x)", "float32,float64,float16,bfloat16"),  # 1 input, 16-byte float32
-    "silu_mul": ("x,y", "x*sigmoid(x)*y", "float32,float64,float16,bfloat16"),  # 2 inputs, 8-byte float32
-    "powmix": ("x,y", "pow(abs(x) + 1, y * 0.5)", "float32,float16"),  # heavier math: 16-byte float32
-    "tanh6": ("x", "tanh(tanh(tanh(tanh(tanh(tanh(x))))))", "float64,float32"),  # very heavy float64
-    "wide8": ("a,b,c,d,e2,g,h,k", "a*b + c*d - e2*g + h*k", "bfloat16,float16"),  # 8 inputs: the 85-register twin
+    "muladd": ["--inputs", "a,b,c", "--expr", "a*b+c"],  # light, 3 inputs: 2 packs max
+    "gelu": ["--inputs", "x", "--expr", "x * sigmoid(1.702 * x)"],  # 1 input, 16-byte float32
+    "silu_mul": ["--inputs", "x,y", "--expr", "x*sigmoid(x)*y"],  # 2 inputs, 8-byte float32
+    "powmix": ["--inputs", "x,y", "--expr", "pow(abs(x) + 1, y * 0.5)", "--dtypes", "float32,float16"],  # heavier math
+    "tanh6": ["--inputs", "x", "--expr", "tanh(tanh(tanh(tanh(tanh(tanh(x))))))", "--dtypes", "float64,float32"],
+    "wide8": ["--inputs", "a,b,c,d,e2,g,h,k", "--expr", "a*b + c*d - e2*g + h*k", "--dtypes", "bfloat16,float16"],
+    "mm": ["--kind", "matmul"],  # no bias, the identity epilogue
+    "mmgelu": ["--kind", "matmul", "--bias", "--epilogue", "(acc + bias) * sigmoid(1.702 * (acc + bias))"],
+    "mmrelu": ["--kind", "matmul", "--epilogue", "max(acc, 0) ** 2", "--dtypes", "float32,float64"],  # no tensor cores
 }
 _DTYPES = {"float": "float32", "double": "float64", "Half": "float16", "BFloat16": "bfloat16"}
 
@@ -47,19 +51,22 @@ def _tool(name: str) -> str:
     return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
 
 
-def _key(demangled: str) -> str:
-    """A kernel's template arguments, from its demangled name: dtype/kVec/kPacks/kBlocksPerSm (the
-    three numbers that follow the dtype, whatever else the name holds)."""
-    args = demangled[demangled.index("<") + 1:demangled.rindex(">")] if "<" in demangled else demangled
+def _key(demangled: str, op: str) -> str:
+    """A kernel's name and template arguments, from its demangled name: the kernel's own name (an op's
+    `<op>_kernel` counts as `kernel`), the dtype and what follows it (numbers and booleans), so that
+    the same kernel keeps its key when it moves from an op's file to a package header."""
+    name = re.sub(r"<.*", "", demangled).split("::")[-1]
+    name = "kernel" if name == f"{op}_kernel" else name
+    args = demangled[demangled.index("<") + 1:demangled.rindex(">")] if "<" in demangled else ""
     found = [(m.start(), v) for k, v in _DTYPES.items() for m in re.finditer(rf"(?<![\w:]){k}\b|::{k}\b", args)]
     if not found:
-        return demangled
+        return name
     start, dtype = min(found)
-    numbers = re.findall(r"(?<![\w.])(-?\d+)(?![\w.])", args[start:])
-    return f"{dtype}/" + "/".join(numbers[:3])
+    after = re.findall(r"(?<![\w.])(-?\d+|true|false)(?![\w.])", args[start:])
+    return f"{name}<{dtype}/" + "/".join(after[:3]) + ">"
 
 
-def _functions(sass: str) -> dict[str, list[str]]:
+def _functions(sass: str, op: str) -> dict[str, list[str]]:
     names = re.findall(r"^\s+Function : (\S+)", sass, re.MULTILINE)
     demangled = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True,
                                check=True).stdout.splitlines()
@@ -69,7 +76,7 @@ def _functions(sass: str) -> dict[str, list[str]]:
     for line in sass.splitlines():
         m = re.match(r"\s+Function : (\S+)", line)
         if m:
-            current = functions.setdefault(_key(lookup[m.group(1)]), [])
+            current = functions.setdefault(_key(lookup[m.group(1)], op), [])
             continue
         m = re.search(r"/\*[0-9a-f]{4}\*/\s+(.*?)\s*;", line)
         if m and current is not None:
@@ -83,30 +90,32 @@ def dump(out: Path, ops: list[str], kernelgen_src: str | None, abi: str = "stabl
     import torch.utils.cpp_extension as cpp
 
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=kernelgen_src or os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=kernelgen_src or os.environ.get("PYTHONPATH", ""), KERNELGEN_NO_CUTLASS="1")
     for op in ops:
-        inputs, expr, dtypes = OPS[op]
+        if abi == "full" and {"--bias", "--epilogue"} & set(OPS[op]):
+            print(f"{op}: left out (kernelgen generates --bias and --epilogue on the stable ABI only)")
+            continue
         root = out / "src" / op
         if root.exists():
             shutil.rmtree(root)
         root.parent.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "kernelgen", "new", op, "--inputs", inputs, "--expr", expr,
-                        "--dtypes", dtypes, "--arch-list", "9.0", "--abi", abi, "--defaults", "--output", str(root.parent)],
-                       env=env, cwd=out, check=True, capture_output=True)
+        subprocess.run([sys.executable, "-m", "kernelgen", "new", op, *OPS[op], "--arch-list", "9.0", "--abi", abi,
+                        "--defaults", "--output", str(root.parent)], env=env, cwd=out, check=True, capture_output=True)
         spec = importlib.util.spec_from_file_location(f"_build_{op}", root / op / "_build.py")
         assert spec is not None and spec.loader is not None
         build = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(build)
         _, nvcc_flags = build.compile_flags(True) if abi == "stable" else build.compile_flags()
         functions: dict[str, list[str]] = {}
-        for source in sorted((root / op / "csrc").rglob("*.cu")):
+        # The CUTLASS (sm_90a) sources are left out: kernelgen's templates pass them through unchanged.
+        for source in sorted(p for p in (root / op / "csrc").rglob("*.cu") if not p.name.endswith("_sm90.cu")):
             cubin = out / f"{op}_{source.stem}.cubin"
             subprocess.run([_tool("nvcc"), "-std=c++17", *cpp.COMMON_NVCC_FLAGS, *nvcc_flags,
                             *[f"-I{p}" for p in cpp.include_paths()], "-arch=sm_90", "-cubin", str(source), "-o",
                             str(cubin)], capture_output=True, text=True, check=True)
             sass = subprocess.run([_tool("cuobjdump"), "-sass", str(cubin)], capture_output=True, text=True,
                                   check=True).stdout
-            functions.update(_functions(sass))
+            functions.update(_functions(sass, op))
         (out / f"{op}.json").write_text(json.dumps(functions, indent=0, sort_keys=True) + "\n")
         print(f"{op}: {len(functions)} kernels, {sum(map(len, functions.values()))} instructions", flush=True)
 
