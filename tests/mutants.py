@@ -72,7 +72,6 @@ RW_CPP = "{pkg}/csrc/rw/rw.cpp"
 RW_CU = "{pkg}/csrc/rw/cuda/rw_kernel.cu"
 MM_H = "{pkg}/csrc/mm/mm_problem.h"
 MM_CPP = "{pkg}/csrc/mm/mm.cpp"
-MM_CU = "{pkg}/csrc/mm/cuda/mm_kernel.cu"
 #: The package's matrix-product kernels, which every matmul op instantiates with its epilogue.
 MM_CUH = "{pkg}/csrc/kernelgen/gemm.cuh"
 EW_TL = "{pkg}/ops/ew_tl.py"
@@ -149,7 +148,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("mm-bias-row-cuda", "mm", "cuda", "the bias indexed by the row instead of the column",
            (_e(MM_CUH, "bias[gn]", "bias[gm % n]", count=2),)),
     Mutant("mm-epilogue-twice-cuda", "mm", "cuda", "the epilogue applied twice",
-           (_e(MM_CU, "return mm_epilogue<T>(acc, bias);", "return mm_epilogue<T>(mm_epilogue<T>(acc, bias), bias);"),)),
+           (_e(MM_H, "return mm_epilogue<T>(acc, bias);", "return mm_epilogue<T>(mm_epilogue<T>(acc, bias), bias);"),)),
     # ---- elementwise, Triton backend (its CPU implementation is the reference: only the kernel) ----
     Mutant("ew_tl-operator", "ew_tl", "triton", "an operator swapped (a + 8 becomes a - 8)",
            (_e(EW_TL, "result = (a + tl.full((), 8.0, ACC))", "result = (a - tl.full((), 8.0, ACC))"),)),
@@ -199,28 +198,34 @@ def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
 #: The formula evaluated in double, in a CUDA C++ op's CPU loop and kernels: a correct kernel with
 #: other rounding (a more accurate one), which the generated tests must pass as they pass the op itself.
 _ACC_T = re.compile(r"using acc_t = [^;]*;")
-#: An elementwise op's formula as the package's kernel calls it (csrc/<op>/cuda/<op>_kernel.cu, Op::apply).
+#: The formula as the package's kernels call it, which keep their own math types: an elementwise op's
+#: Op::apply (csrc/<op>/cuda/<op>_kernel.cu) and a matmul op's Op::epilogue (csrc/<op>/<op>_problem.h).
 _EW_APPLY = re.compile(r"return (\w+)_expr<acc_t>\(([^;]*)\);")
-_EPILOGUE_TYPE = re.compile(r"_epilogue<opmath::fast_float>\(")  # the CUTLASS path's epilogue (<op>_sm90.cu)
-#: A matmul op's epilogue as the package's kernels call it (csrc/<op>/cuda/<op>_kernel.cu, Op::epilogue).
 _MM_EPILOGUE = re.compile(r"return (\w+)_epilogue<T>\(([^;]*)\);")
+
+
+def _in_double(pattern: re.Pattern[str], kind: str, text: str) -> str:
+    """``return f<T>(args);`` -> ``return static_cast<T>(f<double>(static_cast<double>(arg), ...));``"""
+    return pattern.sub(lambda m: f"return static_cast<{kind}>({m.group(1)}_{'expr' if kind == 'acc_t' else 'epilogue'}"
+                       "<double>(" + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));",
+                       text)
 
 
 def formula_in_double(op_dir: Path) -> list[Path]:
     """Rewrites the C++ of one op (``csrc/<op>/``) to evaluate its formula in double and round once:
-    every ``using acc_t = ...;`` becomes double, and so does a matmul epilogue's math type. Returns the
-    files it changed (none for a Triton op: see :func:`triton_in_double`)."""
+    every ``using acc_t = ...;`` of its CPU loop becomes double, and the formula the package's kernels
+    call (Op::apply, Op::epilogue) computes in double. Returns the files it changed (none for a Triton op:
+    see :func:`triton_in_double`)."""
     changed = []
     for path in sorted(op_dir.rglob("*")):
-        if path.suffix not in (".cpp", ".cu"):
+        if path.suffix not in (".cpp", ".cu", ".h"):
             continue
         text = path.read_text()
-        new = _EPILOGUE_TYPE.sub("_epilogue<double>(", _ACC_T.sub("using acc_t = double;", text))
-        if path.name.endswith("_kernel.cu"):  # the package kernels keep their math types: the op converts its formula
-            new = _EW_APPLY.sub(lambda m: f"return static_cast<acc_t>({m.group(1)}_expr<double>("
-                                + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));", new)
-            new = _MM_EPILOGUE.sub(lambda m: f"return static_cast<T>({m.group(1)}_epilogue<double>("
-                                   + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));", new)
+        new = _ACC_T.sub("using acc_t = double;", text) if path.suffix != ".h" else text
+        if path.name.endswith("_kernel.cu"):
+            new = _in_double(_EW_APPLY, "acc_t", new)
+        if path.name.endswith("_problem.h"):
+            new = _in_double(_MM_EPILOGUE, "T", new)
         if new != text:
             path.write_text(new)
             changed.append(path)

@@ -27,4 +27,14 @@ OPMATH_FN acc_t matmul_epilogue(acc_t acc) {
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 
+// What the package's matrix-product kernels (../kernelgen/gemm.cuh, gemm_sm90.cuh) need to know of this op:
+// whether it takes a bias, and its epilogue.
+struct Op {
+  static constexpr bool kBias = false;
+  template <typename T>
+  static OPMATH_FN T epilogue(T acc) {
+    return matmul_epilogue<T>(acc);
+  }
+};
+
 }  // namespace matmul

@@ -28,4 +28,14 @@ OPMATH_FN acc_t linear_gelu_epilogue(acc_t acc, acc_t bias) {
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 
+// What the package's matrix-product kernels (../kernelgen/gemm.cuh, gemm_sm90.cuh) need to know of this op:
+// whether it takes a bias, and its epilogue.
+struct Op {
+  static constexpr bool kBias = true;
+  template <typename T>
+  static OPMATH_FN T epilogue(T acc, T bias) {
+    return linear_gelu_epilogue<T>(acc, bias);
+  }
+};
+
 }  // namespace linear_gelu

@@ -10,20 +10,8 @@
 #include "linear_gelu_kernel.h"
 
 namespace linear_gelu {
-namespace {
 
-// What the package's matrix-product kernels need to know of this op: whether it takes a bias, and
-// its epilogue (linear_gelu_epilogue in ../linear_gelu_problem.h, shared with the CPU loop).
-struct Op {
-  static constexpr bool kBias = true;
-  template <typename T>
-  static __device__ __forceinline__ T epilogue(T acc, T bias) {
-    return linear_gelu_epilogue<T>(acc, bias);
-  }
-};
-
-}  // namespace
-
+// The op (its bias and epilogue: Op in ../linear_gelu_problem.h) on the package's kernels.
 template <typename scalar_t>
 void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
                   int device, cudaStream_t stream) {

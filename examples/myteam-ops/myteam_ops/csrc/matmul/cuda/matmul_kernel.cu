@@ -10,20 +10,8 @@
 #include "matmul_kernel.h"
 
 namespace matmul {
-namespace {
 
-// What the package's matrix-product kernels need to know of this op: whether it takes a bias, and
-// its epilogue (matmul_epilogue in ../matmul_problem.h, shared with the CPU loop).
-struct Op {
-  static constexpr bool kBias = false;
-  template <typename T>
-  static __device__ __forceinline__ T epilogue(T acc) {
-    return matmul_epilogue<T>(acc);
-  }
-};
-
-}  // namespace
-
+// The op (its bias and epilogue: Op in ../matmul_problem.h) on the package's kernels.
 template <typename scalar_t>
 void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
                   int device, cudaStream_t stream) {
