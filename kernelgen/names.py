@@ -521,8 +521,9 @@ def cpp_namespace(op_name: str) -> str:
     return op_name if op_name not in clashes and plain else f"{op_name.strip('_')}_op"
 
 
-#: Namespaces of the libraries the generated C++ includes: an op's namespace must not reopen one.
-CPP_LIBRARY_NAMESPACES = frozenset(["std", "at", "c10", "torch", "cute", "cutlass", "kernelgen", "opmath", "thrust",
+#: Namespaces of the libraries the generated C++ includes (kg: the package kernels of csrc/kernelgen/):
+#: an op's namespace must not reopen one.
+CPP_LIBRARY_NAMESPACES = frozenset(["std", "at", "c10", "torch", "cute", "cutlass", "kernelgen", "kg", "opmath", "thrust",
                                     "cub", "detail", "internal"])
 
 

@@ -82,7 +82,7 @@ def test_every_generated_python_file_compiles_over_the_natural_names(tmp_path, k
         compile(path.read_text(), str(path), "exec")  # raises SyntaxError (a duplicate argument, ...)
 
 
-@pytest.mark.parametrize("op_name", ["norm", "floor", "std", "cute", "gamma", "int64_t"])
+@pytest.mark.parametrize("op_name", ["norm", "floor", "std", "cute", "gamma", "int64_t", "kg"])
 def test_an_op_named_like_a_c_name_gets_a_safe_cpp_namespace(tmp_path, op_name):
     _new(["new", op_name, "--inputs", "x", "--expr", "x * 2", "--defaults", "--output", str(tmp_path)])
     source = (tmp_path / op_name / op_name / "csrc" / op_name / f"{op_name}.cpp").read_text()
