@@ -30,7 +30,7 @@ def test_new_writes_the_documented_tree(tmp_path, abi):
         "muladd/csrc/_module.cpp", "muladd/csrc/opmath.h",
         "muladd/csrc/muladd/muladd.cpp", "muladd/csrc/muladd/muladd.h", "muladd/csrc/muladd/muladd_checks.h",
         "muladd/csrc/muladd/cuda/muladd_cuda.cpp", "muladd/csrc/muladd/cuda/muladd_kernel.cu",
-        "muladd/csrc/muladd/cuda/muladd_kernel.h",
+        "muladd/csrc/muladd/cuda/muladd_kernel.h", "muladd/csrc/kernelgen/elementwise.cuh",
         "tests/test_muladd.py",
         "benchmarks/bench_muladd.py", "benchmarks/harness.py", "benchmarks/run_all.py",
     } | stable_only == files
@@ -68,8 +68,11 @@ def _common_rules(root, cu, cuda_cpp, cpp):
 
 
 def _sources(root):
-    return [(root / f"muladd/csrc/muladd/{rel}").read_text()
-            for rel in ("cuda/muladd_kernel.cu", "cuda/muladd_cuda.cpp", "muladd.cpp")]
+    """The kernel (the package's elementwise kernel and the op's instantiation of it), the tensor side
+    and the CPU code of the muladd op at ``root``."""
+    kernel = (root / "muladd/csrc/kernelgen/elementwise.cuh").read_text()
+    kernel += (root / "muladd/csrc/muladd/cuda/muladd_kernel.cu").read_text()
+    return [kernel] + [(root / f"muladd/csrc/muladd/{rel}").read_text() for rel in ("cuda/muladd_cuda.cpp", "muladd.cpp")]
 
 
 def test_generated_code_follows_the_rules(tmp_path):
@@ -83,9 +86,9 @@ def test_generated_code_follows_the_rules(tmp_path):
         assert needle in cuda_cpp, needle
     # Stable ABI: no ATen or c10 header anywhere in the package's C++, only torch/csrc/stable and torch/headeronly.
     for path in (root / "muladd/csrc").rglob("*"):
-        if path.suffix in (".cpp", ".cu", ".h"):
+        if path.suffix in (".cpp", ".cu", ".h", ".cuh"):
             includes = re.findall(r"^#include <([\w.]+)", path.read_text(), re.MULTILINE)
-            assert {inc for inc in includes if inc in ("ATen", "c10") or "." not in inc} <= {"torch", "cstdint", "cmath",
+            assert {inc for inc in includes if inc in ("ATen", "c10") or "." not in inc} <= {"torch", "cstdint", "cstddef", "cmath",
                     "algorithm", "atomic", "optional", "string", "utility", "vector", "sstream", "stdexcept", "type_traits"}, includes
             torch_includes = re.findall(r"^#include <(torch/[\w/.]+)", path.read_text(), re.MULTILINE)
             assert all(inc.startswith(("torch/csrc/stable/", "torch/headeronly/", "torch/csrc/inductor/aoti_torch/c/"))
