@@ -61,28 +61,6 @@ DTYPE_INFO: dict[str, dict[str, str]] = {
 _RECORDED = ("name", "package", "namespace", "arch_list", "abi", "ops")
 
 
-def matmul_has_sm90(kind: object, dtypes: Any) -> bool:
-    """The rule of the CUTLASS (sm_90a) Hopper path, in a stable-ABI package: a matmul op with float16
-    or bfloat16. OpSpec.sm90 and the templates (through kg_has_sm90) both ask here."""
-    return kind == "matmul" and bool({"float16", "bfloat16"} & set(dtypes or []))
-
-
-def has_sm90(ops: list[dict[str, Any]]) -> bool:
-    """Whether a package's ops include a matmul with the CUTLASS Hopper path (see matmul_has_sm90)."""
-    return any(matmul_has_sm90(op.get("kind"), op.get("dtypes")) for op in ops)
-
-
-def cuda_kinds(ops: list[dict[str, Any]]) -> list[str]:
-    """The kinds of a package's ops on the CUDA C++ backend: the package headers it needs
-    (csrc/kernelgen/<kind>.cuh)."""
-    return sorted({op["kind"] for op in ops if op.get("backend", "cuda") == "cuda"})
-
-
-def has_triton(ops: list[dict[str, Any]]) -> bool:
-    """Whether a package has Triton ops: they share its eager fast path (<package>/_triton_eager.py)."""
-    return any(op.get("backend", "cuda") == "triton" for op in ops)
-
-
 def _user_names(context: Any, idents: list[str]) -> tuple[tuple[str, ...], dict[str, str]]:
     """The user's names of ``idents`` (an op's `names` answer maps identifier -> name; without it
     the names are the identifiers), and the map back from name to identifier."""
@@ -177,9 +155,6 @@ class KernelgenExtension(Extension):
         environment.globals["kg_rowwise"] = rowwise
         environment.globals["kg_error_bound"] = error_bound
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
-        environment.globals["kg_has_sm90"] = has_sm90
-        environment.globals["kg_cuda_kinds"] = cuda_kinds
-        environment.globals["kg_has_triton"] = has_triton
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__
         environment.globals["kg_template_version"] = TEMPLATE_VERSION

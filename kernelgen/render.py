@@ -88,7 +88,7 @@ def render_package(pkg: PackageSpec) -> dict[str, bytes]:
     The ancestor record is not included (see :func:`with_record`).
     """
     files: dict[str, bytes] = {}
-    parts: list[tuple[str, dict[str, Any]]] = [("package", pkg.answers())]
+    parts: list[tuple[str, dict[str, Any]]] = [("package", pkg.render_data())]
     parts += [(op.part, pkg.op_answers(op)) for op in pkg.ops]
     with tempfile.TemporaryDirectory(prefix="kernelgen-render-") as tmp:
         for index, (part, answers) in enumerate(parts):

@@ -16,7 +16,6 @@ from typing import Any
 
 from . import expr as expr_mod
 from . import names as names_mod
-from ._jinja import matmul_has_sm90
 from .errors import AnswersError, ExprError, InvalidNameError, SpecError, did_you_mean
 
 KINDS: dict[str, str] = {
@@ -495,7 +494,7 @@ class OpSpec:
     @property
     def sm90(self) -> bool:
         """A matmul op with the CUTLASS Hopper path: on the stable ABI, with float16 or bfloat16."""
-        return self.abi == "stable" and matmul_has_sm90(self.kind, self.dtypes)
+        return self.abi == "stable" and self.kind == "matmul" and bool({"float16", "bfloat16"} & set(self.dtypes))
 
     def identifiers(self, package: str) -> dict[str, str]:
         """Input and weight name -> the identifier the generated code of this op uses for it (the
@@ -686,9 +685,21 @@ class PackageSpec:
             "ops": [op.record() for op in self.ops],
         }
 
+    def render_data(self) -> dict[str, object]:
+        """The package-level answers and the decisions derived from them, each made here once and
+        handed to the templates (none of them is recorded: regenerating derives them again)."""
+        data = self.answers()
+        data.update({
+            "backends": {op.op_name: op.backend for op in self.ops},
+            "cuda_kinds": sorted({op.kind for op in self.ops if op.backend == "cuda"}),
+            "has_triton": any(op.backend == "triton" for op in self.ops),
+            "sm90_ops": [op.op_name for op in self.ops if op.sm90],
+        })
+        return data
+
     def op_answers(self, op: OpSpec) -> dict[str, object]:
         """The copier answers that render one op of this package."""
-        data = self.answers()
+        data = self.render_data()
         data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
         data["op_cpp"] = op.cpp_namespace
         if op.kind in EXPR_KINDS:
@@ -699,7 +710,7 @@ class PackageSpec:
                          "weights": [ids[n] for n in op.weights],
                          "names": {ident: name for name, ident in ids.items()}})
         if op.kind == "matmul":
-            data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90})
+            data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90, "fused": op.fused})
         return data
 
 
