@@ -1,9 +1,9 @@
 """The `kernelgen` command (`python -m kernelgen`, and the console script).
 
 Importing click and kernelgen takes about 0.1 s, before any command has started. A Ctrl-C in that
-time would print a KeyboardInterrupt traceback from the middle of an import, so SIGINT and SIGTERM
-are held back (blocked) while importing and acted on once kernelgen can say what happened: nothing,
-yet. This module imports nothing heavy, and neither does `kernelgen/__init__.py`, so what comes
+time would print a KeyboardInterrupt traceback from the middle of an import, and one while click
+parses the arguments would print click's "Aborted!", so SIGINT and SIGTERM are held back (blocked)
+until a command starts, and acted on there, where kernelgen can say what happened: nothing, yet. This module imports nothing heavy, and neither does `kernelgen/__init__.py`, so what comes
 before the signals are held back is only Python's own start-up.
 """
 
@@ -32,15 +32,17 @@ def run() -> None:
     held = (signal.SIGINT, signal.SIGTERM)
     previous = block(signal.SIG_BLOCK, held) if block is not None else None
     try:
-        try:
-            from . import cli
+        from . import cli, fsutil
 
-            for signum in held:
-                signal.signal(signum, _on_signal)
-        finally:
-            if block is not None and previous is not None:
-                block(signal.SIG_SETMASK, previous)  # a signal held back while importing is acted on here
-    except BaseException as err:
+        for signum in held:
+            signal.signal(signum, _on_signal)
+        if previous is not None:
+            # Still held while click parses the arguments: the command group releases them when a
+            # command starts (fsutil.release_startup_signals), where an interrupt gets its message.
+            fsutil.hold_startup_signals(previous)
+    except BaseException as err:  # without pthread_sigmask, a Ctrl-C can land in the imports
+        if block is not None and previous is not None:
+            block(signal.SIG_SETMASK, previous)
         if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
             raise
         _ignore(held)
@@ -49,7 +51,7 @@ def run() -> None:
     try:
         try:
             cli.main(prog_name="kernelgen")
-        except BaseException as err:  # an interrupt outside a command (while click parses the arguments)
+        except BaseException as err:  # an interrupt outside a command (no pthread_sigmask to hold it)
             if not isinstance(err, KeyboardInterrupt) and type(err).__name__ != "Terminated":
                 raise
             cli._interrupted(err)

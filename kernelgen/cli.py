@@ -54,6 +54,7 @@ class _Kernelgen(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         fsutil.OUTCOME.reset()
         try:
+            fsutil.release_startup_signals()  # a Ctrl-C held back since start-up is acted on here
             return super().invoke(ctx)
         except (KeyboardInterrupt, Terminated) as err:
             _interrupted(err)

@@ -67,6 +67,27 @@ class Outcome:
 
 OUTCOME = Outcome()
 
+#: The signal mask from before kernelgen's entry point held SIGINT and SIGTERM back (kernelgen.__main__),
+#: or None when nothing is held.
+_STARTUP_MASK: set[int] | None = None
+
+
+def hold_startup_signals(previous: set[int]) -> None:
+    """Record that SIGINT and SIGTERM are blocked from start-up until a command runs: a signal in that
+    time (Python importing, click parsing the arguments) waits, and the command acts on it, so that it
+    ends with the command's one line and exit code, never click's "Aborted!" or a traceback."""
+    global _STARTUP_MASK
+    _STARTUP_MASK = previous
+
+
+def release_startup_signals() -> None:
+    """Restore the mask that :func:`hold_startup_signals` recorded: a signal held back since start-up
+    is acted on now, by the caller's code. Does nothing when nothing is held."""
+    global _STARTUP_MASK
+    previous, _STARTUP_MASK = _STARTUP_MASK, None
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
 
 @contextlib.contextmanager
 def terminate_as_exception() -> Iterator[None]:
