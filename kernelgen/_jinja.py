@@ -39,8 +39,9 @@ from .expr import parse
 #: 8: the generated tests check every result against reference() in float64 on the same inputs, within
 #:    an error bound derived from the expression (error_bound(), kernelgen/error_model.py), instead of
 #:    one rtol/atol per dtype.
-#: 9: the package holds the elementwise kernel and its launch once (csrc/kernelgen/elementwise.cuh); an
-#:    elementwise op's kernel file is its formula and one instantiation per dtype.
+#: 9: the package holds each kind's kernels once (csrc/kernelgen/elementwise.cuh, gemm.cuh, gemm_sm90.cuh)
+#:    and the Triton ops' eager fast path (_triton_eager.py); an op's kernel files are its formula (Op)
+#:    and one instantiation per dtype.
 TEMPLATE_VERSION = "9"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and

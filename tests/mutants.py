@@ -200,15 +200,14 @@ def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
 _ACC_T = re.compile(r"using acc_t = [^;]*;")
 #: The formula as the package's kernels call it, which keep their own math types: an elementwise op's
 #: Op::apply (csrc/<op>/cuda/<op>_kernel.cu) and a matmul op's Op::epilogue (csrc/<op>/<op>_problem.h).
-_EW_APPLY = re.compile(r"return (\w+)_expr<acc_t>\(([^;]*)\);")
-_MM_EPILOGUE = re.compile(r"return (\w+)_epilogue<T>\(([^;]*)\);")
+_EW_APPLY = re.compile(r"return (\w+_expr)<acc_t>\(([^;]*)\);")
+_MM_EPILOGUE = re.compile(r"return (\w+_epilogue)<T>\(([^;]*)\);")
 
 
 def _in_double(pattern: re.Pattern[str], kind: str, text: str) -> str:
     """``return f<T>(args);`` -> ``return static_cast<T>(f<double>(static_cast<double>(arg), ...));``"""
-    return pattern.sub(lambda m: f"return static_cast<{kind}>({m.group(1)}_{'expr' if kind == 'acc_t' else 'epilogue'}"
-                       "<double>(" + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));",
-                       text)
+    return pattern.sub(lambda m: f"return static_cast<{kind}>({m.group(1)}<double>("
+                       + ", ".join(f"static_cast<double>({a.strip()})" for a in m.group(2).split(",")) + "));", text)
 
 
 def formula_in_double(op_dir: Path) -> list[Path]:

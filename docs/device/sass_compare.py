@@ -90,12 +90,14 @@ def dump(out: Path, ops: list[str], kernelgen_src: str | None, abi: str = "stabl
     import torch.utils.cpp_extension as cpp
 
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=kernelgen_src or os.environ.get("PYTHONPATH", ""), TORCH_CUDA_ARCH_LIST="9.0")
-    if sm90:  # the CUTLASS sources only, built for sm_90a with the headers the package's build finds
-        os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"
+    # Read by `kernelgen new` and by the packages' _build.compile_flags alike: with --sm90 the CUTLASS
+    # sources only, built for sm_90a with the headers the package's build finds; else none of them.
+    os.environ["TORCH_CUDA_ARCH_LIST"] = "9.0"
+    if sm90:
         os.environ.pop("KERNELGEN_NO_CUTLASS", None)
     else:
-        env["KERNELGEN_NO_CUTLASS"] = os.environ["KERNELGEN_NO_CUTLASS"] = "1"
+        os.environ["KERNELGEN_NO_CUTLASS"] = "1"
+    env = dict(os.environ, PYTHONPATH=kernelgen_src or os.environ.get("PYTHONPATH", ""))
     for op in ops:
         if sm90 and ("matmul" not in OPS[op] or abi == "full"):
             continue
