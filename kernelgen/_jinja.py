@@ -42,7 +42,9 @@ from .expr import parse
 #: 9: the package holds each kind's kernels once (csrc/kernelgen/elementwise.cuh, gemm.cuh, gemm_sm90.cuh)
 #:    and the Triton ops' eager fast path (_triton_eager.py); an op's kernel files are its formula (Op)
 #:    and one instantiation per dtype.
-TEMPLATE_VERSION = "9"
+#: 10: the package holds each kind's test suite and the error model once (<package>/testing/); an op's
+#:    tests/test_<op>.py is its error_bound() and a class that runs its kind's suite on it.
+TEMPLATE_VERSION = "10"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.

@@ -261,7 +261,7 @@ def error_bound_python(
     doc = (
         f'    """The bound on the rounding error of {clip(parsed.source, 48)}, in units of _m.u,\n'
         '    element by element: one line per step of the expression (kernelgen writes it from the\n'
-        '    expression; the model above says what each term means)."""'
+        '    expression; testing/error_model.py of the package says what each term means)."""'
     )
     lines = [f"def {function}({params}):", doc]
     body = emitter.lines

@@ -545,7 +545,7 @@ class OpSpec:
 
 
 #: Module names at the top of a generated package that an op module or export must not shadow.
-PACKAGE_MEMBERS = frozenset(["ops", "csrc", "reference", "with_cuda"])
+PACKAGE_MEMBERS = frozenset(["ops", "csrc", "reference", "testing", "with_cuda"])
 
 
 @dataclass(frozen=True)
@@ -692,6 +692,7 @@ class PackageSpec:
         data.update({
             "backends": {op.op_name: op.backend for op in self.ops},
             "cuda_kinds": sorted({op.kind for op in self.ops if op.backend == "cuda"}),
+            "kinds": sorted({op.kind for op in self.ops}),
             "has_triton": any(op.backend == "triton" for op in self.ops),
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
         })

@@ -2,7 +2,7 @@
 correct evaluations (never fails a correct kernel), stays close to what they actually err by, and the
 generated tests catch planted bugs (tests/mutants.py) on the CPU path.
 
-The unit tests render the model (templates/_shared/test_error_model.py.jinja) and the error_bound()
+The unit tests render the model (the package's testing/error_model.py) and the error_bound()
 kernelgen emits, and hold PyTorch's own float32 evaluation of an expression (a correct kernel with
 PyTorch's math) against them. The build tests compile generated ops CPU-only (KERNELGEN_CPU_ONLY=1,
 seconds on the stable ABI) and run their generated suites: the issue's reproduction, the formula
@@ -47,13 +47,17 @@ ISSUE_REPRO = ("a,b,c", "(a + 8) * (b + 8) - 8 * (a + b) - 64 + 0.01 * c")
 
 
 def render_model(source: str, kind: str = "elementwise", backend: str = "cuda") -> dict:
-    """The generated tests' model and ``source`` (an error_bound function), executed: a namespace."""
+    """A generated package's error model (testing/error_model.py) and ``source`` (an op's error_bound
+    function), executed: a namespace whose ErrorModel(dtype) is the model of ``backend``. (``kind`` is
+    the op's kind: the one model serves all three.)"""
     env = Environment(loader=FileSystemLoader(str(template_dir())), undefined=StrictUndefined, trim_blocks=True,
                       lstrip_blocks=True, keep_trailing_newline=True, extensions=[KernelgenExtension])
-    text = env.get_template("_shared/test_error_model.py.jinja").render(
-        backend=backend, model_kind=kind, error_bound_source=source)
+    text = env.get_template("package/{{package}}/testing/error_model.py.jinja").render(package="pkg")
     namespace: dict = {"torch": torch, "math": math}
     exec(compile(text, "<generated error model>", "exec"), namespace)
+    exec(compile(source, "<generated error_bound>", "exec"), namespace)
+    model_class = namespace["ErrorModel"]
+    namespace["ErrorModel"] = lambda dtype: model_class(dtype, backend)
     return namespace
 
 
@@ -459,18 +463,19 @@ mod = importlib.import_module(f"{PACKAGE}.ops.{op}")
 spec = importlib.util.spec_from_file_location("generated_test", f"{root}/tests/test_{op}.py")
 generated = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(generated)
+suite = next(value for name, value in vars(generated).items() if name.startswith("Test"))()
 caught = []
 for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
     if op == "ew_tl":
-        cases = [(generated.make_inputs((3001,), dtype, "cpu"), mod._ew_tl_kernel, 1024, 3001)]
+        cases = [(suite.make_inputs((3001,), dtype, "cpu"), mod._ew_tl_kernel, 1024, 3001)]
     else:
-        cases = [(generated.make_args((3, cols), dtype, "cpu", seed=cols), kernel, block, cols)
+        cases = [(suite.make_args((3, cols), dtype, "cpu", seed=cols), kernel, block, cols)
                  for cols, kernel, block in ((1000, mod._rw_tl_kernel, 1024), (20000, mod._rw_tl_long_kernel, 4096))]
     for args, kernel, block, n in cases:
         out = torch.full(args[0].shape, float("nan"), dtype=dtype)
         kernel[(triton.cdiv(args[0].numel(), block) if op == "ew_tl" else args[0].shape[0],)](*args, out, n, BLOCK=block, ACC=acc)
         try:
-            generated.assert_matches(out, args)
+            suite.assert_matches(out, args)
         except AssertionError as err:
             caught.append(f"{dtype} n={n}: {str(err)[:120]}")
 print("CAUGHT" if caught else "PASSES", *caught[:1])

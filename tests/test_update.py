@@ -292,10 +292,13 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     result = update(str(v3_library))
     assert result.exit_code == 0, result.output
     after = tree(v3_library)
-    # None removed, and three added (template version 9): the package's elementwise and matmul kernels,
-    # in ATen's spelling, and the Triton ops' shared eager fast path; no stable-ABI header (stable_utils.h).
+    # None removed, and these added: the package's elementwise and matmul kernels, in ATen's spelling,
+    # and the Triton ops' shared eager fast path (template version 9); the test suites each kind shares
+    # and their error model (10); no stable-ABI header (stable_utils.h).
     headers = ["myteam_ops/csrc/kernelgen/elementwise.cuh", "myteam_ops/csrc/kernelgen/gemm.cuh"]
-    assert sorted(after) == sorted([*before, *headers, "myteam_ops/_triton_eager.py"])
+    suites = [f"myteam_ops/testing/{name}.py" for name in
+              ("__init__", "error_model", "suite", "elementwise", "matmul", "triton_eager")]
+    assert sorted(after) == sorted([*before, *headers, "myteam_ops/_triton_eager.py", *suites])
     for header in headers:
         assert b"c10/cuda/CUDAException.h" in after[header] and b"C10_CUDA_KERNEL_LAUNCH_CHECK" in after[header]
     kept = [rel for rel in before if rel.endswith((".cpp", ".cu", ".h")) or rel in (
@@ -304,10 +307,10 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     # Only what later template versions improved in the kernels changes (the launch rule, x ** 3 as
     # multiplications, fast_float), the matmul's epilogue hook (its CPU loop and kernels call
     # matmul_epilogue, which returns acc), and the comments of the op headers; nothing moves to the
-    # stable ABI.
+    # stable ABI; pyproject.toml lists the testing package.
     changed = [rel for rel in kept if after[rel] != before[rel]]
     assert all(rel.endswith(("_kernel.cu", "/opmath.h", ".h")) or rel in ("myteam_ops/csrc/matmul/matmul.cpp", "README.md",
-                                                                           "setup.py")
+                                                                           "setup.py", "pyproject.toml")
                for rel in changed), changed
     # setup.py writes the build record once the extension is built (not for `setup.py --help`); nothing else.
     added = set(after["setup.py"].decode().splitlines()) - set(before["setup.py"].decode().splitlines())

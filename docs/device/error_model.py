@@ -10,15 +10,19 @@ writes, under .device/errmodel/:
                                  kernels with other rounding;
   * sweep/sweep-ops/             the elementwise expression sweep (docs/device/sweep.py, seed 13, 40 ops);
   * sweep_double/sweep-ops/      the same with every formula in double;
+  * rsweep/rsweep-ops/           the rowwise expression sweep (docs/device/rowwise_sweep.py, seed 28, 40
+                                 expressions, each on both backends), and rsweep_double/ in double;
   * mutants/<id>/<package>/      one single-op package per mutant of tests/mutants.py (formula, cuda and
                                  triton ones), and base_<op>/ unchanged; mutants/manifest.json lists them.
 
 On the GPU machine, from the repository root (carry .device/errmodel), one call each, logs under $OUT:
 
-    python docs/device/error_model.py run examples [--repeat 3]   # build examples/, run every suite 3 times
+    python docs/device/error_model.py run examples [--repeat 3]   # build examples/, run every suite 3 times,
+                                                                  # with seeds 0, 1, 2 (KERNELGEN_TEST_SEED)
     python docs/device/error_model.py run examples-double         # the examples with the formula in double
     python docs/device/error_model.py run sweep [--part 1/2]      # the sweep package's 40 suites (or a part)
     python docs/device/error_model.py run sweep-double [--part 1/2]
+    python docs/device/error_model.py run rsweep [--part 1/2]     # the rowwise sweep's suites; rsweep-double
     python docs/device/error_model.py run mutants                 # every CUDA and Triton mutant, plus the
                                                                   # unchanged ops and their formula in double
     python docs/device/error_model.py ratios PACKAGE_ROOT [--device cuda]   # bound against observed error
@@ -87,7 +91,15 @@ def _copy(src: Path, dst: Path) -> None:
 
 # ---- prepare (dev machine) ----------------------------------------------------------------------
 
-def prepare(directory: Path, sweep_count: int) -> None:
+def _rowwise_sweep():
+    spec = importlib.util.spec_from_file_location("rowwise_sweep", REPO / "docs" / "device" / "rowwise_sweep.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def prepare(directory: Path, sweep_count: int, rsweep_count: int = 40) -> None:
     mutants = _mutants()
     if directory.exists():
         shutil.rmtree(directory)
@@ -99,6 +111,11 @@ def prepare(directory: Path, sweep_count: int) -> None:
     sweep.generate(directory / "sweep", seed=13, count=sweep_count)
     _copy(directory / "sweep" / "sweep-ops", directory / "sweep_double" / "sweep-ops")
     print(f"sweep: {sweep_count} ops; sweep_double: {_in_double(directory / 'sweep_double' / 'sweep-ops', mutants)} in double")
+    if rsweep_count:
+        _rowwise_sweep().generate(directory / "rsweep", seed=28, count=rsweep_count)
+        _copy(directory / "rsweep" / "rsweep-ops", directory / "rsweep_double" / "rsweep-ops")
+        in_double = _in_double(directory / "rsweep_double" / "rsweep-ops", mutants)
+        print(f"rsweep: {rsweep_count} expressions on both backends; rsweep_double: {in_double} in double")
 
     # One package per op, kgmut_<op>, so that a mutant's build compiles one op.
     base = directory / "mutants"
@@ -187,12 +204,13 @@ def counts(text: str) -> dict[str, int]:
     return found
 
 
-def run_suite(root: Path, label: str, args: list[str], cutlass: bool) -> dict:
+def run_suite(root: Path, label: str, args: list[str], cutlass: bool, seed: int = 0) -> dict:
+    """One generated suite; ``seed`` offsets every seed it draws arguments with (KERNELGEN_TEST_SEED)."""
     start = time.time()
     log_path = OUT / f"test_{_log_name(label)}.log"
     with open(log_path, "w") as log:
         done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *args], cwd=root,
-                              env=_env(cutlass), stdout=log, stderr=subprocess.STDOUT)
+                              env={**_env(cutlass), "KERNELGEN_TEST_SEED": str(seed)}, stdout=log, stderr=subprocess.STDOUT)
     text = log_path.read_text(errors="replace")
     first = re.search(r"^(?:FAILED|ERROR) (\S+)", text, re.MULTILINE)
     return {"label": label, "rc": done.returncode, "seconds": round(time.time() - start), **counts(text),
@@ -206,7 +224,7 @@ def _suites_of(root: Path, part: str) -> list[Path]:
 
 
 def run(what: str, directory: Path, repeat: int, jobs: int, part: str, extra: list[str], cutlass: bool,
-        time_limit: float) -> None:
+        time_limit: float, first_seed: int = 0) -> None:
     OUT.mkdir(parents=True, exist_ok=True)
     started = time.time()
     if what == "mutants":
@@ -216,6 +234,8 @@ def run(what: str, directory: Path, repeat: int, jobs: int, part: str, extra: li
         "examples-double": [directory / "examples_double" / name for name in EXAMPLES],
         "sweep": [directory / "sweep" / "sweep-ops"],
         "sweep-double": [directory / "sweep_double" / "sweep-ops"],
+        "rsweep": [directory / "rsweep" / "rsweep-ops"],
+        "rsweep-double": [directory / "rsweep_double" / "rsweep-ops"],
     }[what]
     for root in roots:
         if not root.is_dir():
@@ -224,21 +244,22 @@ def run(what: str, directory: Path, repeat: int, jobs: int, part: str, extra: li
     status = build(roots, cutlass)
     failed = [root for root, text in status.items() if text.startswith("BUILD FAILED")]
     tasks = []
-    for rep in range(1, repeat + 1):
+    # Repetition k draws its arguments with seed first_seed + k - 1: each run tests other inputs.
+    for seed in range(first_seed, first_seed + repeat):
         for root in roots:
             if root in failed:
                 continue
             for suite in _suites_of(root, part):
-                label = f"{what}_{root.name}_{suite.stem}_run{rep}"
-                tasks.append((root, label, [str(suite.relative_to(root)), *extra]))
+                label = f"{what}_{root.name}_{suite.stem}_seed{seed}"
+                tasks.append((root, label, [str(suite.relative_to(root)), *extra], seed))
     print(f"== {len(tasks)} suite runs, {jobs} at a time", flush=True)
     results = []
 
     def one(task):
-        root, label, args = task
+        root, label, args, seed = task
         if time.time() - started > time_limit:
             return {"label": label, "rc": None, "skipped_by_time_limit": True}
-        result = run_suite(root, label, args, cutlass)
+        result = run_suite(root, label, args, cutlass, seed)
         print(f"  {label}: rc={result['rc']} {result.get('passed', 0)} passed, {result.get('failed', 0)} failed, "
               f"{result.get('errors', 0)} errors in {result['seconds']} s", flush=True)
         return result
@@ -324,18 +345,22 @@ def ratios(root: Path, device: str, ops: list[str]) -> None:
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        for dtype in module.DTYPES:
-            if hasattr(module, "make_inputs"):  # elementwise
-                cases = [("1000003", module.make_inputs((1000003,), dtype, device))]
-                call = [(label, args, module.OP(*args), module.expected_and_bound(args)) for label, args in cases]
-            elif hasattr(module, "make_args"):  # rowwise
-                cases = [(f"64x{c}", module.make_args((64, c), dtype, device, seed=c)) for c in (1000, 16384)]
-                call = [(label, args, module.OP(*args), module.expected_and_bound(args)) for label, args in cases]
+        # The op's suite (its Test* class over the package's testing/<kind>.py) makes the arguments and bounds.
+        suite = next(value for name, value in vars(module).items() if name.startswith("Test"))()
+        for dtype in suite.op.dtypes:
+            if hasattr(suite, "make_inputs"):  # elementwise
+                cases = [("1000003", suite.make_inputs((1000003,), dtype, device))]
+                call = [(label, args, suite.op.overload(*args), suite.expected_and_bound(args)) for label, args in cases]
+            elif hasattr(suite, "make_args"):  # rowwise
+                cases = [(f"64x{c}", suite.make_args((64, c), dtype, device, seed=c)) for c in (1000, 16384)]
+                call = [(label, args, suite.op.overload(*args), suite.expected_and_bound(args)) for label, args in cases]
             else:  # matmul
+                suite_class = next(c for c in type(suite).__mro__ if c.__name__ == "MatmulSuite")
+                make = sys.modules[suite_class.__module__].make
                 call = []
                 for m, k, n in ((256, 4096, 256), (127, 129, 255)):
-                    a, b = module.make((m, k), dtype, device, 0), module.make((k, n), dtype, device, 1)
-                    call.append((f"{m}x{k}x{n}", (a, b), module.run(a, b), module.expected_and_bound(a, b)))
+                    a, b = make((m, k), dtype, device, 0), make((k, n), dtype, device, 1)
+                    call.append((f"{m}x{k}x{n}", (a, b), suite.run(a, b), suite.expected_and_bound(a, b)))
             for label, _, out, (want, bound) in call:
                 error = (out.double() - want).abs().flatten()
                 bound = torch.broadcast_to(bound, want.shape).flatten()
@@ -356,10 +381,13 @@ def main(argv: list[str] | None = None) -> None:
     p = sub.add_parser("prepare", help="dev machine: write .device/errmodel (needs copier)")
     p.add_argument("--dir", type=Path, default=DEFAULT_DIR)
     p.add_argument("--sweep-count", type=int, default=40)
+    p.add_argument("--rsweep-count", type=int, default=40, help="rowwise sweep expressions (each on both backends)")
     r = sub.add_parser("run", help="GPU machine: build and run suites or mutants")
-    r.add_argument("what", choices=["examples", "examples-double", "sweep", "sweep-double", "mutants"])
+    r.add_argument("what", choices=["examples", "examples-double", "sweep", "sweep-double", "rsweep", "rsweep-double",
+                                    "mutants"])
     r.add_argument("--dir", type=Path, default=DEFAULT_DIR)
-    r.add_argument("--repeat", type=int, default=1)
+    r.add_argument("--repeat", type=int, default=1, help="runs of each suite, each with its own seed")
+    r.add_argument("--first-seed", type=int, default=0, help="KERNELGEN_TEST_SEED of the first run")
     r.add_argument("--jobs", type=int, default=6)
     r.add_argument("--part", default="1/1", help="I/N: every N-th suite from the I-th (1-based)")
     r.add_argument("--pytest", default="", help="extra pytest arguments, one string")
@@ -373,13 +401,13 @@ def main(argv: list[str] | None = None) -> None:
     q.add_argument("--ops", default="")
     args = parser.parse_args(argv)
     if args.command == "prepare":
-        prepare(args.dir.resolve(), args.sweep_count)
+        prepare(args.dir.resolve(), args.sweep_count, args.rsweep_count)
     elif args.command == "run":
         global CPU_ONLY, ONLY
         CPU_ONLY = args.cpu_only
         ONLY = [word for word in args.only.split(",") if word]
         run(args.what, args.dir.resolve(), args.repeat, args.jobs, args.part, shlex.split(args.pytest), args.cutlass,
-            args.time_limit)
+            args.time_limit, args.first_seed)
     else:
         ratios(args.root.resolve(), args.device, [o for o in args.ops.split(",") if o])
 

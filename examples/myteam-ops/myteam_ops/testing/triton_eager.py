@@ -1,0 +1,66 @@
+"""Tests of a Triton op's eager fast path (myteam_ops/_triton_eager.py): a plain eager call launches
+the kernel without the dispatcher, and every other call goes through the registered op.
+
+A Triton op's tests/test_<op>.py adds them to its kind's suite: ``class TestMyOp(TritonEagerChecks,
+RowwiseSuite)``.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from .suite import requires_cuda
+
+__all__ = ["TritonEagerChecks"]
+
+
+class _SeenOps(TorchDispatchMode):
+    """Records the ops that reach the dispatcher."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+class TritonEagerChecks:
+    """Mixed into a kind's suite for a Triton op (which provides ``op``, ``sample_args`` and
+    ``assert_matches``)."""
+
+    def _launch_ok(self, *args):
+        ops_module = importlib.import_module(f"{__package__.rpartition('.')[0]}.ops.{self.op.name}")
+        return ops_module._eager_launch_ok(*args)
+
+    def test_eager_fast_path_is_for_cuda_tensors_only(self):
+        # CPU tensors must reach the registered op (its CPU kernel), never the Triton launch.
+        assert not self._launch_ok(*self.sample_args(self.op.dtypes[0], "cpu"))
+
+    @requires_cuda
+    def test_eager_fast_path_matches_the_registered_op(self, dtype):
+        args = self.sample_args(dtype, "cuda")
+        assert self._launch_ok(*args), "a plain eager call should take the fast path"
+        assert torch.equal(self.op.call(*args), self.op.overload(*args))
+
+    @requires_cuda
+    def test_eager_fast_path_steps_aside_when_the_dispatcher_is_needed(self):
+        args = self.sample_args(self.op.dtypes[0], "cuda")
+        needs_grad = [args[0].detach().requires_grad_()] + args[1:]
+        assert not self._launch_ok(*needs_grad)  # autograd must record the op
+        with torch.no_grad():
+            assert self._launch_ok(*needs_grad)
+        assert self._launch_ok(*[torch.nn.Parameter(t, requires_grad=False) for t in args])
+        with torch.device("cuda"):  # a TorchFunctionMode
+            assert not self._launch_ok(*args)
+        with _SeenOps() as seen:
+            out = self.op.call(*args)
+        assert self.op.overload in seen.ops, "a TorchDispatchMode must see the op"
+        self.assert_matches(out, args)
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+            self.op.call(*args)
+        assert f"myteam::{self.op.name}" in {event.name for event in profile.events()}, "the profiler must see the op"

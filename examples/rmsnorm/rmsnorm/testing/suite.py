@@ -1,0 +1,99 @@
+"""What every kind's suite shares: the description of the op under test, and the devices and dtypes
+its tests run on."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import os
+import re
+from typing import Any, Callable
+
+import pytest
+import torch
+
+from .. import WITH_CUDA
+from .error_model import ErrorModel, Mismatches
+
+__all__ = ["ErrorModel", "Mismatches", "OpUnderTest", "Suite", "requires_cuda", "seeded"]
+
+#: Added to every seed the suites draw arguments with: KERNELGEN_TEST_SEED=1 pytest draws other values
+#: (the same tests on other inputs; a few runs with different seeds see what one may miss).
+SEED_OFFSET = int(os.environ.get("KERNELGEN_TEST_SEED", "0"))
+
+
+def seeded(seed, device="cpu"):
+    """A random generator on device, seeded with seed + SEED_OFFSET."""
+    return torch.Generator(device).manual_seed(seed + SEED_OFFSET)
+
+
+@dataclasses.dataclass(frozen=True)
+class OpUnderTest:
+    """One op, as its test file describes it to the suite of its kind."""
+
+    #: The op's name (its messages start with it).
+    name: str
+    #: "cuda" (the C++ extension) or "triton".
+    backend: str
+    #: The public function (``rmsnorm.<op>``) and the registered op (``torch.ops.rmsnorm.<op>.default``).
+    call: Callable[..., torch.Tensor]
+    overload: Any
+    #: The op's reference in PyTorch (ops/<op>.py): the tests evaluate it in float64 for the exact result.
+    reference: Callable[..., torch.Tensor]
+    #: The bound on the op's rounding error, in units of u (see error_model.py), written from its expression.
+    error_bound: Callable[..., torch.Tensor]
+    #: The dtypes the op supports.
+    dtypes: tuple[torch.dtype, ...]
+    #: The names of the inputs and weights, as the op's messages give them.
+    inputs: tuple[str, ...] = ()
+    weights: tuple[str, ...] = ()
+    #: Whether the expression is real and smooth only for positive arguments (the inputs are then drawn
+    #: from [0.5, 2.5) instead of a standard normal).
+    positive_domain: bool = False
+
+    def error_model(self, dtype: torch.dtype) -> ErrorModel:
+        return ErrorModel(dtype, self.backend)
+
+    def message(self, text: str) -> str:
+        """A regular expression for the op's message ``<op>: text`` (text is a regular expression)."""
+        return re.escape(self.name) + ": " + text
+
+    @property
+    def cuda_skip_reason(self) -> str | None:
+        """Why the op has no CUDA implementation to test here, or None."""
+        if not torch.cuda.is_available():
+            return "no CUDA GPU visible"
+        if self.backend == "triton":
+            ops_module = importlib.import_module(f"{__package__.rpartition('.')[0]}.ops.{self.name}")
+            if not ops_module.TRITON_AVAILABLE:
+                return f"triton is not installed, so {self.name} has no CUDA implementation"
+        elif not WITH_CUDA:
+            return f"{self.name} was built without CUDA (no toolkit at build time)"
+        return None
+
+
+def requires_cuda(test):
+    """Marks a test method that runs on CUDA only: it skips, with the reason, where the op has no CUDA
+    implementation to test."""
+    test.requires_cuda = True
+    return test
+
+
+class Suite:
+    """The base of every kind's suite. pytest collects the tests of a subclass named Test*, which sets
+    ``op``; ``device`` and ``dtype`` arguments run over the devices and the op's dtypes."""
+
+    op: OpUnderTest
+
+    def pytest_generate_tests(self, metafunc):
+        cuda = pytest.param("cuda", marks=pytest.mark.skipif(self.op.cuda_skip_reason is not None,
+                                                            reason=self.op.cuda_skip_reason or ""))
+        if "dtype" in metafunc.fixturenames:
+            metafunc.parametrize("dtype", self.op.dtypes, ids=str)
+        if "device" in metafunc.fixturenames:
+            metafunc.parametrize("device", ["cpu", cuda])
+
+    @pytest.fixture(autouse=True)
+    def _skip_without_cuda(self, request):
+        if getattr(request.function, "requires_cuda", False) and self.op.cuda_skip_reason is not None:
+            pytest.skip(self.op.cuda_skip_reason)
