@@ -55,16 +55,27 @@ case "${1:-}" in
     keep
     $EM run mutants --jobs 8 --time-limit $(( $(left 560) - 20 )) | tee "$LOGS/mutants.log" | sed -n '/== mutants/,$p;/TOTAL/p' ;;
   two)
+    # What `one` left to its time limit (the last Triton rowwise mutants, six example suites), then the
+    # elementwise sweep's suites with seed 0; the sweep (and then the rowwise sweep) built meanwhile.
     restore
-    (build_only 6 rsweep > "$LOGS/build_two.log" 2>&1; echo "rowwise sweep build: $(grep -E 'rsweep' "$LOGS/build_two.log")"; keep) &
-    $EM run sweep --repeat 3 --jobs 8 --time-limit 500 --pytest "-m 'not large'" | tee "$LOGS/sweep.log" | grep -E "^(TOTAL|BUILD)|first:"
+    (build_only 8 sweep > "$LOGS/build_two.log" 2>&1; build_only 4 rsweep >> "$LOGS/build_two.log" 2>&1
+     echo "sweep builds: $(grep -E 'sweep' "$LOGS/build_two.log" | tr '\n' ' ')"; keep) &
+    $EM run mutants --only rw_tl-constant,rw_tl-last-element,rw_tl-row-stride,rw_tl-reduce-n-1,rw_tl-weight-row --jobs 5 \
+      --time-limit 200 | tee "$LOGS/mutants_rest.log" | grep -E "^rw_tl|TOTAL"
+    $EM run examples --only test_muladd,silu_mul,test_softmax --jobs 6 --time-limit 240 --pytest "-m 'not large'" \
+      | tee "$LOGS/examples_rest.log" | grep -E "^examples_|^TOTAL"
+    $EM run sweep --repeat 1 --jobs 10 --time-limit $(( $(left 560) - 170 )) --pytest "-m 'not large'" | tee "$LOGS/sweep.log" | grep -E "^(TOTAL|BUILD)|first:"
     wait ;;
   three)
+    # The sweep suites `two` left to its time limit (e15-e39), then the rowwise sweep's suites with seed 0;
+    # both sweeps built first (a fresh machine keeps nothing).
     restore
-    (build_only 6 sweep-double rsweep-double > "$LOGS/build_three.log" 2>&1; echo "double builds: $(grep -c ': built' "$LOGS/build_three.log") built, $(grep -c FAILED "$LOGS/build_three.log") failed") &
-    $EM run rsweep --repeat 3 --jobs 8 --time-limit 480 --pytest "-m 'not large'" | tee "$LOGS/rsweep.log" | grep -E "^(TOTAL|BUILD)|first:"
+    (build_only 8 sweep > "$LOGS/build_three.log" 2>&1) & (build_only 8 rsweep >> "$LOGS/build_three_r.log" 2>&1) &
     wait
-    keep ;;
+    keep
+    $EM run sweep --only "$(seq -f 'test_e%02g' 15 39 | paste -sd,)" --jobs 10 --time-limit 200 --pytest "-m 'not large'" \
+      | tee "$LOGS/sweep_rest.log" | grep -E "^(TOTAL|BUILD)|first:"
+    $EM run rsweep --repeat 1 --jobs 10 --time-limit $(( $(left 560) - 170 )) --pytest "-m 'not large'" | tee "$LOGS/rsweep.log" | grep -E "^(TOTAL|BUILD)|first:" ;;
   four)
     restore
     $EM run sweep-double --jobs 8 --time-limit 240 --pytest "-m 'not large'" | tee "$LOGS/sweep_double.log" | grep -E "^(TOTAL|BUILD)|first:"
