@@ -44,7 +44,10 @@ from .expr import parse
 #:    and one instantiation per dtype.
 #: 10: the package holds each kind's test suite and the error model once (<package>/testing/); an op's
 #:    tests/test_<op>.py is its error_bound() and a class that runs its kind's suite on it.
-TEMPLATE_VERSION = "10"
+#: 11: the package holds the rowwise kernels once (csrc/kernelgen/rowwise.cuh); a rowwise op's kernel file
+#:    is its steps (Op: the columns each step reads, the kept argument, the math type) and one
+#:    instantiation per dtype.
+TEMPLATE_VERSION = "11"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.

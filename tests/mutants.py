@@ -69,7 +69,8 @@ EW_CPP = "{pkg}/csrc/ew/ew.cpp"
 EW_CUH = "{pkg}/csrc/kernelgen/elementwise.cuh"
 RW_H = "{pkg}/csrc/rw/rw.h"
 RW_CPP = "{pkg}/csrc/rw/rw.cpp"
-RW_CU = "{pkg}/csrc/rw/cuda/rw_kernel.cu"
+#: The package's rowwise kernels and launch, which every rowwise CUDA op instantiates with its steps.
+RW_CUH = "{pkg}/csrc/kernelgen/rowwise.cuh"
 MM_H = "{pkg}/csrc/mm/mm_problem.h"
 MM_CPP = "{pkg}/csrc/mm/mm.cpp"
 #: The package's matrix-product kernels, which every matmul op instantiates with its epilogue.
@@ -109,18 +110,18 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rw-weight-row", "rw", "cpu", "a weight indexed by the row (w[(row + col) % cols], CPU loop)",
            (_e(RW_CPP, "static_cast<acc_t>(w_ptr[col])", "static_cast<acc_t>(w_ptr[(row + col) % cols])", count=3),)),
     Mutant("rw-last-element-cuda", "rw", "cuda", "the last pack of each row skipped",
-           (_e(RW_CU, "\n      *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;",
-               "\n      if (col + kVec < limit) *reinterpret_cast<Pack<scalar_t, kVec>*>(out + base + col) = result;"),)),
+           (_e(RW_CUH, "\n      *reinterpret_cast<pack_t*>(out + base + col) = result;",
+               "\n      if (col + kVec < limit) *reinterpret_cast<pack_t*>(out + base + col) = result;"),)),
     Mutant("rw-row-stride-cuda", "rw", "cuda", "the row stride off by one",
-           (_e(RW_CU, "const int64_t base = row * cols;", "const int64_t base = row * (cols - 1);"),
-            _e(RW_CU, "const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;",
+           (_e(RW_CUH, "const int64_t base = row * cols;", "const int64_t base = row * (cols - 1);"),
+            _e(RW_CUH, "const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;",
                "const int64_t base = static_cast<int64_t>(blockIdx.x) * (cols - 1);"))),
     Mutant("rw-reduce-n-1-cuda", "rw", "cuda", "a reduction over N - 1 elements (mean(x), rows held in registers)",
-           (_e(RW_CU, "acc = Reduce0<acc_t>::combine(acc, value);",
-               "if (col + k < limit - 1) acc = Reduce0<acc_t>::combine(acc, value);"),)),
-    Mutant("rw-weight-row-cuda", "rw", "cuda", "a weight indexed by the row (rows held in registers)",
-           (_e(RW_CU, "load<scalar_t, kVec>(w + col)", "load<scalar_t, kVec>(w + (col + row * kVec) % cols)", count=2,
-               first_only=True),)),
+           (_e(RW_CUH, "          acc = Reduce::combine(acc, value);",
+               "          if (S != 0 || col + k < limit - 1) acc = Reduce::combine(acc, value);"),)),
+    Mutant("rw-weight-row-cuda", "rw", "cuda", "a weight indexed by the row (the output, rows held in registers)",
+           (_e(RW_CUH, "Step::template load_weights<Step::kOutput>(weights, col, in...);",
+               "Step::template load_weights<Step::kOutput>(weights, static_cast<int>((col + row * kVec) % cols), in...);"),)),
     # ---- matmul with an epilogue, CUDA C++ backend ----
     Mutant("mm-operator", "mm", "formula", "an operator swapped (acc + bias becomes acc - bias, once)",
            (_e(MM_H, "return (acc + bias) *", "return (acc - bias) *"),)),
@@ -197,7 +198,7 @@ def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
 
 #: The formula evaluated in double, in a CUDA C++ op's CPU loop and kernels: a correct kernel with
 #: other rounding (a more accurate one), which the generated tests must pass as they pass the op itself.
-_ACC_T = re.compile(r"using acc_t = [^;]*;")
+_ACC_T = re.compile(r"using (acc_t|math_t) = [^;]*;")
 #: The formula as the package's kernels call it, which keep their own math types: an elementwise op's
 #: Op::apply (csrc/<op>/cuda/<op>_kernel.cu) and a matmul op's Op::epilogue (csrc/<op>/<op>_problem.h).
 _EW_APPLY = re.compile(r"return (\w+_expr)<acc_t>\(([^;]*)\);")
@@ -212,15 +213,16 @@ def _in_double(pattern: re.Pattern[str], kind: str, text: str) -> str:
 
 def formula_in_double(op_dir: Path) -> list[Path]:
     """Rewrites the C++ of one op (``csrc/<op>/``) to evaluate its formula in double and round once:
-    every ``using acc_t = ...;`` of its CPU loop becomes double, and the formula the package's kernels
-    call (Op::apply, Op::epilogue) computes in double. Returns the files it changed (none for a Triton op:
+    every ``using acc_t = ...;`` of its CPU loop becomes double, a rowwise op's ``Op::math_t`` (its kernels'
+    math and reductions) becomes double, and the formula the package's elementwise and matmul kernels call
+    (Op::apply, Op::epilogue) computes in double. Returns the files it changed (none for a Triton op:
     see :func:`triton_in_double`)."""
     changed = []
     for path in sorted(op_dir.rglob("*")):
         if path.suffix not in (".cpp", ".cu", ".h"):
             continue
         text = path.read_text()
-        new = _ACC_T.sub("using acc_t = double;", text) if path.suffix != ".h" else text
+        new = _ACC_T.sub(r"using \1 = double;", text) if path.suffix != ".h" else text
         if path.name.endswith("_kernel.cu"):
             new = _in_double(_EW_APPLY, "acc_t", new)
         if path.name.endswith("_problem.h"):

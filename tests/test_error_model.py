@@ -402,6 +402,30 @@ def _first_failure(done: subprocess.CompletedProcess) -> str | None:
     return found.group(1).split("::", 1)[-1] if found else None
 
 
+def test_every_mutant_and_the_formula_in_double_apply_to_the_generated_code(tmp_path):
+    """The mutants of every kind and backend (the CUDA and Triton ones run on the H100) edit text the
+    templates write today: a template change that moves that text fails here, on any machine."""
+    root = tmp_path / mutants.PACKAGE
+    first, *rest = mutants.OPS
+    _new(tmp_path, mutants.PACKAGE, "--op", first, *mutants.OPS[first][2])
+    for name in rest:
+        result = CliRunner().invoke(main, ["add", name, *mutants.OPS[name][2], "--defaults", "--package", str(root)])
+        assert result.exit_code == 0, result.output
+    package = root / mutants.PACKAGE
+    originals = {path: path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+    for mutant in mutants.MUTANTS:
+        changed = mutants.apply(root, mutant)
+        assert changed, mutant.id
+        for path in changed:
+            path.write_bytes(originals[path])
+    for name, (_, backend, _) in mutants.OPS.items():
+        if backend == "cuda":
+            changed = mutants.formula_in_double(package / "csrc" / name)
+            assert changed and any(path.suffix in (".cu", ".h") for path in changed), (name, changed)
+        else:
+            assert mutants.triton_in_double(package / "ops" / f"{name}.py"), name
+
+
 @pytest.mark.build
 def test_every_cpu_mutant_is_caught_by_the_generated_tests(tmp_path):
     """The mutation check of the CPU path: for each C++ op (elementwise, rowwise, matmul with an epilogue),

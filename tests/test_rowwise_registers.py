@@ -21,7 +21,8 @@ CASES = {
     # Four inputs: elements per thread shrink to keep the row in 32 registers.
     "quad4": ("a,c,d,e", "w", "(a * c + d - e) * rsqrt(mean((a * c + d - e) ** 2) + 1e-6) * w"),
 }
-_ENTRY = re.compile(r"Compiling entry function '\w*?(?<!long)_rows_kernelI(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)E(\w*)' for 'sm_90'")
+# kg::rowwise::rows_kernel<op::Op, dtype, kVec, ...> (the package's csrc/kernelgen/rowwise.cuh).
+_ENTRY = re.compile(r"Compiling entry function '\w*?\drows_kernelIN\d+\w*?2OpE(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)E(\w*)' for 'sm_90'")
 
 
 def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:

@@ -132,6 +132,26 @@ def test_registers_are_read_from_a_ptxas_report_of_either_kernel_signature():
     assert sweep.cuda_facts({}, "float32", 1024, inputs=1, kept=False) == {}
 
 
+_PACKAGE_LOG = """\
+ptxas info    : Compiling entry function '_ZN2kg7rowwise53_GLOBAL__N__30f3365e_14_r02_kernel_cu_e2938a44_1368211rows_kernelIN3r0253_GLOBAL__N__30f3365e_14_r02_kernel_cu_e2938a44_136822OpEN3c108BFloat16ELi8ELi32ELi0ELi512EJLm0ELm1ELm2EEEEvDpPKT0_PS8_ll' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 64 bytes smem
+ptxas info    : Compiling entry function '_ZN2kg7rowwise53_GLOBAL__N__30f3365e_14_r02_kernel_cu_e2938a44_1368216long_rows_kernelIN3r0253_GLOBAL__N__30f3365e_14_r02_kernel_cu_e2938a44_136822OpEfLi4EJLm0ELm1EEEEvDpPKT0_PS8_l' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 30 registers, used 1 barriers, 64 bytes smem
+"""
+
+
+def test_registers_are_read_from_the_package_kernels_names():
+    # Template version 11 on: the kernels are kg::rowwise::rows_kernel<op::Op, dtype, ...>.
+    assert sweep.registers_from_log(_PACKAGE_LOG) == {
+        "r02": {"rows/bfloat16/8/32/0/512": {"registers": 40, "spill_bytes": 0, "stack": 0},
+                "long/float32/4": {"registers": 30, "spill_bytes": 0, "stack": 0}},
+    }
+
+
 def test_the_mirrored_launch_rule_follows_the_row_registers():
     # One input: 32 per thread from 8192 columns (float32) and for every length (2-byte types).
     assert sweep.cuda_launch("float32", 16384, 1, False)["kernel"] == "rows/float32/4/32/512/512"

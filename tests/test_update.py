@@ -198,6 +198,75 @@ def test_template_v8_op_takes_the_package_kernel_with_its_edits(v8_op):
     assert again.exit_code == 0 and "is up to date" in again.output
 
 
+@pytest.fixture
+def v10_rowwise(tmp_path):
+    """`kernelgen new rmsnorm --kind rowwise --inputs x --weights w --expr "x * rsqrt(mean(x * x) + 1e-6) * w"`
+    as template version 10 generated it: the row kernels and their launch in the op's own rmsnorm_kernel.cu."""
+    import tarfile
+
+    with tarfile.open(REPO / "tests/fixtures/rmsnorm_template_v10.tar.gz") as archive:
+        archive.extractall(tmp_path / "old", filter="data")
+    return tmp_path / "old" / "rmsnorm"
+
+
+#: A user's edits of a v10 rowwise op: the formula (its epsilon), the reference to match, and a test case.
+V10_EDITS = (
+    ("rmsnorm/csrc/rmsnorm/rmsnorm.h", "opmath::rsqrt(_r[0] + acc_t(1e-06))", "opmath::rsqrt(_r[0] + acc_t(1e-05))  /* my eps */"),
+    ("rmsnorm/ops/rmsnorm.py", "1e-06", "1e-05"),
+    ("tests/test_rmsnorm.py", "\n", "\n# my note: eps is 1e-5 in our models\n"),
+)
+
+
+def _edit_v10(root: Path) -> None:
+    for rel, old, new in V10_EDITS:
+        path = root / rel
+        text = path.read_text()
+        assert old in text, (rel, old)
+        path.write_text(text.replace(old, new, 1 if rel.startswith("tests/") else -1))
+
+
+def test_template_v10_rowwise_op_takes_the_package_kernels_with_its_edits(v10_rowwise):
+    root = v10_rowwise
+    kernel = root / "rmsnorm/csrc/rmsnorm/cuda/rmsnorm_kernel.cu"
+    assert "rmsnorm_long_rows_kernel" in kernel.read_text() and len(kernel.read_text().splitlines()) > 300
+    _edit_v10(root)
+    result = update(str(root))
+    assert result.exit_code == 0, result.output
+    # The user's formula, reference and test keep their edits; the kernel file is the op's steps, and the
+    # kernels it instantiates are the package's header.
+    assert "acc_t(1e-05))  /* my eps */" in (root / "rmsnorm/csrc/rmsnorm/rmsnorm.h").read_text()
+    assert "1e-06" not in (root / "rmsnorm/ops/rmsnorm.py").read_text().split("def reference")[1].split("def ")[0]
+    assert "# my note: eps is 1e-5" in (root / "tests/test_rmsnorm.py").read_text()
+    lean = kernel.read_text()
+    assert "kg::rowwise::Launch<Op, scalar_t>::run(x, w, out, rows, cols, stream);" in lean
+    assert "long_rows_kernel" not in lean and len(lean.splitlines()) < 80
+    header = (root / "rmsnorm/csrc/kernelgen/rowwise.cuh").read_text()
+    assert "long_rows_kernel(" in header and "struct Launch<Op, scalar_t, std::index_sequence<I...>>" in header
+    assert f"_template_version: '{TEMPLATE_VERSION}'" in (root / ".copier-answers.yml").read_text()
+    again = update(str(root))
+    assert again.exit_code == 0 and "is up to date" in again.output
+
+
+@pytest.mark.build
+def test_template_v10_rowwise_op_builds_and_passes_its_tests_after_update(v10_rowwise):
+    """The updated package builds (CPU-only here; the header is the CUDA side, compiled in
+    test_rowwise_registers and on the GPU machine) and its generated tests pass with the user's eps."""
+    import os
+    import subprocess
+    import sys
+
+    root = v10_rowwise
+    _edit_v10(root)
+    assert update(str(root)).exit_code == 0
+    env = {key: value for key, value in os.environ.items() if key != "KERNELGEN_REQUIRE_CUDA"}
+    built = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, capture_output=True,
+                           text=True, timeout=900, env={**env, "KERNELGEN_CPU_ONLY": "1"})
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"], cwd=root,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0 and " passed" in done.stdout, done.stdout[-3000:]
+
+
 def test_update_never_writes_through_a_symlink(op, new_templates, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()

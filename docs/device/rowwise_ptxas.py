@@ -34,7 +34,9 @@ OPS = {
     "quad4": ("a,c,d,e", "w", "(a * c + d - e) * rsqrt(mean((a * c + d - e) ** 2) + 1e-6) * w"),
 }
 _DTYPES = {"f": "float32", "d": "float64", "N3c104HalfE": "float16", "N3c108BFloat16E": "bfloat16"}
-_KERNEL = re.compile(r"_(long_rows|rows)_kernelI(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
+#: kg::rowwise::rows_kernel<op::Op, dtype, ...> (csrc/kernelgen/rowwise.cuh) or, before template version 11,
+#: op::op_rows_kernel<dtype, ...>.
+_KERNEL = re.compile(r"(long_rows|rows)_kernelI(?:N\d+\w*?2OpE)?(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
 _COUNTED = ("LDL", "STL", "LDG", "STG", "PRMT", "IMAD.U32", "SHF", "LOP3", "HADD2.F32", "F2F", "F2FP")
 
 

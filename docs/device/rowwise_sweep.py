@@ -271,6 +271,11 @@ MAX_BLOCKS_PER_SM = 32
 SHARED_PER_SM = 228 * 1024
 
 
+#: A rowwise kernel's mangled name after its namespace: kg::rowwise::rows_kernel<op::Op, dtype, ...> (the
+#: package's kernels, csrc/kernelgen/rowwise.cuh) or op::op_rows_kernel<dtype, ...> (template versions 4-10).
+_ROW_KERNEL = re.compile(r"(long_rows|rows)_kernelI(N(\d+)(\w*?)2OpE)?(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
+
+
 def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
     """ptxas -v at sm_90: op -> kernel key -> registers, spill bytes and stack frame. Keys: "rows/<dtype>/
     <vec>/<per thread>/<fixed threads>/<block threads>" (the block is 512 in templates without it) and
@@ -283,11 +288,13 @@ def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
             current = None
             length, rest = int(m.group(1)), m.group(2)
             op = rest[:length]
-            k = re.search(r"_(long_rows|rows)_kernelI(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)", rest[length:])
+            k = _ROW_KERNEL.search(rest[length:])
             if k is None:
                 continue
-            params = [int(v) for v in re.findall(r"Li(-?\d+)E", k.group(3))]
-            dtype = _DTYPE_CODES[k.group(2)]
+            if k.group(4):  # the package's kernel: kg::rowwise::rows_kernel<op::(anonymous)::Op, ...>
+                op = k.group(4)[:int(k.group(3))]
+            params = [int(v) for v in re.findall(r"Li(-?\d+)E", k.group(6))]
+            dtype = _DTYPE_CODES[k.group(5)]
             if k.group(1) == "long_rows":
                 key = f"long/{dtype}/{params[0]}"
             else:

@@ -26,8 +26,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-#: name -> the options of `kernelgen new`: every launch path of the elementwise kernel, and the matmul
-#: kernels with and without a bias, a light and a heavy epilogue, with and without the half types.
+#: name -> the options of `kernelgen new`: every launch path of the elementwise kernel, the matmul
+#: kernels with and without a bias, a light and a heavy epilogue, with and without the half types, and
+#: the rowwise kernels' paths (below).
 OPS = {
     "muladd": ["--inputs", "a,b,c", "--expr", "a*b+c"],  # light, 3 inputs: 2 packs max
     "gelu": ["--inputs", "x", "--expr", "x * sigmoid(1.702 * x)"],  # 1 input, 16-byte float32
@@ -38,6 +39,21 @@ OPS = {
     "mm": ["--kind", "matmul"],  # no bias, the identity epilogue
     "mmgelu": ["--kind", "matmul", "--bias", "--epilogue", "(acc + bias) * sigmoid(1.702 * (acc + bias))"],
     "mmrelu": ["--kind", "matmul", "--epilogue", "max(acc, 0) ** 2", "--dtypes", "float32,float64"],  # no tensor cores
+    # rowwise: the kept argument (softmax), weights only in the output (layernorm), a weight inside a
+    # reduction, two inputs (the register estimate halves the elements per thread), an output that
+    # reads no input (lse), three reductions.
+    "rwsoftmax": ["--kind", "rowwise", "--inputs", "x", "--expr", "exp(x - max(x)) / sum(exp(x - max(x)))"],
+    "rwln": ["--kind", "rowwise", "--inputs", "x", "--weights", "w,b",
+             "--expr", "(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b"],
+    "rwresrms": ["--kind", "rowwise", "--inputs", "x,res", "--weights", "w",
+                 "--expr", "(x + res) * rsqrt(mean((x + res) * (x + res)) + 1e-6) * w"],
+    "rwwin": ["--kind", "rowwise", "--inputs", "x", "--weights", "w", "--expr", "x / sum(abs(x * w) + 1)",
+              "--dtypes", "float32,bfloat16"],
+    "rwlse": ["--kind", "rowwise", "--inputs", "x", "--expr", "log(sum(exp(x - max(x)))) + max(x)",
+              "--dtypes", "float32,float16"],
+    "rwquad": ["--kind", "rowwise", "--inputs", "a,c,d,e", "--weights", "w",
+               "--expr", "(a * c + d - e) * rsqrt(mean((a * c + d - e) ** 2) + 1e-6) * w + min(a)",
+               "--dtypes", "float32,bfloat16"],
 }
 _DTYPES = {"float": "float32", "double": "float64", "Half": "float16", "BFloat16": "bfloat16"}
 
@@ -56,14 +72,14 @@ def _key(demangled: str, op: str) -> str:
     `<op>_kernel` counts as `kernel`), the dtype and what follows it (numbers and booleans), so that
     the same kernel keeps its key when it moves from an op's file to a package header."""
     name = re.sub(r"<.*", "", demangled).split("::")[-1]
-    name = "kernel" if name == f"{op}_kernel" else name
+    name = name.removeprefix(f"{op}_") if name in (f"{op}_kernel", f"{op}_rows_kernel", f"{op}_long_rows_kernel") else name
     args = demangled[demangled.index("<") + 1:demangled.rindex(">")] if "<" in demangled else ""
     found = [(m.start(), v) for k, v in _DTYPES.items() for m in re.finditer(rf"(?<![\w:]){k}\b|::{k}\b", args)]
     if not found:
         return name
     start, dtype = min(found)
     after = re.findall(r"(?<![\w.])(-?\d+|true|false)(?![\w.])", args[start:])
-    return f"{name}<{dtype}/" + "/".join(after[:3]) + ">"
+    return f"{name}<{dtype}/" + "/".join(after[:4]) + ">"
 
 
 def _functions(sass: str, op: str) -> dict[str, list[str]]:

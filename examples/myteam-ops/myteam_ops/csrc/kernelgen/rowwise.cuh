@@ -1,0 +1,561 @@
+#pragma once
+// kernelgen/rowwise.cuh: the machinery every rowwise op of this package shares: the kernels, their
+// launch, and the rules that pick the launch shape. An op's own file (csrc/<op>/cuda/<op>_kernel.cu)
+// holds only what is particular to it: an `Op` struct that names its formula's steps, and one
+// instantiation per dtype.
+//
+// A rowwise op reads each row, reduces it one or more times and writes a row of the same length. Like
+// an elementwise op it does a few flops per byte and is limited by memory bandwidth, so the kernels
+// are built to read every element from HBM once and write it once:
+//   * Rows of up to kMaxRegisterCols elements (16384) are held in registers (rows_kernel): each thread
+//     loads a fixed number of elements of every input, all loads issued before any math, and every
+//     reduction and the output then run on those registers. The row stays in the inputs' own type
+//     (two float16 or bfloat16 elements per register) and is widened where it is used. How many
+//     elements one thread holds follows from how many row-sized values the kernel keeps (per_thread):
+//     one warp per row for short rows (four rows per block), up to 16 warps per row above, 32 when the
+//     row's values fill a thread's registers at 16 warps.
+//   * Longer rows take a multi-pass kernel (long_rows_kernel): one block per row, each reduction a
+//     loop over the row (re-read from memory, which the L2 cache partly absorbs), then the output loop.
+//   * 16-byte loads and stores (4 float32 or 8 float16/bfloat16 elements) when every row starts
+//     16-byte aligned: the row length is a multiple of the vector and every pointer is aligned.
+//     Otherwise, one element per access.
+//   * Reductions run in the op's math type (float for the half types, double for float64): each
+//     thread folds its own elements in order, then a butterfly of warp shuffles, and for rows of
+//     several warps a second butterfly over the warps' results (row_reduce). The order never changes
+//     from run to run, so the results are bitwise reproducible.
+//   * int64 row offsets: rows * cols may pass 2^31.
+//
+// An op is a struct with
+//   kInputs, kWeights, kReductions   its columns are the inputs (one row each), then the weights (one
+//                                    value per column, the same for every row);
+//   math_t<scalar_t>                 the type its formula and reductions compute in;
+//   Reduce<R, acc_t>, kMean[R]       reduction R's fold (identity(), combine(a, b)), and whether it
+//                                    divides by the row length;
+//   kReads[R][column]                the columns step R reads (R == kReductions: the output); a
+//                                    weight no step reads is never loaded;
+//   kKept                            the reduction whose per-element argument the output reuses, or -1;
+//   arg<R>(v, r), out(v, kept, r)    the formula's steps: v holds the columns' values at one element
+//                                    (0 where the step reads none), r the reductions so far.
+// Everything here is in an anonymous namespace: each op's kernel file compiles its own copy, as if
+// written there.
+
+#include <cuda_runtime_api.h>
+// STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins (the same messages,
+// device-side assert hints included); they need -DUSE_CUDA, which _build.py sets.
+#include <torch/csrc/stable/macros.h>
+#include <torch/headeronly/util/BFloat16.h>
+#include <torch/headeronly/util/Half.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "../opmath.h"
+
+namespace kg {
+namespace rowwise {
+namespace {
+
+constexpr int kWarp = 32;
+constexpr int kVectorBytes = 16;  // the widest load one thread can issue
+// Elements of each input one thread holds in registers: kShortPerThread (4 16-byte packs of float32,
+// 2 of the half types) for rows of up to kShortPerThread * kMaxThreads = 8192 elements, with as many
+// threads as that takes; kLongPerThread at kMaxThreads threads for rows of up to 16384. On an H100 at
+// 2^26 elements, 32 elements per thread everywhere runs LayerNorm float32 at 76-89% of a copy's
+// bandwidth (it spills registers); 16 everywhere, at up to 1024 threads, loses at 16384 (60% in
+// float16). Fewer elements per thread mean more threads per row to hide each load's and each
+// reduction's latency, up to where the block's barriers cost more.
+// float16 and bfloat16 take kLongPerThread at every length: 16 of them are only 32 bytes in flight
+// per thread, and LayerNorm at rows of 4096 runs at 87-88% of a copy with 16 per thread (256 threads
+// a row), 97-98% with 32 (128 threads), as float32 runs with 16 (64 bytes either way).
+constexpr int kShortPerThread = 16;
+constexpr int kLongPerThread = 32;
+constexpr int kMaxThreads = 512;
+constexpr int64_t kMaxShortCols = int64_t{kShortPerThread} * kMaxThreads;
+constexpr int64_t kMaxRegisterCols = int64_t{kLongPerThread} * kMaxThreads;
+// A row whose values do not fit kLongPerThread per thread takes up to kWideThreads threads of fewer
+// elements each (one 1024-thread block per SM, the same 64 registers per thread as two of 512).
+constexpr int kWideThreads = 1024;
+// Registers per thread the row's values may take, of the 64 the kernel has (__launch_bounds__ below):
+// the rest hold addresses, the reductions' partial results and the math. ptxas at sm_90: RMSNorm
+// (one float32 input at 32 per thread) and the two-input (x + res) RMSNorm in bfloat16 (2 x 32
+// elements in 32 registers) use 59-62 registers without spilling; the same two inputs in float32 at
+// 32 per thread (64 registers of row) spill 152 bytes, and in bfloat16 held as 64 floats, 200 bytes.
+constexpr int kRowRegisters = 32;
+// Threads per block for short rows: 4 one-warp rows per block.
+constexpr int kRowBlockThreads = 128;
+// The hardware limit on gridDim.x; a launch covers at most this many blocks.
+constexpr int64_t kMaxBlocks = 2147483647;
+
+// Registers one thread's share of the row takes at `per_thread` elements of every input: each input,
+// in its own type, or the reduction argument the output reuses (in the math type), which replaces
+// them: the output then reads no input, so the inputs' registers are free once it is computed. Loaded
+// one by one (kVec 1), a 2-byte element takes a register of its own.
+template <class Op, typename scalar_t, int kVec>
+constexpr int row_registers(int per_thread) {
+  const int bytes = kVec > 1 ? static_cast<int>(sizeof(scalar_t)) : std::max(4, static_cast<int>(sizeof(scalar_t)));
+  const int inputs = Op::kInputs * per_thread * bytes / 4;
+  const int kept = Op::kKept >= 0 ? per_thread * static_cast<int>(sizeof(typename Op::template math_t<scalar_t>)) / 4 : 0;
+  return std::max(inputs, kept);
+}
+
+// Elements of each input one thread holds (for float32/float64, in rows longer than kMaxShortCols):
+// kLongPerThread, halved while the row's values would take more than kRowRegisters, down to one pack.
+// A spilled row costs far more than the extra threads: the two-input RMSNorm in bfloat16 runs at 32%
+// of a copy's bandwidth when it spills.
+template <class Op, typename scalar_t, int kVec>
+constexpr int per_thread() {
+  int count = kLongPerThread;
+  while (count > kVec && row_registers<Op, scalar_t, kVec>(count) > kRowRegisters) {
+    count /= 2;
+  }
+  return count;
+}
+
+// The longest row the register kernel takes for this type: kMaxRegisterCols, or fewer when the
+// row's values do not fit kWideThreads threads (4 float32 inputs: 8 per thread, 8192).
+template <class Op, typename scalar_t, int kVec>
+constexpr int64_t max_register_cols() {
+  return std::min(kMaxRegisterCols, int64_t{per_thread<Op, scalar_t, kVec>()} * kWideThreads);
+}
+
+// kVec elements moved as one 16-byte access (one ld.global.v4 / st.global.v4).
+template <typename scalar_t, int kVec>
+struct alignas(sizeof(scalar_t) * kVec) Pack {
+  scalar_t v[kVec];
+};
+
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ Pack<scalar_t, kVec> load(const scalar_t* p) {
+  return *reinterpret_cast<const Pack<scalar_t, kVec>*>(p);
+}
+
+// Element k of a pack, in the op-math type. bfloat16 is the upper half of a float: each element is
+// taken from the 32-bit word holding two of them with one shift or mask. (Its own conversion,
+// cvt.f32.bf16, takes a 16-bit register: every element would first move to a register of its own,
+// which doubles the registers a row takes and makes the two-input kernels spill.)
+template <typename scalar_t, int kVec>
+__device__ __forceinline__ opmath::opmath_type<scalar_t> widen(const Pack<scalar_t, kVec>& pack, int k) {
+  if constexpr (std::is_same_v<scalar_t, torch::headeronly::BFloat16> && kVec % 2 == 0) {
+    uint32_t word;
+    memcpy(&word, &pack.v[k & ~1], sizeof(word));
+    return __uint_as_float((k & 1) ? (word & 0xffff0000u) : (word << 16));
+  } else {
+    return static_cast<opmath::opmath_type<scalar_t>>(pack.v[k]);
+  }
+}
+
+// Reduces `value` over the threads of one row (`threads` of them, a power of two from 32): a
+// butterfly of shuffles in each warp; then, for rows of several warps, each warp's lane 0 writes its
+// result to shared memory, and after one barrier every warp reads them back, lane l taking warp l's,
+// and folds them with a second butterfly (every thread folding all the warps' results one after
+// another, 16 dependent shared-memory loads for a 512-thread row, runs LayerNorm at rows of 16384 2%
+// slower in float16/bfloat16). The tree never changes, so the results are bitwise reproducible, and
+// every thread of the row gets the same value.
+template <typename Reduce, typename acc_t>
+__device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int threads) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    value = Reduce::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  // The butterfly leaves the same value in every lane, except that max(+0, -0) depends on the
+  // operands' order: take lane 0's, so that every thread works with one value.
+  value = __shfl_sync(0xffffffffu, value, 0);
+  const int warps = threads / kWarp;
+  if (warps > 1) {  // the same for the whole block: no thread skips the barrier
+    acc_t* mine = scratch + threadIdx.y * warps;
+    const int lane = threadIdx.x % kWarp;
+    if (lane == 0) {
+      mine[threadIdx.x / kWarp] = value;
+    }
+    __syncthreads();
+    value = lane < warps ? mine[lane] : Reduce::identity();
+    for (int offset = warps / 2; offset > 0; offset /= 2) {
+      value = Reduce::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    }
+    value = __shfl_sync(0xffffffffu, value, 0);
+  }
+  return value;
+}
+
+// The R-th type of a list: an op's Reduce<R, acc_t> picks its reductions' folds with it.
+template <int R, class First, class... Rest>
+struct NthType {
+  using type = typename NthType<R - 1, Rest...>::type;
+};
+template <class First, class... Rest>
+struct NthType<0, First, Rest...> {
+  using type = First;
+};
+template <int R, class... Types>
+using Nth = typename NthType<R, Types...>::type;
+
+template <std::size_t, typename T>
+using Same = T;
+
+// An op's steps over the columns of one pack (kVec elements of each input's row and of each weight):
+// which columns a step reads, getting them, their values at one element, and the reductions.
+template <class Op, typename scalar_t, int kVec, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
+struct Steps;
+
+template <class Op, typename scalar_t, int kVec, std::size_t... I>
+struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
+  using acc_t = typename Op::template math_t<scalar_t>;
+  using pack_t = Pack<scalar_t, kVec>;
+  static constexpr int kColumns = sizeof...(I);
+  static constexpr int kOutput = Op::kReductions;  // the output's row of Op::kReads
+
+  // Whether step S reads column c. kRecompute: the multi-pass kernel's output computes the kept
+  // argument again, so it also reads that reduction's columns.
+  template <int S, bool kRecompute>
+  static constexpr bool reads(int c) {
+    if constexpr (kRecompute && S == kOutput && Op::kKept >= 0) {
+      return Op::kReads[S][c] || Op::kReads[Op::kKept][c];
+    } else {
+      return Op::kReads[S][c];
+    }
+  }
+
+  // The register kernel loads each input's share of the row once (zeros past the row's end) ...
+  template <std::size_t C>
+  static __device__ __forceinline__ void clear(pack_t& held) {
+    if constexpr (C < Op::kInputs) {
+      held = pack_t{};
+    }
+  }
+  template <std::size_t C>
+  static __device__ __forceinline__ void hold(pack_t& held, const scalar_t* ptr, int64_t base, int col) {
+    if constexpr (C < Op::kInputs) {
+      held = load<scalar_t, kVec>(ptr + base + col);
+    }
+  }
+  // ... and loads the weights' packs where a step reads them.
+  template <int S, std::size_t C>
+  static __device__ __forceinline__ void load_weight(pack_t& pack, const scalar_t* ptr, int col) {
+    if constexpr (C >= Op::kInputs && reads<S, false>(C)) {
+      pack = load<scalar_t, kVec>(ptr + col);
+    }
+  }
+  template <int S>
+  static __device__ __forceinline__ void load_weights(pack_t (&packs)[kColumns], int col, const Same<I, scalar_t>*... in) {
+    (load_weight<S, I>(packs[I], in, col), ...);
+  }
+  // v = step S's values at element k of pack p: the inputs' from the row held in registers, the
+  // weights' from their packs, 0 for the columns the step does not read.
+  template <int S, std::size_t C, int kPacks>
+  static __device__ __forceinline__ acc_t held_value(const pack_t (&row)[kColumns][kPacks], const pack_t& weight, int p, int k) {
+    if constexpr (!reads<S, false>(C)) {
+      return acc_t(0);
+    } else if constexpr (C < Op::kInputs) {
+      return widen(row[C][p], k);
+    } else {
+      return widen(weight, k);
+    }
+  }
+  template <int S, int kPacks>
+  static __device__ __forceinline__ void held_values(acc_t (&v)[kColumns], const pack_t (&row)[kColumns][kPacks],
+                                                     const pack_t (&weights)[kColumns], int p, int k) {
+    ((v[I] = held_value<S, I>(row, weights[I], p, k)), ...);
+  }
+
+  // The multi-pass kernel: every column the step reads is loaded (an input at its row's offset).
+  template <int S, std::size_t C>
+  static __device__ __forceinline__ void load_column(pack_t& pack, const scalar_t* ptr, int64_t base, int64_t col) {
+    if constexpr (reads<S, true>(C)) {
+      if constexpr (C < Op::kInputs) {
+        pack = load<scalar_t, kVec>(ptr + base + col);
+      } else {
+        pack = load<scalar_t, kVec>(ptr + col);
+      }
+    }
+  }
+  template <int S>
+  static __device__ __forceinline__ void load_columns(pack_t (&packs)[kColumns], int64_t base, int64_t col,
+                                                      const Same<I, scalar_t>*... in) {
+    (load_column<S, I>(packs[I], in, base, col), ...);
+  }
+
+  // v = step S's values at element k of the loaded packs, 0 for the columns it does not read.
+  template <int S, std::size_t C>
+  static __device__ __forceinline__ acc_t loaded_value(const pack_t& pack, int k) {
+    if constexpr (reads<S, true>(C)) {
+      return widen(pack, k);
+    } else {
+      return acc_t(0);
+    }
+  }
+  template <int S>
+  static __device__ __forceinline__ void loaded_values(acc_t (&v)[kColumns], const pack_t (&packs)[kColumns], int k) {
+    ((v[I] = loaded_value<S, I>(packs[I], k)), ...);
+  }
+
+  // Reduction S over a row held in registers: each thread folds its elements, then row_reduce. The
+  // argument of reduction kKept is kept for the output, in `kept`.
+  template <int S, int kPacks>
+  static __device__ __forceinline__ void reduce_held(const pack_t (&row)[kColumns][kPacks], acc_t* r, acc_t* kept,
+                                                     acc_t* scratch, int threads, int first, int limit, int64_t cols,
+                                                     const Same<I, scalar_t>*... in) {
+    using Reduce = typename Op::template Reduce<S, acc_t>;
+    acc_t acc = Reduce::identity();
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int col = p * threads * kVec + first;
+      if (col < limit) {
+        pack_t weights[kColumns];
+        load_weights<S>(weights, col, in...);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          acc_t v[kColumns];
+          held_values<S>(v, row, weights, p, k);
+          const acc_t value = Op::template arg<S>(v, r);
+          if constexpr (S == Op::kKept) {
+            kept[p * kVec + k] = value;
+          }
+          acc = Reduce::combine(acc, value);
+        }
+      }
+    }
+    r[S] = row_reduce<Reduce>(acc, scratch, threads);
+    if constexpr (Op::kMean[S]) {
+      r[S] /= static_cast<acc_t>(cols);
+    }
+  }
+  // Every reduction in order; each has its own kSlots slots of `scratch`.
+  template <int kPacks, int kSlots, int... S>
+  static __device__ __forceinline__ void reduce_held(std::integer_sequence<int, S...>, const pack_t (&row)[kColumns][kPacks],
+                                                     acc_t* r, acc_t* kept, acc_t* scratch, int threads, int first,
+                                                     int limit, int64_t cols, const Same<I, scalar_t>*... in) {
+    (reduce_held<S, kPacks>(row, r, kept, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
+  }
+
+  // Reduction S of a row read from memory: a loop over the row, then row_reduce.
+  template <int S>
+  static __device__ __forceinline__ void reduce_loaded(acc_t* r, acc_t* scratch, int64_t base, int64_t cols,
+                                                       const Same<I, scalar_t>*... in) {
+    using Reduce = typename Op::template Reduce<S, acc_t>;
+    const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
+    acc_t acc = Reduce::identity();
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+      pack_t packs[kColumns];
+      load_columns<S>(packs, base, col, in...);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc_t v[kColumns];
+        loaded_values<S>(v, packs, k);
+        acc = Reduce::combine(acc, Op::template arg<S>(v, r));
+      }
+    }
+    r[S] = row_reduce<Reduce>(acc, scratch, kMaxThreads);
+    if constexpr (Op::kMean[S]) {
+      r[S] /= static_cast<acc_t>(cols);
+    }
+  }
+  template <int kSlots, int... S>
+  static __device__ __forceinline__ void reduce_loaded(std::integer_sequence<int, S...>, acc_t* r, acc_t* scratch,
+                                                       int64_t base, int64_t cols, const Same<I, scalar_t>*... in) {
+    (reduce_loaded<S>(r, scratch + S * kSlots, base, cols, in...), ...);
+  }
+};
+
+// Rows of up to kMaxRegisterCols elements. Block (threads per row) x (blockDim.y rows); thread t of
+// a row holds elements [(p * threads + t) * kVec, ... + kVec) for p < kPerThread / kVec.
+// At most 64 registers per thread (two blocks of kMaxThreads per SM, or one of kWideThreads), so that
+// enough warps are resident. kBlockThreads: the largest block the kernel is launched with.
+// kThreads: the threads per row when the launch fixes it at compile time (kMaxThreads or kWideThreads,
+// the longest rows of float32/float64), else 0 (blockDim.x). With it every access of a row is one
+// pointer plus a constant offset; with blockDim.x known only at run time the compiler keeps an
+// address per pack and spills registers at the 64-register cap (LayerNorm at rows of 16384 float32:
+// 76% of a copy's bandwidth and 458,752 local-memory requests per launch in ncu, against 98%).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads, std::size_t... I>
+__global__ void __launch_bounds__(kBlockThreads, kWideThreads / kBlockThreads)
+rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
+  using Step = Steps<Op, scalar_t, kVec>;
+  using acc_t = typename Step::acc_t;
+  using pack_t = typename Step::pack_t;
+  constexpr int kPacks = kPerThread / kVec;
+  constexpr int kSlots = kBlockThreads / kWarp;  // one slot per warp of the block, whatever the shape
+  __shared__ acc_t scratch[Op::kReductions][kSlots];
+  const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  // A block's last rows may lie past the end: their threads load and store nothing but still take
+  // part in every barrier of the block. Column offsets fit an int: cols <= kMaxRegisterCols here.
+  const int limit = row < rows ? static_cast<int>(cols) : 0;
+  const int64_t base = row * cols;
+  const int first = static_cast<int>(threadIdx.x) * kVec;
+
+  // ---- load the row: all loads first, so that they are in flight together ----
+  // The packs are kept as loaded (a float16 or bfloat16 register holds two elements) and widened to
+  // acc_t at each use: a row of two inputs in acc_t takes every register the kernel has and spills.
+  // (Only the inputs' entries are used: the weights are loaded where a step reads them.)
+  pack_t row_v[Step::kColumns][kPacks];
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const int col = p * threads * kVec + first;
+    (Step::template clear<I>(row_v[I][p]), ...);
+    if (col < limit) {
+      (Step::template hold<I>(row_v[I][p], in, base, col), ...);
+    }
+  }
+
+  // ---- the reductions, in order ----
+  acc_t r[Op::kReductions];
+  // The output reuses reduction kKept's per-element argument: kept here, in the registers the inputs
+  // free once it is computed, instead of evaluated twice (transcendental math such as exp would
+  // otherwise make the half-precision kernels compute-bound).
+  acc_t kept[Op::kKept >= 0 ? kPerThread : 1];
+  Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
+                                             &scratch[0][0], threads, first, limit, cols, in...);
+
+  // ---- the output ----
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const int col = p * threads * kVec + first;
+    if (col < limit) {
+      pack_t weights[Step::kColumns];
+      Step::template load_weights<Step::kOutput>(weights, col, in...);
+      pack_t result;
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc_t v[Step::kColumns];
+        Step::template held_values<Step::kOutput>(v, row_v, weights, p, k);
+        result.v[k] = static_cast<scalar_t>(Op::template out<acc_t>(v, Op::kKept >= 0 ? kept[p * kVec + k] : acc_t(0), r));
+      }
+      *reinterpret_cast<pack_t*>(out + base + col) = result;
+    }
+  }
+}
+
+// Rows longer than kMaxRegisterCols: one block of kMaxThreads threads per row. Each reduction is a
+// loop over the row, and so is the output: the row is read once per reduction and once more (from
+// L2 when it still holds it), written once.
+template <class Op, typename scalar_t, int kVec, std::size_t... I>
+__global__ void __launch_bounds__(kMaxThreads)
+long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t cols) {
+  using Step = Steps<Op, scalar_t, kVec>;
+  using acc_t = typename Step::acc_t;
+  using pack_t = typename Step::pack_t;
+  constexpr int kSlots = kMaxThreads / kWarp;
+  __shared__ acc_t scratch[Op::kReductions][kSlots];
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * cols;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
+
+  acc_t r[Op::kReductions];
+  Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, &scratch[0][0], base, cols,
+                                       in...);
+
+  // ---- the output ----
+  for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+    pack_t packs[Step::kColumns];
+    Step::template load_columns<Step::kOutput>(packs, base, col, in...);
+    pack_t result;
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      acc_t v[Step::kColumns];
+      Step::template loaded_values<Step::kOutput>(v, packs, k);
+      acc_t kept = acc_t(0);
+      if constexpr (Op::kKept >= 0) {
+        kept = Op::template arg<Op::kKept>(v, r);
+      }
+      result.v[k] = static_cast<scalar_t>(Op::template out<acc_t>(v, kept, r));
+    }
+    *reinterpret_cast<pack_t*>(out + base + col) = result;
+  }
+}
+
+bool is_aligned(const void* ptr) {
+  return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
+}
+
+template <class Op, typename scalar_t, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
+struct Launch;
+
+template <class Op, typename scalar_t, std::size_t... I>
+struct Launch<Op, scalar_t, std::index_sequence<I...>> {
+  // Rows of up to kMaxCols elements (at most kPerThread * kWideThreads), held in registers.
+  template <int kVec, int kPerThread, int64_t kMaxCols>
+  static void launch_register_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+    // Threads per row: a power of two from one warp to kMaxThreads, enough for kPerThread elements
+    // each; kWideThreads where kMaxThreads are not enough (per_thread() below kLongPerThread, rows
+    // past kPerThread * kMaxThreads).
+    // At kMaxThreads and kWideThreads, float32/float64 take the kernel with the thread count fixed at
+    // compile time. The 2-byte types do not: their kernels do not spill without it, and with it the
+    // bfloat16 softmax at rows of 16384 runs at 76% of a copy's bandwidth against 97% (same
+    // instruction count and occupancy, more stalls per instruction in ncu).
+    constexpr bool kFixedThreads = sizeof(scalar_t) > 2;
+    constexpr bool kWide = int64_t{kPerThread} * kMaxThreads < kMaxCols;  // may need kWideThreads
+    int threads = kWarp;
+    while (threads < (kWide ? kWideThreads : kMaxThreads) && int64_t{threads} * kPerThread < cols) {
+      threads *= 2;
+    }
+    const int rows_per_block = std::max(1, kRowBlockThreads / threads);
+    const dim3 block(threads, rows_per_block);
+    const int64_t max_rows = kMaxBlocks * rows_per_block;
+    for (int64_t start = 0; start < rows; start += max_rows) {
+      const int64_t count = std::min(rows - start, max_rows);
+      const int64_t offset = start * cols;
+      const auto blocks = static_cast<unsigned int>((count + rows_per_block - 1) / rows_per_block);
+      if constexpr (kWide) {
+        if (threads == kWideThreads) {
+          rows_kernel<Op, scalar_t, kVec, kPerThread, kFixedThreads ? kWideThreads : 0, kWideThreads, I...>
+              <<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
+          // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
+          // CUDA call, far from its cause, unless it is checked right here.
+          STD_CUDA_KERNEL_LAUNCH_CHECK();
+          continue;
+        }
+      }
+      if (kFixedThreads && threads == kMaxThreads) {
+        rows_kernel<Op, scalar_t, kVec, kPerThread, kFixedThreads ? kMaxThreads : 0, kMaxThreads, I...>
+            <<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
+      } else {
+        rows_kernel<Op, scalar_t, kVec, kPerThread, 0, kMaxThreads, I...>
+            <<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
+      }
+      STD_CUDA_KERNEL_LAUNCH_CHECK();  // as above
+    }
+  }
+
+  template <int kVec>
+  static void launch_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+    if (cols > max_register_cols<Op, scalar_t, kVec>()) {
+      // One block per row; a grid of more than kMaxBlocks rows is split into several launches.
+      for (int64_t start = 0; start < rows; start += kMaxBlocks) {
+        const int64_t count = std::min(rows - start, kMaxBlocks);
+        const int64_t offset = start * cols;
+        long_rows_kernel<Op, scalar_t, kVec, I...><<<static_cast<unsigned int>(count), kMaxThreads, 0, stream>>>(
+            (I < Op::kInputs ? in + offset : in)..., out + offset, cols);
+        STD_CUDA_KERNEL_LAUNCH_CHECK();  // as in launch_register_rows
+      }
+      return;
+    }
+    // kShortPerThread elements per thread for float32/float64 rows of up to kMaxShortCols elements (or
+    // per_thread(), when fewer fit); per_thread() for the 2-byte types, and for longer rows.
+    constexpr int kLong = per_thread<Op, scalar_t, kVec>();
+    if constexpr (sizeof(scalar_t) > 2 && kLong > kShortPerThread) {
+      if (cols <= kMaxShortCols) {
+        launch_register_rows<kVec, kShortPerThread, kMaxShortCols>(in..., out, rows, cols, stream);
+        return;
+      }
+    }
+    launch_register_rows<kVec, kLong, max_register_cols<Op, scalar_t, kVec>()>(in..., out, rows, cols, stream);
+  }
+
+  // out[row, :] = the op over row `row` of the inputs (and the weights), for `rows` rows of `cols`.
+  static void run(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+    constexpr int kVec = kVectorBytes / sizeof(scalar_t);
+    // Every row starts 16-byte aligned when the row length is a multiple of the vector and the
+    // pointers are aligned (a view such as x[1:] starts one element into its storage: it is not).
+    if (cols % kVec == 0 && (is_aligned(in) && ...) && is_aligned(out)) {
+      launch_rows<kVec>(in..., out, rows, cols, stream);
+    } else {
+      launch_rows<1>(in..., out, rows, cols, stream);
+    }
+  }
+};
+
+}  // namespace
+}  // namespace rowwise
+}  // namespace kg
