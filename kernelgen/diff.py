@@ -33,7 +33,6 @@ That is fine for derivative trees (their inputs are the forward's finite inputs)
 from __future__ import annotations
 
 import math
-import random
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -401,59 +400,6 @@ def compare(op: str, a: Node, b: Node) -> Node:
     return Compare(op, a, b)
 
 
-def reduce(func: str, arg: Node) -> Node:
-    """A row reduction, with the factors that are constant along the row taken out of it:
-    ``sum(c * h) = c * sum(h)``. A sum of a row constant is ``c * _n``; a mean of one is ``c``."""
-    if not row_varying(arg):
-        if func == "mean":
-            return arg
-        if func == "sum":
-            return mul(arg, RowLen())
-        return arg  # max/min of a constant
-    if func not in ("sum", "mean"):
-        return Reduce(func, arg)
-    coefficient, numerator, denominator = _factors(arg)
-    constant = [f for f in numerator if not row_varying(f)]
-    constant_den = [f for f in denominator if not row_varying(f)]
-    if not constant and not constant_den and coefficient == 1:
-        return Reduce(func, arg)
-    varying = _product([f for f in numerator if row_varying(f)])
-    varying_den = [f for f in denominator if row_varying(f)]
-    if varying_den:
-        varying = div(varying, _product(varying_den))
-    outside = mul(Num(coefficient), _product(constant))
-    if constant_den:
-        outside = div(outside, _product(constant_den))
-    return mul(outside, Reduce(func, varying))
-
-
-def _factors(node: Node) -> tuple[float, list[Node], list[Node]]:
-    """``node`` as coefficient * prod(numerator) / prod(denominator)."""
-    if isinstance(node, Num):
-        return node.value, [], []
-    if isinstance(node, Neg):
-        c, n, d = _factors(node.operand)
-        return -c, n, d
-    if isinstance(node, BinOp) and node.op == "*":
-        c1, n1, d1 = _factors(node.left)
-        c2, n2, d2 = _factors(node.right)
-        return c1 * c2, n1 + n2, d1 + d2
-    if isinstance(node, BinOp) and node.op == "/":
-        c1, n1, d1 = _factors(node.left)
-        c2, n2, d2 = _factors(node.right)
-        if c2 == 0:  # pragma: no cover - a division by a literal 0 is refused earlier
-            return 1.0, [node], []
-        return c1 / c2, n1 + d2, d1 + n2
-    return 1.0, [node], []
-
-
-def _product(factors: list[Node]) -> Node:
-    out: Node = Num(1.0)
-    for factor in factors:
-        out = mul(out, factor)
-    return out
-
-
 def simplify(node: Node) -> Node:
     """``node`` rebuilt bottom-up through the smart constructors (constant folding, x * 1, x * 0,
     x + 0, --x, x / 1, x ** 1, numeric factors combined, ...)."""
@@ -791,7 +737,7 @@ class RowwiseBackward:
     ``stages`` is the evaluation order of every reduction these trees read, inner first; the plan
     forms (``input_plan``, ``weight_plan``) read them as ``RowRef``. ``stabilizers`` are the forward
     max/min reductions found to have a zero total adjoint (the output does not change when that
-    per-row value moves and the later reductions follow): their gradient terms are left out.
+    per-row value moves and the later reductions follow), shown symbolically: their adjoints cancel.
     """
 
     forward: ParsedExpr
@@ -842,7 +788,7 @@ class RowwiseBackward:
         return out
 
 
-def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD, *, stabilizers: bool = True) -> RowwiseBackward:
+def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD) -> RowwiseBackward:
     """Reverse mode through ``parsed.plan()``.
 
     With r_k = R_k over the row of f_k (R in sum, mean, max, min) and out = F, the adjoint density
@@ -851,35 +797,41 @@ def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD, *, stabilizers: bool = Tru
     ``sum(a_k) / sum([f_k == r_k])`` (max/min: PyTorch splits the gradient evenly among tied
     extrema), with ``m_k = [f_k == r_k]`` for max/min and 1 otherwise. Then
     ``dL/dx = g * dF/dx + sum_k e_k * m_k * df_k/dx``; a weight gets the same per element.
-    With ``stabilizers``, max/min reductions whose total adjoint is zero (softmax's max) are found
-    numerically and left out (:class:`RowwiseBackward`).
+
+    Each ``sum(a_k)`` is taken apart by linearity (:func:`_reduce_linear`): factors constant along
+    the row come out, reductions equal to a forward one become that per-row value, and like terms
+    cancel. So every backward-only reduction reads only the inputs, weights, the gradient and the
+    forward's per-row values (one pass over the row computes them all), and the adjoint of a max that
+    only stabilizes (softmax, log-softmax, logsumexp) cancels to exactly zero: such a reduction is
+    listed in ``stabilizers`` and needs no mask and no count.
     """
     if not parsed.rowwise:
         raise ValueError("rowwise_vjp() takes a rowwise expression; use elementwise_vjp()")
     plan = parsed.plan()
     stages = plan.reductions
     g = Var(grad)
-    zero_adjoint = _stabilizers(parsed, plan) if stabilizers else frozenset()
+    known = {(stage.func, _poly_key(_poly(stage.arg))): RowRef(k) for k, stage in enumerate(stages)}
 
     masks: dict[int, Node] = {
         k: compare("==", stage.arg, RowRef(k)) for k, stage in enumerate(stages) if stage.func in ("max", "min")
     }
     factor: dict[int, Node] = {}  # e_k, in plan form (RowRef = the forward's reductions)
+    zero_adjoint: list[int] = []
     for k in reversed(range(len(stages))):
-        if k in zero_adjoint:
-            continue
         density = mul(g, derivative(plan.output, RowRef(k)))
         for later in range(k + 1, len(stages)):
             if later in factor:
                 inner = derivative(stages[later].arg, RowRef(k))
                 density = add(density, mul(factor[later], mul(masks.get(later, Num(1.0)), inner)))
-        if _is(density, 0):
-            continue
         func = stages[k].func
+        total = _reduce_linear("mean" if func == "mean" else "sum", density, known)
+        if _is(total, 0):
+            zero_adjoint.append(k)
+            continue
         if func in ("sum", "mean"):
-            factor[k] = reduce(func, density)
+            factor[k] = total
         else:
-            factor[k] = div(reduce("sum", density), reduce("sum", masks[k]))
+            factor[k] = div(total, _reduce_linear("sum", masks[k], known))
 
     def gradient(name: str) -> Node:
         total = mul(g, derivative(plan.output, Var(name)))
@@ -910,6 +862,153 @@ def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD, *, stabilizers: bool = Tru
     )
 
 
+# Sums of products, to take a reduction apart by linearity. A monomial is a sorted tuple of
+# (atom, whole exponent); a polynomial maps monomials to their coefficients. Atoms are the nodes
+# that are not + - * / or a whole power: calls, names, per-row values, reductions, comparisons, and
+# sums that vary along the row (kept whole inside a product, so sum(g * (x - m)) stays one reduction).
+
+Mono = tuple[tuple[Node, int], ...]
+Poly = dict[Mono, float]
+_ATOM_KEYS: dict[Node, str] = {}
+
+
+def _atom_key(node: Node) -> str:
+    key = _ATOM_KEYS.get(node)
+    if key is None:
+        # names first, then per-row values, then the rest: _grad * w * exp(x - max(x))
+        rank = 0 if isinstance(node, Var) else 1 if isinstance(node, (RowRef, RowLen)) else 2
+        key = f"{rank}{type(node).__name__}:{canonical(node)}"
+        if len(_ATOM_KEYS) > 100_000:  # pragma: no cover - a bound on the cache, never reached in tests
+            _ATOM_KEYS.clear()
+        _ATOM_KEYS[node] = key
+    return key
+
+
+def _mono(factors: Mapping[Node, int]) -> Mono:
+    return tuple(sorted(((a, e) for a, e in factors.items() if e != 0), key=lambda item: _atom_key(item[0])))
+
+
+def _mono_mul(m1: Mono, m2: Mono, power2: int = 1) -> Mono:
+    exps: dict[Node, int] = dict(m1)
+    for atom, e in m2:
+        exps[atom] = exps.get(atom, 0) + e * power2
+    return _mono(exps)
+
+
+def _poly_add(p: Poly, q: Poly, scale: float = 1.0) -> Poly:
+    out = dict(p)
+    for mono, c in q.items():
+        out[mono] = out.get(mono, 0.0) + scale * c
+    return {mono: c for mono, c in out.items() if c != 0}
+
+
+def _poly_mul(p: Poly, q: Poly) -> Poly:
+    out: Poly = {}
+    for m1, c1 in p.items():
+        for m2, c2 in q.items():
+            mono = _mono_mul(m1, m2)
+            out[mono] = out.get(mono, 0.0) + c1 * c2
+    return {mono: c for mono, c in out.items() if c != 0}
+
+
+def _atom(node: Node, exponent: int = 1) -> Poly:
+    return {_mono({node: exponent}): 1.0}
+
+
+def _poly(node: Node, top: bool = True) -> Poly:
+    """``node`` as a polynomial. Sums are split at the top and where they are constant along the
+    row; inside a product a row-varying sum is one atom."""
+    if isinstance(node, Num):
+        return {(): node.value} if node.value != 0 else {}
+    if isinstance(node, Neg):
+        return {mono: -c for mono, c in _poly(node.operand, top).items()}
+    if isinstance(node, BinOp) and node.op in "+-":
+        if not top and row_varying(node):
+            return _atom(node)
+        return _poly_add(_poly(node.left, top), _poly(node.right, top), 1.0 if node.op == "+" else -1.0)
+    if isinstance(node, BinOp) and node.op == "*":
+        return _poly_mul(_poly(node.left, False), _poly(node.right, False))
+    if isinstance(node, BinOp) and node.op == "/":
+        return _poly_mul(_poly(node.left, False), _poly_inverse(node.right))
+    if isinstance(node, Power) and _whole(node.exponent):
+        base = _poly(node.base, False)
+        e = int(node.exponent)
+        if len(base) == 1:
+            ((mono, c),) = base.items()
+            coefficient = _fold(math.pow, c, float(e))
+            if coefficient is not None:
+                return {_mono_mul((), mono, e): coefficient.value}
+        return _atom(node.base, e)
+    return _atom(node)
+
+
+def _poly_inverse(node: Node) -> Poly:
+    p = _poly(node, False)
+    if len(p) == 1:
+        ((mono, c),) = p.items()
+        if c != 0:
+            return {tuple((a, -e) for a, e in mono): 1.0 / c}
+    return _atom(node, -1)
+
+
+def _poly_key(p: Poly) -> tuple:
+    return tuple(sorted(((tuple((_atom_key(a), e) for a, e in mono), c) for mono, c in p.items())))
+
+
+def _mono_node(mono: Mono, coefficient: float = 1.0) -> Node:
+    top: Node = Num(1.0)
+    bottom: Node = Num(1.0)
+    for atom, e in mono:
+        if e > 0:
+            top = mul(top, power(atom, float(e)))
+        else:
+            bottom = mul(bottom, power(atom, float(-e)))
+    return mul(Num(coefficient), div(top, bottom))
+
+
+def _poly_node(p: Poly) -> Node:
+    out: Node = Num(0.0)
+    for mono, c in p.items():
+        out = add(out, _mono_node(mono, c))
+    return out
+
+
+def _reduce_linear(func: str, density: Node, known: Mapping[tuple, Node]) -> Node:
+    """``func`` (sum or mean) over the row of ``density``, by linearity: the terms are grouped by
+    their row-varying part, each group is ``(constant factors) * func(varying part)``, a reduction
+    equal to a forward one (``known``: (func, polynomial key) -> RowRef) is that per-row value, and
+    like terms cancel. The sum of a row constant is ``c * _n``; its mean is ``c``."""
+    return _poly_node(_reduce_poly(func, _poly(density), known))
+
+
+def _reduce_poly(func: str, poly: Poly, known: Mapping[tuple, Node]) -> Poly:
+    groups: dict[Mono, Poly] = {}
+    for mono, c in poly.items():
+        varying = tuple((a, e) for a, e in mono if row_varying(a))
+        constant = tuple((a, e) for a, e in mono if not row_varying(a))
+        group = groups.setdefault(varying, {})
+        group[constant] = group.get(constant, 0.0) + c
+    total: Poly = {}
+    for varying, constant in groups.items():
+        total = _poly_add(total, _poly_mul(constant, _reduce_mono(func, varying, known)))
+    return total
+
+
+def _reduce_mono(func: str, varying: Mono, known: Mapping[tuple, Node]) -> Poly:
+    if not varying:
+        return {(): 1.0} if func == "mean" else _atom(RowLen())
+    inner = {varying: 1.0}
+    found = known.get((func, _poly_key(inner)))
+    if found is not None:
+        return _atom(found)
+    if len(varying) == 1 and varying[0][1] == 1 and isinstance(varying[0][0], BinOp):
+        # a lone sum, mean(x - m): split it if every piece is a forward value or a row constant
+        split = _reduce_poly(func, _poly(varying[0][0], True), known)
+        if not any(isinstance(a, Reduce) for mono in split for a, _ in mono):
+            return split
+    return _atom(Reduce(func, _mono_node(varying)))
+
+
 def _expand(tree: Node, expanded: Mapping[int, Node]) -> Node:
     return transform(tree, lambda n: expanded[n.index] if isinstance(n, RowRef) else None)
 
@@ -931,94 +1030,3 @@ def _plan_backward(trees: list[Node], forward: Mapping[int, Node]) -> tuple[tupl
 
     planned = [transform(tree, rewrite) for tree in trees]
     return tuple(stages), planned
-
-
-# Stabilizer detection: evaluate the plan on a few random rows in Python floats, move one max/min
-# reduction's value by a finite amount (the later reductions follow) and see whether the output moves.
-
-_STABILIZER_SEED = 20240611
-_STABILIZER_ROWS = 3
-_STABILIZER_COLS = 7
-_STABILIZER_RTOL = 1e-11
-
-
-def _stabilizers(parsed: ParsedExpr, plan: object) -> frozenset[int]:
-    stages = plan.reductions  # type: ignore[attr-defined]
-    candidates = [k for k, stage in enumerate(stages) if stage.func in ("max", "min")]
-    if not candidates:
-        return frozenset()
-    rng = random.Random(_STABILIZER_SEED)
-    ranges = [(0.5, 2.0)] + ([] if parsed.positive_domain else [(-2.0, 2.0)])
-    rows = [
-        {name: [rng.uniform(lo, hi) for _ in range(_STABILIZER_COLS)] for name in (*parsed.inputs, *parsed.weights)}
-        for lo, hi in ranges for _ in range(_STABILIZER_ROWS)
-    ]
-    found = set()
-    for k in candidates:
-        invariant = True
-        for env in rows:
-            base = _run_plan(plan, env, None)
-            if base is None:
-                invariant = False
-                break
-            outputs, values = base
-            for scale in (0.5, -0.375):
-                moved = _run_plan(plan, env, (k, scale * (1.0 + abs(values[k]))))
-                if moved is None or not _all_close(outputs, moved[0]):
-                    invariant = False
-                    break
-            if not invariant:
-                break
-        if invariant:
-            found.add(k)
-    return frozenset(found)
-
-
-def _all_close(a: list[float], b: list[float]) -> bool:
-    scale = max(1.0, *(abs(v) for v in a))
-    return all(abs(x - y) <= _STABILIZER_RTOL * scale for x, y in zip(a, b, strict=True))
-
-
-def _run_plan(plan: object, env: Mapping[str, list[float]], shift: tuple[int, float] | None):
-    """(outputs, reduction values) of one row, or None if anything is not finite or fails."""
-    values: list[float] = []
-    try:
-        for k, stage in enumerate(plan.reductions):  # type: ignore[attr-defined]
-            elems = [_eval_scalar(stage.arg, env, j, values) for j in range(_STABILIZER_COLS)]
-            if stage.func == "sum":
-                value = math.fsum(elems)
-            elif stage.func == "mean":
-                value = math.fsum(elems) / len(elems)
-            elif stage.func == "max":
-                value = max(elems)
-            else:
-                value = min(elems)
-            if shift is not None and shift[0] == k:
-                value += shift[1]
-            values.append(value)
-        outputs = [_eval_scalar(plan.output, env, j, values) for j in range(_STABILIZER_COLS)]  # type: ignore[attr-defined]
-    except (ValueError, ZeroDivisionError, OverflowError, TypeError):
-        return None
-    if not all(math.isfinite(v) for v in (*values, *outputs)):
-        return None
-    return outputs, values
-
-
-def _eval_scalar(node: Node, env: Mapping[str, list[float]], j: int, rows: list[float]) -> float:
-    if isinstance(node, Num):
-        return node.value
-    if isinstance(node, Var):
-        return env[node.name][j]
-    if isinstance(node, RowRef):
-        return rows[node.index]
-    if isinstance(node, Neg):
-        return -_eval_scalar(node.operand, env, j, rows)
-    if isinstance(node, BinOp):
-        a = _eval_scalar(node.left, env, j, rows)
-        b = _eval_scalar(node.right, env, j, rows)
-        return {"+": a + b, "-": a - b, "*": a * b}[node.op] if node.op != "/" else a / b
-    if isinstance(node, Power):
-        return math.pow(_eval_scalar(node.base, env, j, rows), node.exponent)
-    if isinstance(node, Call):
-        return float(FUNCTIONS[node.func].fold(*(_eval_scalar(arg, env, j, rows) for arg in node.args)))
-    raise ValueError(f"cannot evaluate {type(node).__name__}")
