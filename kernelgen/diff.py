@@ -36,7 +36,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Union
+from typing import TYPE_CHECKING, Any, Union
 
 from kernelgen.expr import FUNCTIONS, BinOp, Call, Neg, Num, ParsedExpr, Power, Reduce, RowRef, Var
 
@@ -61,8 +61,8 @@ class Compare:
     is NaN: every comparison with NaN is false). ``op`` is one of ``>``, ``<``, ``==``."""
 
     op: str
-    left: object
-    right: object
+    left: Node
+    right: Node
 
     def __post_init__(self) -> None:
         if self.op not in _COMPARE_OPS:
@@ -76,7 +76,12 @@ class RowLen:
 
 _COMPARE_OPS = (">", "<", "==")
 
-Node = Union[Num, Var, Neg, BinOp, Power, Call, Reduce, RowRef, Compare, RowLen]  # noqa: UP007
+if TYPE_CHECKING:
+    # kernelgen.expr types the children of its node classes as the grammar's own union, which has
+    # no Compare or RowLen: trees here mix both, so they are typed loosely for the checker.
+    Node = Any
+else:
+    Node = Union[Num, Var, Neg, BinOp, Power, Call, Reduce, RowRef, Compare, RowLen]  # noqa: UP007
 _LEAVES = (Num, Var, RowRef, RowLen)
 
 
@@ -387,7 +392,7 @@ def call(func: str, *args: Node) -> Node:
     if func not in FUNCTIONS:
         raise ValueError(f"unknown function {func!r}")  # pragma: no cover
     if all(isinstance(arg, Num) for arg in args):
-        folded = _fold(FUNCTIONS[func].fold, *(arg.value for arg in args))  # type: ignore[union-attr]
+        folded = _fold(FUNCTIONS[func].fold, *(arg.value for arg in args))
         if folded is not None:
             return folded
     return Call(func, tuple(args))
@@ -989,8 +994,8 @@ def _reduce_poly(func: str, poly: Poly, known: Mapping[tuple, Node]) -> Poly:
         group = groups.setdefault(varying, {})
         group[constant] = group.get(constant, 0.0) + c
     total: Poly = {}
-    for varying, constant in groups.items():
-        total = _poly_add(total, _poly_mul(constant, _reduce_mono(func, varying, known)))
+    for varying, factors in groups.items():
+        total = _poly_add(total, _poly_mul(factors, _reduce_mono(func, varying, known)))
     return total
 
 

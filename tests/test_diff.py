@@ -13,8 +13,21 @@ import torch
 
 from kernelgen import diff
 from kernelgen.diff import (
-    GRAD, BackwardStage, Compare, RowLen, RowwiseBackward, as_parsed, canonical, cse, derivative, elementwise_vjp,
-    emit, emit_cse, rowwise_vjp, simplify, size,
+    GRAD,
+    BackwardStage,
+    Compare,
+    RowLen,
+    RowwiseBackward,
+    as_parsed,
+    canonical,
+    cse,
+    derivative,
+    elementwise_vjp,
+    emit,
+    emit_cse,
+    rowwise_vjp,
+    simplify,
+    size,
 )
 from kernelgen.errors import ExprError
 from kernelgen.expr import FUNCTIONS, BinOp, Call, Num, Power, Reduce, RowRef, Var, parse
@@ -28,7 +41,7 @@ ROWS, COLS = 5, 9
 
 def run_torch(text: str, scope: dict[str, object]) -> torch.Tensor:
     """Evaluate text we printed ourselves (never user text) with torch in scope."""
-    value = eval(compile(text, "<diff>", "eval"), {"torch": torch, "__builtins__": {}}, dict(scope))  # noqa: S307
+    value = eval(compile(text, "<diff>", "eval"), {"torch": torch, "__builtins__": {}}, dict(scope))
     return torch.as_tensor(value, dtype=DTYPE)
 
 
@@ -67,7 +80,7 @@ def reference_fn(parsed):
     def reference(*tensors):
         scope = dict(zip(names, tensors, strict=True))
         for index, r in enumerate(plan["reductions"]):
-            scope[f"_r{index}"] = eval(  # noqa: S307 - our own emitted text
+            scope[f"_r{index}"] = eval(
                 f"{spelled[r['func']]}({r['torch']}, dim=-1, keepdim=True)", {"torch": torch}, scope)
         return run_torch(plan["output"]["torch"], scope)
 
@@ -82,7 +95,7 @@ def run_backward(bw: RowwiseBackward, values: dict[str, torch.Tensor], g: torch.
     scope: dict[str, object] = {**values, GRAD: g, "_n": float(g.shape[-1])}
     for index, stage in enumerate(forms["reductions"]):
         arg = torch.broadcast_to(run_torch(stage["torch"], scope), g.shape)
-        scope[f"_r{index}"] = eval(f"{spelled[stage['func']]}(_a, dim=-1, keepdim=True)",  # noqa: S307
+        scope[f"_r{index}"] = eval(f"{spelled[stage['func']]}(_a, dim=-1, keepdim=True)",
                                    {"torch": torch}, {"_a": arg})
     for name, text in forms["torch"]["bindings"]:
         scope[name] = run_torch(text, scope)
@@ -108,7 +121,8 @@ def rowwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rtol=1
         if name not in got:
             assert want is None, name
             continue
-        torch.testing.assert_close(got[name], want, atol=atol, rtol=rtol, equal_nan=True, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(got[name], want, atol=atol, rtol=rtol, equal_nan=True,
+                                   msg=lambda m, name=name: f"{name}: {m}")
     return bw
 
 
