@@ -39,9 +39,32 @@ ROWS, COLS = 5, 9
 # ---- helpers -----------------------------------------------------------------------------------
 
 
+class FakeTriton:
+    """Just enough of triton.language and libdevice to evaluate our Triton text with torch on CPU."""
+
+    class PropagateNan:
+        ALL = "all"
+
+    exp, log, rsqrt, erf, abs = torch.exp, torch.log, torch.rsqrt, torch.erf, torch.abs
+    sqrt_rn, tanh, sin, cos, pow = torch.sqrt, torch.tanh, torch.sin, torch.cos, torch.pow
+
+    @staticmethod
+    def full(shape, value, dtype):
+        return torch.tensor(value, dtype=dtype)
+
+    @staticmethod
+    def minimum(a, b, propagate_nan=None):
+        return torch.minimum(torch.as_tensor(a, dtype=DTYPE), torch.as_tensor(b, dtype=DTYPE))
+
+    @staticmethod
+    def maximum(a, b, propagate_nan=None):
+        return torch.maximum(torch.as_tensor(a, dtype=DTYPE), torch.as_tensor(b, dtype=DTYPE))
+
+
 def run_torch(text: str, scope: dict[str, object]) -> torch.Tensor:
-    """Evaluate text we printed ourselves (never user text) with torch in scope."""
-    value = eval(compile(text, "<diff>", "eval"), {"torch": torch, "__builtins__": {}}, dict(scope))
+    """Evaluate text we printed ourselves (never user text) with torch (and a fake Triton) in scope."""
+    env = {"torch": torch, "tl": FakeTriton, "libdevice": FakeTriton, "ACC": DTYPE, "__builtins__": {}}
+    value = eval(compile(text, "<diff>", "eval"), env, dict(scope))
     return torch.as_tensor(value, dtype=DTYPE)
 
 
@@ -57,9 +80,10 @@ def elementwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rt
         if name not in grads:
             assert want is None
             continue
-        got = run_torch(emit(grads[name], "torch"), scope)
         want = torch.zeros_like(values[name]) if want is None else want
-        torch.testing.assert_close(torch.broadcast_to(got, want.shape), want, atol=atol, rtol=rtol, equal_nan=True)
+        for style in ("torch", "triton"):
+            got = run_torch(emit(grads[name], style), scope)
+            torch.testing.assert_close(torch.broadcast_to(got, want.shape), want, atol=atol, rtol=rtol, equal_nan=True)
     bindings, texts = emit_cse(list(grads.values()), "torch")
     local = dict(scope)
     for name, text in bindings:
@@ -87,22 +111,23 @@ def reference_fn(parsed):
     return reference
 
 
-def run_backward(bw: RowwiseBackward, values: dict[str, torch.Tensor], g: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Evaluate the emitted PyTorch form of the backward: stages, bindings, outputs; weight
-    contributions summed over the rows."""
+def run_backward(bw: RowwiseBackward, values: dict[str, torch.Tensor], g: torch.Tensor,
+                 style: str = "torch") -> dict[str, torch.Tensor]:
+    """Evaluate the emitted PyTorch (or Triton) form of the backward: stages, bindings, outputs;
+    weight contributions summed over the rows."""
     forms = bw.emit()
     spelled = {"sum": "torch.sum", "mean": "torch.mean", "max": "torch.amax", "min": "torch.amin"}
     scope: dict[str, object] = {**values, GRAD: g, "_n": float(g.shape[-1])}
     for index, stage in enumerate(forms["reductions"]):
-        arg = torch.broadcast_to(run_torch(stage["torch"], scope), g.shape)
+        arg = torch.broadcast_to(run_torch(stage[style], scope), g.shape)
         scope[f"_r{index}"] = eval(f"{spelled[stage['func']]}(_a, dim=-1, keepdim=True)",
                                    {"torch": torch}, {"_a": arg})
-    for name, text in forms["torch"]["bindings"]:
+    for name, text in forms[style]["bindings"]:
         scope[name] = run_torch(text, scope)
     got = {}
-    for name, text in forms["torch"]["inputs"].items():
+    for name, text in forms[style]["inputs"].items():
         got[name] = torch.broadcast_to(run_torch(text, scope), g.shape)
-    for name, text in forms["torch"]["weights"].items():
+    for name, text in forms[style]["weights"].items():
         got[name] = torch.broadcast_to(run_torch(text, scope), g.shape).sum(dim=0)
     return got
 
@@ -116,13 +141,14 @@ def rowwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rtol=1
     g = torch.randn(rows, dtype=DTYPE, generator=torch.Generator().manual_seed(11))
     expected = torch.autograd.grad(out, leaves, g, allow_unused=True)
     bw = rowwise_vjp(parsed)
-    got = run_backward(bw, values, g)
-    for name, want in zip(names, expected, strict=True):
-        if name not in got:
-            assert want is None, name
-            continue
-        torch.testing.assert_close(got[name], want, atol=atol, rtol=rtol, equal_nan=True,
-                                   msg=lambda m, name=name: f"{name}: {m}")
+    for style in ("torch", "triton"):
+        got = run_backward(bw, values, g, style)
+        for name, want in zip(names, expected, strict=True):
+            if name not in got:
+                assert want is None, name
+                continue
+            torch.testing.assert_close(got[name], want, atol=atol, rtol=rtol, equal_nan=True,
+                                       msg=lambda m, name=name, style=style: f"{name} ({style}): {m}")
     return bw
 
 
@@ -249,6 +275,15 @@ def test_abs_at_zero_and_nan():
     got = run_torch(emit(grads["x"], "torch"), {"x": x, GRAD: torch.ones_like(x)})
     assert got.tolist()[:4] == [-1.0, 0.0, 0.0, 1.0] and got[4].item() == 0.0
     elementwise_check(parse("abs(x - y) * x", ("x", "y")), {"x": x, "y": x})
+
+
+def test_triton_powers_are_bracketed():
+    # ParsedExpr.triton() prints x ** 2 as "(x) * (x)" ranked as an atom: "a / (y) * (y)" is a, not
+    # a / y**2 (kernelgen.expr, reported); diff.emit brackets every Triton power.
+    tree = parse("a / y ** 2 + a / pow(y, 3) - a / y ** -1", ("a", "y")).tree
+    assert emit(tree, "triton") == "a / ((y) * (y)) + a / ((y) * (y) * (y)) - a / (1.0 / (y))"
+    values = {"a": rand(16, lo=0.5, hi=2.0, seed=1), "y": rand(16, lo=0.5, hi=2.0, seed=2)}
+    torch.testing.assert_close(run_torch(emit(tree, "triton"), values), run_torch(emit(tree, "torch"), values))
 
 
 def test_compare_node_emission():
