@@ -132,6 +132,13 @@ def run_backward(bw: RowwiseBackward, values: dict[str, torch.Tensor], g: torch.
     return got
 
 
+def assert_one_pass(bw: RowwiseBackward) -> None:
+    """No backward-only reduction reads another one: one pass over the row computes them all."""
+    for stage in bw.extra:
+        for node in diff.walk(stage.arg):
+            assert not (isinstance(node, RowRef) and bw.stages[node.index].forward is None), stage.canonical
+
+
 def rowwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rtol=1e-8) -> RowwiseBackward:
     names = (*parsed.inputs, *parsed.weights)
     leaves = [values[name].clone().requires_grad_(True) for name in names]
@@ -141,6 +148,7 @@ def rowwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rtol=1
     g = torch.randn(rows, dtype=DTYPE, generator=torch.Generator().manual_seed(11))
     expected = torch.autograd.grad(out, leaves, g, allow_unused=True)
     bw = rowwise_vjp(parsed)
+    assert_one_pass(bw)
     for style in ("torch", "triton"):
         got = run_backward(bw, values, g, style)
         for name, want in zip(names, expected, strict=True):
