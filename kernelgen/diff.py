@@ -181,10 +181,6 @@ def row_varying(node: Node) -> bool:
 # Smart constructors: every derivative is built through them, so it comes out simplified.
 
 
-def _finite(value: float) -> bool:
-    return isinstance(value, float) and math.isfinite(value)
-
-
 def _is(node: Node, value: float) -> bool:
     return isinstance(node, Num) and node.value == value
 
