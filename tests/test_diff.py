@@ -1,0 +1,657 @@
+"""Symbolic differentiation (kernelgen/diff.py): every gradient tree is printed in PyTorch syntax,
+evaluated in float64 and compared with torch.autograd on the reference PyTorch form of the
+expression (``parsed.torch()``; for rowwise, the reference body the templates generate from
+``emit_plan()``). CPU only."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+import torch
+
+from kernelgen import diff
+from kernelgen.diff import (
+    GRAD,
+    BackwardStage,
+    Compare,
+    RowLen,
+    RowwiseBackward,
+    as_parsed,
+    canonical,
+    cse,
+    derivative,
+    elementwise_vjp,
+    emit,
+    emit_cse,
+    rowwise_vjp,
+    simplify,
+    size,
+)
+from kernelgen.errors import ExprError
+from kernelgen.expr import FUNCTIONS, BinOp, Call, Num, Power, Reduce, RowRef, Var, parse
+
+DTYPE = torch.float64
+ROWS, COLS = 5, 9
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+
+class FakeTriton:
+    """Just enough of triton.language and libdevice to evaluate our Triton text with torch on CPU."""
+
+    class PropagateNan:
+        ALL = "all"
+
+    exp, log, rsqrt, erf, abs = torch.exp, torch.log, torch.rsqrt, torch.erf, torch.abs
+    sqrt_rn, tanh, sin, cos, pow = torch.sqrt, torch.tanh, torch.sin, torch.cos, torch.pow
+
+    @staticmethod
+    def full(shape, value, dtype):
+        return torch.tensor(value, dtype=dtype)
+
+    @staticmethod
+    def minimum(a, b, propagate_nan=None):
+        return torch.minimum(torch.as_tensor(a, dtype=DTYPE), torch.as_tensor(b, dtype=DTYPE))
+
+    @staticmethod
+    def maximum(a, b, propagate_nan=None):
+        return torch.maximum(torch.as_tensor(a, dtype=DTYPE), torch.as_tensor(b, dtype=DTYPE))
+
+
+def run_torch(text: str, scope: dict[str, object]) -> torch.Tensor:
+    """Evaluate text we printed ourselves (never user text) with torch (and a fake Triton) in scope."""
+    env = {"torch": torch, "tl": FakeTriton, "libdevice": FakeTriton, "ACC": DTYPE, "__builtins__": {}}
+    value = eval(compile(text, "<diff>", "eval"), env, dict(scope))
+    return torch.as_tensor(value, dtype=DTYPE)
+
+
+def elementwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rtol=1e-8):
+    """The VJP trees against torch.autograd.grad of parsed.torch(), printed plainly and via CSE."""
+    leaves = {name: values[name].clone().requires_grad_(True) for name in parsed.inputs}
+    out = run_torch(parsed.torch(), leaves)
+    g = torch.randn(out.shape, dtype=DTYPE, generator=torch.Generator().manual_seed(7))
+    expected = torch.autograd.grad(out, list(leaves.values()), g, allow_unused=True)
+    grads = elementwise_vjp(parsed)
+    scope = {**values, GRAD: g}
+    for name, want in zip(parsed.inputs, expected, strict=True):
+        if name not in grads:
+            assert want is None
+            continue
+        want = torch.zeros_like(values[name]) if want is None else want
+        for style in ("torch", "triton"):
+            got = run_torch(emit(grads[name], style), scope)
+            torch.testing.assert_close(torch.broadcast_to(got, want.shape), want, atol=atol, rtol=rtol, equal_nan=True)
+    bindings, texts = emit_cse(list(grads.values()), "torch")
+    local = dict(scope)
+    for name, text in bindings:
+        local[name] = run_torch(text, local)
+    for (name, _), text in zip(grads.items(), texts, strict=True):
+        got = run_torch(text, local)
+        want = expected[parsed.inputs.index(name)]
+        torch.testing.assert_close(torch.broadcast_to(got, want.shape), want, atol=atol, rtol=rtol, equal_nan=True)
+    return grads
+
+
+def reference_fn(parsed):
+    """The generated rowwise reference() (reductions as locals, then the output), as a function."""
+    plan = parsed.emit_plan()
+    spelled = {"sum": "torch.sum", "mean": "torch.mean", "max": "torch.amax", "min": "torch.amin"}
+    names = (*parsed.inputs, *parsed.weights)
+
+    def reference(*tensors):
+        scope = dict(zip(names, tensors, strict=True))
+        for index, r in enumerate(plan["reductions"]):
+            scope[f"_r{index}"] = eval(
+                f"{spelled[r['func']]}({r['torch']}, dim=-1, keepdim=True)", {"torch": torch}, scope)
+        return run_torch(plan["output"]["torch"], scope)
+
+    return reference
+
+
+def run_backward(bw: RowwiseBackward, values: dict[str, torch.Tensor], g: torch.Tensor,
+                 style: str = "torch") -> dict[str, torch.Tensor]:
+    """Evaluate the emitted PyTorch (or Triton) form of the backward: stages, bindings, outputs;
+    weight contributions summed over the rows."""
+    forms = bw.emit()
+    spelled = {"sum": "torch.sum", "mean": "torch.mean", "max": "torch.amax", "min": "torch.amin"}
+    scope: dict[str, object] = {**values, GRAD: g, "_n": float(g.shape[-1])}
+    for index, stage in enumerate(forms["reductions"]):
+        arg = torch.broadcast_to(run_torch(stage[style], scope), g.shape)
+        scope[f"_r{index}"] = eval(f"{spelled[stage['func']]}(_a, dim=-1, keepdim=True)",
+                                   {"torch": torch}, {"_a": arg})
+    for name, text in forms[style]["bindings"]:
+        scope[name] = run_torch(text, scope)
+    got = {}
+    for name, text in forms[style]["inputs"].items():
+        got[name] = torch.broadcast_to(run_torch(text, scope), g.shape)
+    for name, text in forms[style]["weights"].items():
+        got[name] = torch.broadcast_to(run_torch(text, scope), g.shape).sum(dim=0)
+    return got
+
+
+def assert_one_pass(bw: RowwiseBackward) -> None:
+    """No backward-only reduction reads another one: one pass over the row computes them all."""
+    for stage in bw.extra:
+        for node in diff.walk(stage.arg):
+            assert not (isinstance(node, RowRef) and bw.stages[node.index].forward is None), stage.canonical
+
+
+def rowwise_check(parsed, values: dict[str, torch.Tensor], *, atol=1e-10, rtol=1e-8) -> RowwiseBackward:
+    names = (*parsed.inputs, *parsed.weights)
+    leaves = [values[name].clone().requires_grad_(True) for name in names]
+    out = reference_fn(parsed)(*leaves)
+    rows = values[parsed.inputs[0]].shape
+    out = torch.broadcast_to(out, rows)
+    g = torch.randn(rows, dtype=DTYPE, generator=torch.Generator().manual_seed(11))
+    expected = torch.autograd.grad(out, leaves, g, allow_unused=True)
+    bw = rowwise_vjp(parsed)
+    assert_one_pass(bw)
+    for style in ("torch", "triton"):
+        got = run_backward(bw, values, g, style)
+        for name, want in zip(names, expected, strict=True):
+            if name not in got:
+                assert want is None, name
+                continue
+            torch.testing.assert_close(got[name], want, atol=atol, rtol=rtol, equal_nan=True,
+                                       msg=lambda m, name=name, style=style: f"{name} ({style}): {m}")
+    return bw
+
+
+def rand(*shape, lo=-2.0, hi=2.0, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    return lo + (hi - lo) * torch.rand(*shape, dtype=DTYPE, generator=gen)
+
+
+_WORDS = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ALLOWED_WORDS = {
+    "opmath", "acc_t", "ACC", "tl", "libdevice", "torch", "full", "to", "type_as", "clamp", "min", "max",
+    "sqrt_rn", "propagate_nan", "PropagateNan", "ALL", "minimum", "maximum", "pow", "ipow", "square", "e",
+    GRAD, "_n", "_r", *FUNCTIONS,
+}
+
+
+def assert_only_our_words(text: str, names) -> None:
+    """Every identifier in an emitted text is ours or a declared name (no user text)."""
+    for word in _WORDS.findall(text):
+        assert (
+            word in _ALLOWED_WORDS or word in names or re.fullmatch(r"_(t|r)\d+", word)
+        ), f"unexpected word {word!r} in {text!r}"
+
+
+def assert_emits(tree, names) -> None:
+    for style in ("cpp", "torch", "triton", "canonical"):
+        text = emit(tree, style)
+        assert text
+        assert "_kgdiffhole" not in text
+        assert_only_our_words(text, names)
+
+
+# ---- single functions ----------------------------------------------------------------------------
+
+POSITIVE = {"log", "sqrt", "rsqrt"}
+
+
+@pytest.mark.parametrize("func", ["exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "abs", "sin", "cos", "erf"])
+def test_each_function(func):
+    parsed = parse(f"{func}(x)", ("x",))
+    x = rand(64, lo=0.1, hi=3.0) if func in POSITIVE else rand(64, lo=-3.0, hi=3.0)
+    grads = elementwise_check(parsed, {"x": x})
+    assert_emits(grads["x"], {"x"})
+    # the composite: the chain rule through an inner expression
+    inner = parse(f"{func}(0.5 * x + 0.25 * x * x)", ("x",))
+    elementwise_check(inner, {"x": rand(64, lo=0.1, hi=2.0)})
+
+
+def test_derivatives_are_the_textbook_forms():
+    x = Var("x")
+    assert canonical(derivative(parse("exp(x)", ("x",)).tree, "x")) == "exp(x)"
+    assert canonical(derivative(parse("log(x)", ("x",)).tree, "x")) == "1.0 / x"
+    assert canonical(derivative(parse("sqrt(x)", ("x",)).tree, "x")) == "0.5 / sqrt(x)"
+    assert canonical(derivative(parse("rsqrt(x)", ("x",)).tree, "x")) == "-0.5 * rsqrt(x) ** 3.0"
+    assert canonical(derivative(parse("tanh(x)", ("x",)).tree, "x")) == "1.0 - tanh(x) ** 2.0"
+    assert canonical(derivative(parse("sigmoid(x)", ("x",)).tree, "x")) == "sigmoid(x) * (1.0 - sigmoid(x))"
+    assert canonical(derivative(parse("cos(x)", ("x",)).tree, "x")) == "-sin(x)"
+    assert canonical(derivative(parse("abs(x)", ("x",)).tree, "x")) == "[x > 0.0] - [x < 0.0]"
+    assert derivative(parse("erf(x)", ("x",)).tree, "x") == BinOp(
+        "*", Num(2 / 3.141592653589793 ** 0.5), Call("exp", (diff.Neg(Power(x, 2.0)),)))
+
+
+@pytest.mark.parametrize("exponent", [2, 3, 4, 5, -1, -2, 0.5, -0.5, 1.5, -2.5, 0.25, 1, 0, 17])
+def test_power_with_constant_exponents(exponent):
+    parsed = parse(f"x ** {exponent}", ("x",))
+    grads = elementwise_check(parsed, {"x": rand(64, lo=0.2, hi=2.0)})
+    assert_emits(grads["x"], {"x"})
+    # at 0 too, where PyTorch's formula gives 0, inf or -inf
+    if exponent > 0 or exponent == 0:
+        elementwise_check(parsed, {"x": torch.tensor([0.0, 0.5, 1.0], dtype=DTYPE)})
+
+
+def test_power_derivative_forms():
+    d = {e: canonical(derivative(parse(f"x ** {e}", ("x",)).tree, "x")) for e in (2, 3, -1, 0.5, 1.5, 1, 0)}
+    assert d == {2: "2.0 * x", 3: "3.0 * x ** 2.0", -1: "-x ** (-2.0)", 0.5: "0.5 * rsqrt(x)",
+                 1.5: "1.5 * sqrt(x)", 1: "1.0", 0: "0.0"}
+
+
+def test_pow_with_both_sides_variable():
+    parsed = parse("pow(a, b)", ("a", "b"))
+    grads = elementwise_check(parsed, {"a": rand(64, lo=0.2, hi=3.0, seed=1), "b": rand(64, lo=-2.0, hi=2.0, seed=2)})
+    assert canonical(grads["a"]) == "_grad * (b * pow(a, b - 1.0))"
+    assert canonical(grads["b"]) == "_grad * (pow(a, b) * log(a))"
+    elementwise_check(parse("pow(a * b + 1, sin(b))", ("a", "b")),
+                      {"a": rand(64, lo=0.2, hi=3.0, seed=3), "b": rand(64, lo=0.2, hi=2.0, seed=4)})
+    elementwise_check(parse("pow(2.5, x) + pow(x, 3)", ("x",)), {"x": rand(64, lo=0.2, hi=2.0, seed=5)})
+
+
+# ---- subgradients: ties, abs(0), NaN -------------------------------------------------------------
+
+
+def ties():
+    nan = float("nan")
+    a = torch.tensor([1.0, 2.0, 3.0, 0.0, -0.0, 0.0, nan, 1.0, nan, -1.5, 2.0], dtype=DTYPE)
+    b = torch.tensor([1.0, 1.0, 4.0, 0.0, 0.0, -0.0, 1.0, nan, nan, -1.5, 2.5], dtype=DTYPE)
+    return a, b
+
+
+@pytest.mark.parametrize("func", ["max", "min"])
+def test_min_max_of_two_tensors_split_ties_like_torch(func):
+    a, b = ties()
+    parsed = parse(f"{func}(a, b)", ("a", "b"))
+    assert "torch.maximum" in parsed.torch() or "torch.minimum" in parsed.torch()
+    grads = elementwise_check(parsed, {"a": a, "b": b})
+    # and through an inner expression with ties: max(2 * a, a + b)
+    elementwise_check(parse(f"{func}(2 * a, a + b) * a", ("a", "b")), {"a": a, "b": a})
+    assert canonical(grads["a"]) == (
+        "_grad * (1.0 - [a < b] - 0.5 * [a == b])" if func == "max" else "_grad * (1.0 - [a > b] - 0.5 * [a == b])")
+
+
+@pytest.mark.parametrize("text", ["max(x, 0.0)", "min(x, 0.0)", "max(1.0, x)", "min(x * x, 1.0)", "max(x, 0.0) * x"])
+def test_min_max_with_a_literal_follow_the_clamp_reference(text):
+    nan = float("nan")
+    parsed = parse(text, ("x",))
+    assert "torch.clamp" in parsed.torch()
+    x = torch.tensor([-1.0, 0.0, -0.0, 1.0, 2.0, nan, -2.0, 0.5], dtype=DTYPE)
+    elementwise_check(parsed, {"x": x})
+
+
+def test_abs_at_zero_and_nan():
+    nan = float("nan")
+    x = torch.tensor([-2.0, -0.0, 0.0, 3.0, nan, 1e-310, -1e-310], dtype=DTYPE)
+    grads = elementwise_check(parse("abs(x)", ("x",)), {"x": x})
+    got = run_torch(emit(grads["x"], "torch"), {"x": x, GRAD: torch.ones_like(x)})
+    assert got.tolist()[:4] == [-1.0, 0.0, 0.0, 1.0] and got[4].item() == 0.0
+    elementwise_check(parse("abs(x - y) * x", ("x", "y")), {"x": x, "y": x})
+
+
+def test_triton_powers_are_bracketed():
+    # ParsedExpr.triton() prints x ** 2 as "(x) * (x)" ranked as an atom: "a / (y) * (y)" is a, not
+    # a / y**2 (kernelgen.expr, reported); diff.emit brackets every Triton power.
+    tree = parse("a / y ** 2 + a / pow(y, 3) - a / y ** -1", ("a", "y")).tree
+    assert emit(tree, "triton") == "a / ((y) * (y)) + a / ((y) * (y) * (y)) - a / (1.0 / (y))"
+    values = {"a": rand(16, lo=0.5, hi=2.0, seed=1), "y": rand(16, lo=0.5, hi=2.0, seed=2)}
+    torch.testing.assert_close(run_torch(emit(tree, "triton"), values), run_torch(emit(tree, "torch"), values))
+
+
+def test_compare_node_emission():
+    tree = BinOp("*", Var("g"), Compare(">", BinOp("+", Var("a"), Num(1.0)), Num(0.0)))
+    assert emit(tree, "cpp") == "g * (a + acc_t(1.0) > acc_t(0.0) ? acc_t(1.0) : acc_t(0.0))"
+    assert emit(tree, "torch") == "g * (a + 1.0 > 0.0).type_as(a + 1.0)"
+    assert emit(tree, "triton", acc="ACC") == "g * (a + tl.full((), 1.0, ACC) > tl.full((), 0.0, ACC)).to(ACC)"
+    assert canonical(tree) == "g * [a + 1.0 > 0.0]"
+    assert emit(RowLen(), "cpp") == "_n"
+    assert emit(BinOp("/", Var("a"), RowRef(2)), "cpp") == "a / _r[2]"
+    assert emit(BinOp("/", Var("a"), RowRef(2)), "triton") == "a / _r2"
+    with pytest.raises(ValueError):
+        Compare("!=", Var("a"), Var("b"))
+    with pytest.raises(ValueError):
+        emit(Var("a"), "fortran")
+    with pytest.raises(ValueError):
+        emit(Reduce("sum", Var("a")), "cpp")
+    with pytest.raises(ValueError):
+        as_parsed(tree, parse("a", ("a",)))
+
+
+# ---- composites and a seeded random batch ------------------------------------------------------
+
+COMPOSITES = [
+    ("a * b + c", ("a", "b", "c"), False),
+    ("x * sigmoid(1.702 * x)", ("x",), False),
+    ("x * tanh(log(1 + exp(x)))", ("x",), False),
+    ("(a + 8) * (b + 8) - 8 * (a + b) - 64 + 0.01 * c", ("a", "b", "c"), False),
+    ("0.5 * x * (1 + erf(x * 0.7071067811865476))", ("x",), False),
+    ("0.5 * x * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x ** 3)))", ("x",), False),
+    ("a / b - b / (a * a) + sqrt(a * b)", ("a", "b"), True),
+    ("-(-x) * -y / -(x + y)", ("x", "y"), True),
+    ("sin(x) * cos(y) + abs(x - y) + max(x, y) * min(x, 2 * y)", ("x", "y"), False),
+]
+
+
+@pytest.mark.parametrize(("text", "inputs", "positive"), COMPOSITES)
+def test_composites(text, inputs, positive):
+    parsed = parse(text, inputs)
+    values = {name: rand(64, lo=0.3 if positive else -2.0, hi=2.0, seed=i) for i, name in enumerate(inputs)}
+    grads = elementwise_check(parsed, values)
+    for tree in grads.values():
+        assert_emits(tree, set(inputs))
+
+
+def test_derivative_of_the_sigmoid_gelu_is_small_and_readable():
+    parsed = parse("x * sigmoid(1.702 * x)", ("x",))
+    d = derivative(parsed.tree, "x")
+    assert canonical(d) == "sigmoid(1.702 * x) + 1.702 * (x * (sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x))))"
+    assert size(d) <= 20
+    bindings, (forward, final) = cse([parsed.tree, d])  # the forward and its derivative share sigmoid(1.702 * x)
+    assert bindings == [("_t0", parse("sigmoid(1.702 * x)", ("x",)).tree)]
+    assert canonical(forward) == "x * _t0"
+    assert canonical(final) == "_t0 + 1.702 * (x * (_t0 * (1.0 - _t0)))"
+    cpp_bindings, texts = emit_cse([d], "cpp")
+    assert cpp_bindings == [("_t0", "opmath::sigmoid(acc_t(1.702) * x)")]
+    assert texts == ["_t0 + acc_t(1.702) * (x * (_t0 * (acc_t(1.0) - _t0)))"]
+
+
+def test_simplification_rules():
+    x, y = Var("x"), Var("y")
+    p = lambda text: parse(text, ("x", "y"), require_all=False).tree  # noqa: E731
+    assert simplify(BinOp("*", x, Num(1.0))) == x
+    assert simplify(BinOp("*", Num(0.0), x)) == Num(0.0)
+    assert simplify(BinOp("+", Num(0.0), x)) == x
+    assert simplify(BinOp("/", x, Num(1.0))) == x
+    assert simplify(diff.Neg(diff.Neg(x))) == x
+    assert simplify(Power(x, 1.0)) == x
+    assert simplify(BinOp("*", Num(2.0), BinOp("*", Num(3.0), x))) == BinOp("*", Num(6.0), x)
+    assert simplify(p("(x + 8) - 8")) == x
+    assert simplify(p("2 * x + 3 * x")) == BinOp("*", Num(5.0), x)
+    assert simplify(p("x * x * x")) == Power(x, 3.0)
+    assert simplify(p("x / 4")) == BinOp("*", Num(0.25), x)
+    assert simplify(p("x / 3")) == BinOp("/", x, Num(3.0))  # 1/3 is not exact: kept a division
+    assert simplify(p("x - y - (x - y)")) == Num(0.0)
+    assert simplify(p("x ** 0.5")) == Call("sqrt", (x,))
+    assert simplify(p("(x ** 2) ** 3")) == Power(x, 6.0)
+    assert simplify(p("(x ** 0.5) ** 2")) == Power(Call("sqrt", (x,)), 2.0)  # not x: NaN for x < 0
+    assert simplify(p("-(x - y)")) == BinOp("-", y, x)
+
+
+def random_expr(rng: random.Random, names, depth: int, positive: bool = False) -> str:
+    """A random expression over ``names`` (all inputs positive); ``positive``: its value is > 0."""
+    if depth == 0 or rng.random() < 0.25:
+        if positive or rng.random() < 0.8:
+            return rng.choice(names)
+        return repr(round(rng.uniform(-2, 2), 3))
+    sub = lambda pos=False: random_expr(rng, names, depth - 1, pos)  # noqa: E731
+    if positive:
+        choice = rng.choice(["exp", "sq", "sig", "var", "sum", "prod"])
+        return {
+            "exp": lambda: f"exp(0.3 * {sub()})",
+            "sq": lambda: f"({sub()}) ** 2 + 0.5",
+            "sig": lambda: f"sigmoid({sub()}) + 0.25",
+            "var": lambda: rng.choice(names),
+            "sum": lambda: f"{sub(True)} + {sub(True)}",
+            "prod": lambda: f"{sub(True)} * {sub(True)}",
+        }[choice]()
+    kind = rng.choice(["binop", "binop", "func", "func", "pos_func", "power", "minmax", "neg", "pow", "div"])
+    if kind == "binop":
+        return f"({sub()} {rng.choice('+-*')} {sub()})"
+    if kind == "div":
+        return f"({sub()} / ({sub(True)}))"
+    if kind == "func":
+        return f"{rng.choice(['exp', 'tanh', 'sigmoid', 'abs', 'sin', 'cos', 'erf'])}(0.5 * {sub()})"
+    if kind == "pos_func":
+        return f"{rng.choice(['log', 'sqrt', 'rsqrt'])}({sub(True)})"
+    if kind == "power":
+        return f"({sub(True)}) ** {rng.choice([2, 3, -1, 0.5, -0.5, 1.5, -1.5])}"
+    if kind == "minmax":
+        return f"{rng.choice(['min', 'max'])}({sub()}, {sub()})"
+    if kind == "pow":
+        return f"pow({sub(True)}, 0.5 * {sub()})"
+    return f"-{sub()}"
+
+
+def random_elementwise(count: int, seed: int):
+    rng = random.Random(seed)
+    found = []
+    while len(found) < count:
+        names = tuple(rng.sample(["x", "y", "z"], rng.randint(1, 3)))
+        text = random_expr(rng, names, 4)
+        try:
+            parsed = parse(text, names, require_all=False)
+        except ExprError:
+            continue
+        if size(parsed.tree) >= 8:  # not a bare name or a one-call expression
+            found.append(parsed)
+    return found
+
+
+@pytest.mark.parametrize("index", range(20))
+def test_random_elementwise(index):
+    parsed = random_elementwise(20, seed=1234)[index]
+    values = {name: rand(48, lo=0.3, hi=2.0, seed=i + 10 * index) for i, name in enumerate(parsed.inputs)}
+    with torch.no_grad():
+        out = run_torch(parsed.torch(), values)
+    assert torch.isfinite(out).all(), parsed.canonical
+    grads = elementwise_check(parsed, values, atol=1e-9, rtol=1e-7)
+    like = set(parsed.inputs)
+    for tree in grads.values():
+        assert_emits(tree, like)
+        if not diff.has_internal(tree):
+            assert_round_trip(tree, parsed)
+
+
+def assert_round_trip(tree, like) -> None:
+    """The canonical text of a grammar tree parses back to the same tree."""
+    made = as_parsed(tree, like, (GRAD,))
+    try:
+        again = parse(made.source, made.inputs, weights=made.weights, rowwise=made.rowwise, require_all=False)
+    except ExprError as err:
+        # only the parser's limits (depth, length) may refuse a tree we built
+        assert "nested more than" in str(err) or "characters long" in str(err), str(err)
+        return
+    assert again.tree == tree, (made.source, again.canonical)
+
+
+def test_round_trip_of_gradient_trees():
+    for text, inputs, _ in COMPOSITES:
+        parsed = parse(text, inputs)
+        for tree in elementwise_vjp(parsed).values():
+            if not diff.has_internal(tree):
+                assert_round_trip(tree, parsed)
+    # negative numbers and powers print so that they parse back to the same numbers
+    x = Var("x")
+    for tree in (BinOp("*", Num(-2.0), x), Power(x, -2.0), BinOp("-", x, Num(-1.0)), diff.Neg(Power(x, 2.0))):
+        assert parse(canonical(tree), ("x",)).tree == tree
+
+
+def test_vjp_leaves_out_unread_inputs():
+    parsed = parse("x * x", ("x", "y"), require_all=False)
+    assert set(elementwise_vjp(parsed)) == {"x"}
+    parsed = parse("x - x + y", ("x", "y"))
+    assert elementwise_vjp(parsed)["x"] == Num(0.0)
+    assert elementwise_vjp(parsed, grad="_dy")["y"] == Var("_dy")
+    with pytest.raises(ValueError):
+        elementwise_vjp(parse("x - max(x)", ("x",), rowwise=True))
+    with pytest.raises(ValueError):
+        derivative(parse("x - max(x)", ("x",), rowwise=True).tree, "x")
+
+
+def test_cse_binds_in_evaluation_order():
+    trees = [parse(t, ("x", "y")).tree for t in ("exp(x * y) + sin(exp(x * y) + 1)", "sin(exp(x * y) + 1) * y",
+                                                      "x * y")]
+    bindings, rewritten = cse(trees)
+    names = [name for name, _ in bindings]
+    assert names == [f"_t{i}" for i in range(len(names))]
+    seen = set()
+    for name, body in bindings:
+        assert diff.variables(body) - {"x", "y"} <= seen
+        seen.add(name)
+    # substituting back gives the original trees
+    table = dict(bindings)
+
+    def back(node):
+        return diff.transform(node, lambda n: back(table[n.name]) if isinstance(n, Var) and n.name in table else None)
+
+    assert [back(t) for t in rewritten] == trees
+    assert cse([Var("x"), Var("x")]) == ([], [Var("x"), Var("x")])
+
+
+# ---- rowwise -------------------------------------------------------------------------------------
+
+SOFTMAX = "exp(x - max(x)) / sum(exp(x - max(x)))"
+LOG_SOFTMAX = "x - max(x) - log(sum(exp(x - max(x))))"
+RMSNORM = "x * rsqrt(mean(x * x) + 1e-6) * w"
+LAYERNORM = "(x - mean(x)) * rsqrt(mean((x - mean(x)) * (x - mean(x))) + 1e-5) * w + b"
+RESIDUAL_RMSNORM = "(x + res) * rsqrt(mean((x + res) * (x + res)) + 1e-6) * w"
+LOGSUMEXP = "log(sum(exp(x - max(x)))) + max(x)"
+
+ROWWISE = [
+    (SOFTMAX, ("x",), ()),
+    (LOG_SOFTMAX, ("x",), ()),
+    (RMSNORM, ("x",), ("w",)),
+    (LAYERNORM, ("x",), ("w", "b")),
+    ("(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b", ("x",), ("w", "b")),
+    (RESIDUAL_RMSNORM, ("x", "res"), ("w",)),
+    (LOGSUMEXP, ("x",), ()),
+    ("x / sum(x * w)", ("x",), ("w",)),
+    ("exp(w * x - max(w * x)) / sum(exp(w * x - max(w * x))) + b", ("x",), ("w", "b")),
+    ("x / max(x)", ("x",), ()),
+    ("x * min(x) + max(x * y)", ("x", "y"), ()),
+    ("x * sum(x - sum(x))", ("x",), ()),
+    ("exp(x - max(x) - log(sum(exp(x - max(x)))))", ("x",), ()),
+    ("x * sigmoid(mean(x * w)) - max(x, 0.0) / (1 + sum(abs(x)))", ("x",), ("w",)),
+]
+
+
+def rowwise_values(parsed, seed=0, lo=0.2, hi=2.0):
+    values = {name: rand(ROWS, COLS, lo=lo, hi=hi, seed=seed + i) for i, name in enumerate(parsed.inputs)}
+    values |= {name: rand(COLS, lo=lo, hi=hi, seed=seed + 50 + i) for i, name in enumerate(parsed.weights)}
+    return values
+
+
+@pytest.mark.parametrize(("text", "inputs", "weights"), ROWWISE)
+def test_rowwise_gradients_match_autograd(text, inputs, weights):
+    parsed = parse(text, inputs, weights=weights, rowwise=True)
+    bw = rowwise_check(parsed, rowwise_values(parsed))
+    if not parsed.positive_domain:
+        rowwise_check(parsed, rowwise_values(parsed, seed=3, lo=-2.0, hi=2.0))
+    assert set(bw.inputs) == set(inputs) and set(bw.weights) == set(weights)
+    names = {*inputs, *weights}
+    for tree in bw.input_plan.values():
+        assert_emits(tree, names)
+        assert not any(isinstance(n, Reduce) for n in diff.walk(tree))
+    for stage in bw.stages:
+        assert_emits(stage.arg, names)
+    for tree in (*bw.inputs.values(), *bw.weights.values()):
+        if not diff.has_internal(tree):
+            assert_round_trip(tree, parsed)
+    forms = bw.emit()
+    for style in ("cpp", "triton"):
+        assert set(forms[style]["inputs"]) == set(inputs)
+
+
+def test_softmax_backward_is_the_textbook_one():
+    bw = rowwise_vjp(parse(SOFTMAX, ("x",), rowwise=True))
+    assert bw.stabilizers == (0,)  # the max's adjoint cancels exactly: no mask, no count
+    assert bw.saved == (0, 1)
+    assert [s.canonical for s in bw.extra] == ["sum(_grad * exp(x - max(x)))"]
+    # y * g - y * sum(g * y), with y = e / s: g * (e / s) - sum(g * e) / s ** 2 * e
+    assert canonical(bw.inputs["x"]) == (
+        "_grad * (exp(x - max(x)) / sum(exp(x - max(x)))) "
+        "- sum(_grad * exp(x - max(x))) / sum(exp(x - max(x))) ** 2.0 * exp(x - max(x))")
+    assert [(s.func, s.forward) for s in bw.stages] == [("max", 0), ("sum", 1), ("sum", None)]
+    forms = bw.emit()
+    assert forms["reductions"][2]["cpp"] == "_grad * opmath::exp(x - _r[0])"
+    assert forms["cpp"]["bindings"] == [("_t0", "opmath::exp(x - _r[0])")]
+    assert forms["cpp"]["inputs"]["x"] == "_grad * (_t0 / _r[1]) - _r[2] / opmath::square(_r[1]) * _t0"
+
+
+def test_log_softmax_and_logsumexp_need_one_extra_sum():
+    for text in (LOG_SOFTMAX, LOGSUMEXP):
+        bw = rowwise_vjp(parse(text, ("x",), rowwise=True))
+        assert bw.stabilizers == (0,)
+        assert [s.canonical for s in bw.extra] == ["sum(_grad)"]
+    assert canonical(rowwise_vjp(parse(LOG_SOFTMAX, ("x",), rowwise=True)).inputs["x"]) == (
+        "_grad - sum(_grad) / sum(exp(x - max(x))) * exp(x - max(x))")
+
+
+def test_rmsnorm_and_layernorm_backward():
+    bw = rowwise_vjp(parse(RMSNORM, ("x",), weights=("w",), rowwise=True))
+    assert [s.canonical for s in bw.extra] == ["mean(_grad * w * x)"]
+    assert canonical(bw.inputs["x"]) == (
+        "_grad * (rsqrt(mean(x * x) + 1e-06) * w) - rsqrt(mean(x * x) + 1e-06) ** 3.0 * mean(_grad * w * x) * x")
+    assert canonical(bw.weights["w"]) == "_grad * (x * rsqrt(mean(x * x) + 1e-06))"
+    ln = rowwise_vjp(parse(LAYERNORM, ("x",), weights=("w", "b"), rowwise=True))
+    # the textbook two: mean(g * w) and mean(g * w * (x - mean(x))), independent of each other
+    assert {s.canonical for s in ln.extra} == {"mean(_grad * w * (x - mean(x)))", "mean(_grad * w)"}
+    assert all(not any(isinstance(n, RowRef) and ln.stages[n.index].forward is None for n in diff.walk(s.arg))
+               for s in ln.extra)
+    assert ln.saved == (0, 1)
+    assert ln.weights["b"] == Var(GRAD)
+
+
+def test_max_reductions_with_ties_split_like_amax():
+    parsed = parse("x / max(x) + y * min(x)", ("x", "y"), rowwise=True)
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 0.5], [2.0, 2.0, 2.0, 2.0, 2.0], [0.5, 0.5, 1.0, 4.0, 4.0]], dtype=DTYPE)
+    y = rand(3, 5, lo=0.2, hi=2.0, seed=4)
+    bw = rowwise_check(parsed, {"x": x, "y": y})
+    assert {s.canonical for s in bw.extra} >= {"sum([x == max(x)])", "sum([x == min(x)])"}
+    # ties through an elementwise max inside a row reduction, and a reduction of ties
+    parsed = parse("x * max(max(x, y))", ("x", "y"), rowwise=True)
+    rowwise_check(parsed, {"x": x, "y": torch.flip(x, dims=(-1,))})
+
+
+def test_weight_inside_a_reduction():
+    parsed = parse("x / sum(x * w) + w", ("x",), weights=("w",), rowwise=True)
+    bw = rowwise_check(parsed, rowwise_values(parsed))
+    assert canonical(bw.weights["w"]) == "_grad - sum(_grad * x) / sum(x * w) ** 2.0 * x"
+
+
+def test_row_length_node_for_a_sum_of_a_row_constant():
+    bw = rowwise_vjp(parse("x * sum(x - sum(x))", ("x",), rowwise=True))
+    assert any(isinstance(n, RowLen) for n in diff.walk(bw.inputs["x"]))
+    assert "_n" in bw.emit()["cpp"]["inputs"]["x"]
+
+
+def test_rowwise_vjp_refuses_elementwise():
+    with pytest.raises(ValueError):
+        rowwise_vjp(parse("x * 2", ("x",)))
+
+
+def random_rowwise(count: int, seed: int):
+    rng = random.Random(seed)
+    found = []
+    while len(found) < count:
+        names = ("x", "y")[: rng.randint(1, 2)]
+        weights = ("w",)[: rng.randint(0, 1)]
+        leaves = (*names, *weights)
+        inner = random_expr(rng, leaves, 2, positive=rng.random() < 0.5)
+        outer = random_expr(rng, leaves, 2)
+        red = rng.choice(["sum", "mean", "max", "min"])
+        form = rng.choice(["{o} * {r}({i})", "{o} / (1 + {r}({i}) ** 2)", "{o} - {r}({i})",
+                           "sigmoid({o} * {r}({i}) + mean({o}))"])
+        text = form.format(o=outer, r=red, i=inner)
+        try:
+            parsed = parse(text, names, weights=weights, rowwise=True, require_all=False)
+        except ExprError:
+            continue
+        if size(parsed.tree) >= 8:
+            found.append(parsed)
+    return found
+
+
+@pytest.mark.parametrize("index", range(8))
+def test_random_rowwise(index):
+    parsed = random_rowwise(8, seed=99)[index]
+    values = rowwise_values(parsed, seed=index)
+    bw = rowwise_check(parsed, values, atol=1e-9, rtol=1e-7)
+    for tree in (*bw.input_plan.values(), *bw.weight_plan.values()):
+        assert_emits(tree, {*parsed.inputs, *parsed.weights})
+
+
+def test_backward_stage_and_dataclass_shape():
+    bw = rowwise_vjp(parse(RMSNORM, ("x",), weights=("w",), rowwise=True))
+    assert all(isinstance(s, BackwardStage) for s in bw.stages)
+    assert bw.forward.canonical == "x * rsqrt(mean(x * x) + 1e-06) * w"
+    assert bw.grad == GRAD
+    forms = bw.emit(acc_type="float", acc="tl.float32")
+    assert forms["reductions"][1]["cpp"] == "_grad * w * x"
+    assert "float(1e-06)" in forms["cpp"]["inputs"]["x"] or any("float(1e-06)" in t for _, t in forms["cpp"]["bindings"])
