@@ -44,9 +44,9 @@ from .expr import parse
 #:    and one instantiation per dtype.
 #: 10: the package holds each kind's test suite and the error model once (<package>/testing/); an op's
 #:    tests/test_<op>.py is its error_bound() and a class that runs its kind's suite on it.
-#: 11: the package holds the rowwise kernels once (csrc/kernelgen/rowwise.cuh); a rowwise op's kernel file
-#:    is its steps (Op: the columns each step reads, the kept argument, the math type) and one
-#:    instantiation per dtype.
+#: 11: the package holds the rowwise kernels and CPU loop once (csrc/kernelgen/rowwise.cuh,
+#:    rowwise_cpu.h); a rowwise op's steps (Op: the columns each step reads, the kept argument, the math
+#:    type) sit in its <op>.h below the formula, and its kernel file is one instantiation per dtype.
 TEMPLATE_VERSION = "11"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and

@@ -68,7 +68,8 @@ EW_CPP = "{pkg}/csrc/ew/ew.cpp"
 #: The package's elementwise kernel and launch, which every elementwise CUDA op instantiates.
 EW_CUH = "{pkg}/csrc/kernelgen/elementwise.cuh"
 RW_H = "{pkg}/csrc/rw/rw.h"
-RW_CPP = "{pkg}/csrc/rw/rw.cpp"
+#: The package's rowwise CPU loop, which every rowwise C++ op runs with its steps.
+RW_CPU = "{pkg}/csrc/kernelgen/rowwise_cpu.h"
 #: The package's rowwise kernels and launch, which every rowwise CUDA op instantiates with its steps.
 RW_CUH = "{pkg}/csrc/kernelgen/rowwise.cuh"
 MM_H = "{pkg}/csrc/mm/mm_problem.h"
@@ -101,14 +102,15 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rw-constant", "rw", "formula", "a constant off by 1% (0.5 becomes 0.505)",
            (_e(RW_H, "acc_t(0.5) * b", "acc_t(0.505) * b"),)),
     Mutant("rw-last-element", "rw", "cpu", "the last element of each row skipped (CPU loop)",
-           (_e(RW_CPP, "\n        for (int64_t col = 0; col < cols; ++col) {", "\n        for (int64_t col = 0; col < cols - 1; ++col) {"),)),
+           (_e(RW_CPU, "      for (int64_t col = 0; col < cols; ++col) {\n        const acc_t v",
+               "      for (int64_t col = 0; col < cols - 1; ++col) {\n        const acc_t v"),)),
     Mutant("rw-row-stride", "rw", "cpu", "the row stride off by one (CPU loop)",
-           (_e(RW_CPP, "const int64_t base = row * cols;", "const int64_t base = row * (cols - 1);"),)),
+           (_e(RW_CPU, "const int64_t base = row * cols;", "const int64_t base = row * (cols - 1);"),)),
     Mutant("rw-reduce-n-1", "rw", "cpu", "a reduction over N - 1 elements (mean(x), CPU loop)",
-           (_e(RW_CPP, "\n          for (int64_t col = 0; col < cols; ++col) {", "\n          for (int64_t col = 0; col < cols - 1; ++col) {",
-               count=2, first_only=True),)),
+           (_e(RW_CPU, "    for (int64_t col = 0; col < cols; ++col) {\n      const acc_t v",
+               "    for (int64_t col = 0; col < cols - (S == 0); ++col) {\n      const acc_t v"),)),
     Mutant("rw-weight-row", "rw", "cpu", "a weight indexed by the row (w[(row + col) % cols], CPU loop)",
-           (_e(RW_CPP, "static_cast<acc_t>(w_ptr[col])", "static_cast<acc_t>(w_ptr[(row + col) % cols])", count=3),)),
+           (_e(RW_CPU, "return static_cast<acc_t>(ptr[col]);", "return static_cast<acc_t>(ptr[(row + col) % cols]);"),)),
     Mutant("rw-last-element-cuda", "rw", "cuda", "the last pack of each row skipped",
            (_e(RW_CUH, "\n      *reinterpret_cast<pack_t*>(out + base + col) = result;",
                "\n      if (col + kVec < limit) *reinterpret_cast<pack_t*>(out + base + col) = result;"),)),
@@ -222,7 +224,7 @@ def formula_in_double(op_dir: Path) -> list[Path]:
         if path.suffix not in (".cpp", ".cu", ".h"):
             continue
         text = path.read_text()
-        new = _ACC_T.sub(r"using \1 = double;", text) if path.suffix != ".h" else text
+        new = _ACC_T.sub(r"using \1 = double;", text)
         if path.name.endswith("_kernel.cu"):
             new = _in_double(_EW_APPLY, "acc_t", new)
         if path.name.endswith("_problem.h"):

@@ -1,5 +1,8 @@
 """Kernel variants of the rowwise register kernel, for one device run (issue 10's remaining cells).
 
+It edits the kernel text of template versions 5-10 (each op's own <op>_kernel.cu): run it from a
+checkout of that era. From version 11 on the kernels live in the package's csrc/kernelgen/rowwise.cuh.
+
     python docs/device/rowwise_variants.py .device/rwexp     # dev machine (needs copier): generates
     bash docs/device/rowwise_variants.sh                      # GPU machine: builds and benches them
 

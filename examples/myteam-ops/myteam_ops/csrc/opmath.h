@@ -200,5 +200,17 @@ struct MinOp {
   static OPMATH_FN T combine(T a, T b) { return min(a, b); }
 };
 
+// The R-th of a list of types: a rowwise op's Op::Reduce<R, acc_t> picks reduction R's fold with it.
+template <int R, class First, class... Rest>
+struct NthType {
+  using type = typename NthType<R - 1, Rest...>::type;
+};
+template <class First, class... Rest>
+struct NthType<0, First, Rest...> {
+  using type = First;
+};
+template <int R, class... Types>
+using Nth = typename NthType<R, Types...>::type;
+
 }  // namespace opmath
 }  // namespace 

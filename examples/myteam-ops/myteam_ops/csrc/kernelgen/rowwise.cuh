@@ -25,7 +25,7 @@
 //     from run to run, so the results are bitwise reproducible.
 //   * int64 row offsets: rows * cols may pass 2^31.
 //
-// An op is a struct with
+// An op is a struct (in csrc/<op>/<op>.h, shared with the CPU loop, kernelgen/rowwise_cpu.h) with
 //   kInputs, kWeights, kReductions   its columns are the inputs (one row each), then the weights (one
 //                                    value per column, the same for every row);
 //   math_t<scalar_t>                 the type its formula and reductions compute in;
@@ -180,18 +180,6 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int thr
   }
   return value;
 }
-
-// The R-th type of a list: an op's Reduce<R, acc_t> picks its reductions' folds with it.
-template <int R, class First, class... Rest>
-struct NthType {
-  using type = typename NthType<R - 1, Rest...>::type;
-};
-template <class First, class... Rest>
-struct NthType<0, First, Rest...> {
-  using type = First;
-};
-template <int R, class... Types>
-using Nth = typename NthType<R, Types...>::type;
 
 template <std::size_t, typename T>
 using Same = T;

@@ -16,7 +16,8 @@ namespace softmax {
 // float32 inputs, double for float64. The reductions accumulate in it too.
 //
 // If you change the formula, change reference() in ops/softmax.py to match: the tests compare
-// against it and the default backward is derived from it.
+// against it and the default backward is derived from it. If a step comes to read another input or
+// weight, mark it in Op::kReads below: the CUDA kernels pass 0 for a column a step does not read.
 constexpr int kReductions = 2;
 
 // _r[0] = max(x): Reduce0 folds softmax_reduce0_arg over the row.
@@ -45,5 +46,43 @@ OPMATH_FN acc_t softmax_out(acc_t x, acc_t _a1, const acc_t* _r) {
   return _a1 * (acc_t(1.0) / _r[1]);
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
+
+// What the package's rowwise kernels (CPU and CUDA) need to know of this op. Its one column is the input x.
+struct Op {
+  static constexpr int kInputs = 1;
+  static constexpr int kWeights = 0;
+  static constexpr int kReductions = softmax::kReductions;
+  // The math type: float for float16, bfloat16 and float32, double for float64. The reductions
+  // accumulate in it too.
+  template <typename scalar_t>
+  using math_t = opmath::opmath_type<scalar_t>;
+  template <int R, typename acc_t>
+  using Reduce = opmath::Nth<R, Reduce0<acc_t>, Reduce1<acc_t>>;
+  static constexpr bool kMean[kReductions] = {kMean0, kMean1};
+  // The columns each step reads: the kernels load a weight only where a step reads it.
+  static constexpr bool kReads[kReductions + 1][1] = {
+      {true},  // _r[0] = max(x)
+      {true},  // _r[1] = sum(exp(x - max(x)))
+      {false},  // the output
+  };
+  // The output reuses reduction 1's per-element argument: the register kernel keeps it
+  // from the reduction instead of evaluating it again.
+  static constexpr int kKept = 1;
+
+  // Step R's argument at one element: v holds the columns' values, r the reductions so far.
+  template <int R, typename acc_t>
+  static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
+    if constexpr (R == 0) {
+      return softmax_reduce0_arg<acc_t>(v[0], r);
+    } else {
+      return softmax_reduce1_arg<acc_t>(v[0], r);
+    }
+  }
+  // The output at one element; `kept` is reduction kKept's argument there.
+  template <typename acc_t>
+  static OPMATH_FN acc_t out(const acc_t* v, acc_t kept, const acc_t* r) {
+    return softmax_out<acc_t>(v[0], kept, r);
+  }
+};
 
 }  // namespace softmax

@@ -20,6 +20,7 @@
 #include <string>
 #include <utility>
 
+#include "../kernelgen/rowwise_cpu.h"
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
 #include "rmsnorm.h"
 #include "rmsnorm_checks.h"
@@ -59,8 +60,6 @@ namespace {
 // Rows per task of torch::stable::parallel_for, chosen so that a task holds about this many elements:
 // a small tensor stays on one thread (spawning work costs microseconds), a large one spreads over all cores.
 constexpr int64_t kGrainElements = 32768;
-// Partial results per row reduction (a power of two).
-constexpr int kLanes = 64;
 
 Tensor rmsnorm_cpu(const Tensor& x, const Tensor& w) {
   // Every check happens here, before the parallel loop: nothing inside the loop may throw (the loop
@@ -76,40 +75,13 @@ Tensor rmsnorm_cpu(const Tensor& x, const Tensor& w) {
   }
   const int64_t rows = out.numel() / cols;
   THO_DISPATCH_V2(x.scalar_type(), "rmsnorm_cpu", AT_WRAP([&] {
-    using acc_t = opmath::opmath_type<scalar_t>;  // float for float16/bfloat16, else scalar_t
     const scalar_t* x_ptr = x_contig.const_data_ptr<scalar_t>();
     const scalar_t* w_ptr = w_contig.const_data_ptr<scalar_t>();
     scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
     const int64_t grain = std::max<int64_t>(1, kGrainElements / cols);
     torch::stable::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-      for (int64_t row = begin; row < end; ++row) {
-        const int64_t base = row * cols;
-        acc_t _r[kReductions];
-        {  // _r[0] = mean(x * x)
-          // kLanes partial results, each folding every kLanes-th element, then folded pairwise: a
-          // float sum of 65536 elements left to right loses about 8x more than this, and the
-          // independent lanes vectorize.
-          acc_t part[kLanes];
-          for (int lane = 0; lane < kLanes; ++lane) {
-            part[lane] = Reduce0<acc_t>::identity();
-          }
-          for (int64_t col = 0; col < cols; ++col) {
-            acc_t& slot = part[col % kLanes];
-            slot = Reduce0<acc_t>::combine(slot, rmsnorm_reduce0_arg<acc_t>(
-                static_cast<acc_t>(x_ptr[base + col]), static_cast<acc_t>(w_ptr[col]), _r));
-          }
-          for (int width = kLanes / 2; width > 0; width /= 2) {
-            for (int lane = 0; lane < width; ++lane) {
-              part[lane] = Reduce0<acc_t>::combine(part[lane], part[lane + width]);
-            }
-          }
-          _r[0] = kMean0 ? part[0] / static_cast<acc_t>(cols) : part[0];
-        }
-        for (int64_t col = 0; col < cols; ++col) {
-          out_ptr[base + col] = static_cast<scalar_t>(rmsnorm_out<acc_t>(
-              static_cast<acc_t>(x_ptr[base + col]), static_cast<acc_t>(w_ptr[col]), _r));
-        }
-      }
+      // The package's CPU loop (../kernelgen/rowwise_cpu.h) over this op's steps (Op in rmsnorm.h).
+      kg::rowwise::CpuRows<Op, scalar_t>::run(x_ptr, w_ptr, out_ptr, begin, end, cols);
     });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return out;

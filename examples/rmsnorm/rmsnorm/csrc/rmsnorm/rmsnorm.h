@@ -17,7 +17,8 @@ namespace rmsnorm {
 // float32 inputs, double for float64. The reductions accumulate in it too.
 //
 // If you change the formula, change reference() in ops/rmsnorm.py to match: the tests compare
-// against it and the default backward is derived from it.
+// against it and the default backward is derived from it. If a step comes to read another input or
+// weight, mark it in Op::kReads below: the CUDA kernels pass 0 for a column a step does not read.
 constexpr int kReductions = 1;
 
 // _r[0] = mean(x * x): Reduce0 folds rmsnorm_reduce0_arg over the row, then kMean0 divides by the row length.
@@ -35,5 +36,37 @@ OPMATH_FN acc_t rmsnorm_out(acc_t x, acc_t w, const acc_t* _r) {
   return x * opmath::rsqrt(_r[0] + acc_t(1e-06)) * w;
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
+
+// What the package's rowwise kernels (CPU and CUDA) need to know of this op. Its columns are the input, then the weights:
+// x (0), w (1).
+struct Op {
+  static constexpr int kInputs = 1;
+  static constexpr int kWeights = 1;
+  static constexpr int kReductions = rmsnorm::kReductions;
+  // The math type: float for float16, bfloat16 and float32, double for float64. The reductions
+  // accumulate in it too.
+  template <typename scalar_t>
+  using math_t = opmath::opmath_type<scalar_t>;
+  template <int R, typename acc_t>
+  using Reduce = opmath::Nth<R, Reduce0<acc_t>>;
+  static constexpr bool kMean[kReductions] = {kMean0};
+  // The columns each step reads: the kernels load a weight only where a step reads it.
+  static constexpr bool kReads[kReductions + 1][2] = {
+      {true, false},  // _r[0] = mean(x * x)
+      {true, true},  // the output
+  };
+  static constexpr int kKept = -1;  // the output evaluates its own terms
+
+  // Step R's argument at one element: v holds the columns' values, r the reductions so far.
+  template <int R, typename acc_t>
+  static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
+    return rmsnorm_reduce0_arg<acc_t>(v[0], v[1], r);
+  }
+  // The output at one element; `kept` is reduction kKept's argument there.
+  template <typename acc_t>
+  static OPMATH_FN acc_t out(const acc_t* v, acc_t kept, const acc_t* r) {
+    return rmsnorm_out<acc_t>(v[0], v[1], r);
+  }
+};
 
 }  // namespace rmsnorm

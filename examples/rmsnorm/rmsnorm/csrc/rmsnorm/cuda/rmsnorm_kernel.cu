@@ -1,51 +1,15 @@
-// rmsnorm_kernel.cu: the CUDA kernels of rmsnorm::rmsnorm: the steps of its formula,
-// and one instantiation per dtype of the package's rowwise kernels (../../kernelgen/rowwise.cuh: the
-// kernels, their launch, and the rules that pick the launch shape for this op's row).
-// The formula itself is in ../rmsnorm.h, shared with the CPU code. The tensor side (checks,
-// device guard, allocation, stream, dtype dispatch, registration) is in rmsnorm_cuda.cpp. This
-// file sees raw pointers only and includes no tensor headers: nvcc spends most of a build parsing
-// them, and the kernel needs none.
+// rmsnorm_kernel.cu: the CUDA kernels of rmsnorm::rmsnorm: one instantiation per dtype of
+// the package's rowwise kernels (../../kernelgen/rowwise.cuh: the kernels, their launch, and the rules
+// that pick the launch shape for this op's row) for this op's steps (Op in ../rmsnorm.h, which the
+// CPU loop shares). The tensor side (checks, device guard, allocation, stream, dtype dispatch,
+// registration) is in rmsnorm_cuda.cpp. This file sees raw pointers only and includes no tensor
+// headers: nvcc spends most of a build parsing them, and the kernel needs none.
 
 #include "../../kernelgen/rowwise.cuh"
 #include "../rmsnorm.h"
 #include "rmsnorm_kernel.h"
 
 namespace rmsnorm {
-namespace {
-
-// What the package's rowwise kernels need to know of this op. Its columns are the input, then the weights:
-// x (0), w (1).
-struct Op {
-  static constexpr int kInputs = 1;
-  static constexpr int kWeights = 1;
-  static constexpr int kReductions = rmsnorm::kReductions;
-  // The math type: float for float16, bfloat16 and float32, double for float64. The reductions
-  // accumulate in it too.
-  template <typename scalar_t>
-  using math_t = opmath::opmath_type<scalar_t>;
-  template <int R, typename acc_t>
-  using Reduce = kg::rowwise::Nth<R, Reduce0<acc_t>>;
-  static constexpr bool kMean[kReductions] = {kMean0};
-  // The columns each step reads: the kernels load a weight only where a step reads it.
-  static constexpr bool kReads[kReductions + 1][2] = {
-      {true, false},  // _r[0] = mean(x * x)
-      {true, true},  // the output
-  };
-  static constexpr int kKept = -1;  // the output evaluates its own terms
-
-  // Step R's argument at one element: v holds the columns' values, r the reductions so far.
-  template <int R, typename acc_t>
-  static __device__ __forceinline__ acc_t arg(const acc_t* v, const acc_t* r) {
-    return rmsnorm_reduce0_arg<acc_t>(v[0], v[1], r);
-  }
-  // The output at one element; `kept` is reduction kKept's argument there.
-  template <typename acc_t>
-  static __device__ __forceinline__ acc_t out(const acc_t* v, acc_t kept, const acc_t* r) {
-    return rmsnorm_out<acc_t>(v[0], v[1], r);
-  }
-};
-
-}  // namespace
 
 template <typename scalar_t>
 void launch_rmsnorm(const scalar_t* x, const scalar_t* w, scalar_t* out, int64_t rows, int64_t cols,

@@ -1,0 +1,94 @@
+#pragma once
+// kernelgen/rowwise_cpu.h: the CPU loop every rowwise op of this package shares. An op's own file
+// (csrc/<op>/<op>.cpp) checks its inputs, runs this loop over its rows with torch::stable::parallel_for
+// and registers the result; its steps (the `Op` struct in csrc/<op>/<op>.h) are the ones the CUDA
+// kernels (rowwise.cuh) run, so both backends compute the same thing in the same order of steps.
+//
+// For each row: every reduction in order (each one a pass over the row), then the output, a last
+// pass. A reduction keeps kLanes partial results, each folding every kLanes-th element, then folds them
+// pairwise: a float sum of 65536 elements left to right loses about 8x more accuracy than this, and the
+// independent lanes vectorize. Plain C++: nothing here may throw (the loop body runs behind libtorch's
+// C interface, which would replace a message by a generic failure), so the op checks everything first.
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "../opmath.h"
+
+namespace kg {
+namespace rowwise {
+namespace {
+
+constexpr int kLanes = 64;  // partial results per row reduction (a power of two)
+
+template <std::size_t, typename T>
+using Same = T;
+
+template <class Op, typename scalar_t, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
+struct CpuRows;
+
+template <class Op, typename scalar_t, std::size_t... I>
+struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
+  using acc_t = typename Op::template math_t<scalar_t>;
+  static constexpr int kColumns = sizeof...(I);
+
+  // Column C at element `col` of row `row` (which starts at `base`): an input's own element, or the
+  // weight's, the same for every row.
+  template <std::size_t C>
+  static acc_t value(const scalar_t* ptr, int64_t row, int64_t base, int64_t col, int64_t cols) {
+    if constexpr (C < Op::kInputs) {
+      return static_cast<acc_t>(ptr[base + col]);
+    } else {
+      return static_cast<acc_t>(ptr[col]);  // a weight: one value per column
+    }
+  }
+
+  // Reduction S of one row, into r[S].
+  template <int S>
+  static void reduce(acc_t* r, int64_t row, int64_t base, int64_t cols, const Same<I, scalar_t>*... in) {
+    using Reduce = typename Op::template Reduce<S, acc_t>;
+    acc_t part[kLanes];
+    for (int lane = 0; lane < kLanes; ++lane) {
+      part[lane] = Reduce::identity();
+    }
+    for (int64_t col = 0; col < cols; ++col) {
+      const acc_t v[kColumns] = {value<I>(in, row, base, col, cols)...};
+      acc_t& slot = part[col % kLanes];
+      slot = Reduce::combine(slot, Op::template arg<S>(v, r));
+    }
+    for (int width = kLanes / 2; width > 0; width /= 2) {
+      for (int lane = 0; lane < width; ++lane) {
+        part[lane] = Reduce::combine(part[lane], part[lane + width]);
+      }
+    }
+    r[S] = Op::kMean[S] ? part[0] / static_cast<acc_t>(cols) : part[0];
+  }
+  template <int... S>
+  static void reduce_all(std::integer_sequence<int, S...>, acc_t* r, int64_t row, int64_t base, int64_t cols,
+                         const Same<I, scalar_t>*... in) {
+    (reduce<S>(r, row, base, cols, in...), ...);
+  }
+
+  // Rows [begin, end) of `cols` elements each.
+  static void run(const Same<I, scalar_t>*... in, scalar_t* out, int64_t begin, int64_t end, int64_t cols) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t base = row * cols;
+      acc_t r[Op::kReductions];
+      reduce_all(std::make_integer_sequence<int, Op::kReductions>{}, r, row, base, cols, in...);
+      // The output; it computes the kept argument (Op::kKept) again, where the CUDA kernel keeps it.
+      for (int64_t col = 0; col < cols; ++col) {
+        const acc_t v[kColumns] = {value<I>(in, row, base, col, cols)...};
+        acc_t kept = acc_t(0);
+        if constexpr (Op::kKept >= 0) {
+          kept = Op::template arg<Op::kKept>(v, r);
+        }
+        out[base + col] = static_cast<scalar_t>(Op::template out<acc_t>(v, kept, r));
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace rowwise
+}  // namespace kg
