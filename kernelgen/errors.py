@@ -56,3 +56,8 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     0.6), or ``""`` when none is close: the tail of a one-line error about an unknown name."""
     matches = difflib.get_close_matches(word, sorted(set(choices)), n=1)
     return f"; did you mean {matches[0]!r}?" if matches else ""
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (ending in "...") to quote it in a one-line message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

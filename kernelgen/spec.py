@@ -14,9 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import expr as expr_mod
 from . import names as names_mod
-from .errors import AnswersError, ExprError, InvalidNameError, SpecError, did_you_mean
+from .errors import AnswersError, ExprError, InvalidNameError, SpecError, clip, did_you_mean
+from .expr import ParsedExpr
+from .expr import parse as parse_expr
+from .nodes import FUNCTIONS, REDUCTIONS
 
 KINDS: dict[str, str] = {
     "elementwise": (
@@ -343,7 +345,7 @@ def check_input_name(raw: object, *, what: str = "input name", param: str = "inp
     if keyword.iskeyword(raw) or raw in CPP_KEYWORDS - {"main"}:
         raise InvalidNameError(f"the {what} {_show(raw)} is a {'Python' if keyword.iskeyword(raw) else 'C++'} "
                                "keyword", param)
-    if raw in expr_mod.FUNCTIONS or raw in expr_mod.REDUCTIONS:
+    if raw in FUNCTIONS or raw in REDUCTIONS:
         raise InvalidNameError(
             f"the {what} {_show(raw)} is a function of the expression grammar ({raw}(...)); choose another name",
             param)
@@ -403,13 +405,13 @@ class OpSpec:
     arch_list: str
     inputs: tuple[str, ...] = ()
     expr: str = ""  # the canonical expression, re-printed from the parse tree (never raw user text)
-    parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
+    parsed: ParsedExpr | None = field(default=None, compare=False, repr=False)
     backend: str = "cuda"  # "cuda" (C++/CUDA, compiled into the package's _C) or "triton" (Python only)
     abi: str = DEFAULT_ABI  # the package's: "stable" (LibTorch stable ABI) or "full" (ATen); see ABIS
     weights: tuple[str, ...] = ()  # rowwise: the 1-D (C,) tensors broadcast over the rows
     epilogue: str = "acc"  # matmul: the canonical expression applied to each element of A @ B
     bias: bool = False  # matmul: the op takes a 1-D bias of N, which the epilogue reads as `bias`
-    epilogue_parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
+    epilogue_parsed: ParsedExpr | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def create(
@@ -460,7 +462,7 @@ class OpSpec:
             input_names = parse_inputs(inputs if inputs is not None else "x")
             if expr is None:
                 expr = " + ".join(input_names)
-            parsed = expr_mod.parse(expr, input_names)
+            parsed = parse_expr(expr, input_names)
             return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend, abi)
         if kind == "rowwise":
             input_names = parse_inputs(inputs if inputs is not None else "x")
@@ -471,7 +473,7 @@ class OpSpec:
                         "--kind rowwise needs --expr (the default, a softmax, is for one input named x); "
                         "for example --expr 'x * rsqrt(mean(x * x) + 1e-6) * w' (see `kernelgen list`)", "expr")
                 expr = DEFAULT_ROWWISE_EXPR
-            parsed = expr_mod.parse(expr, input_names, weights=weight_names, rowwise=True)
+            parsed = parse_expr(expr, input_names, weights=weight_names, rowwise=True)
             if not parsed.plan().reductions:
                 raise SpecError(
                     f"--expr {parsed.source!r} has no row reduction (sum, mean, or max/min of one argument); "
@@ -733,18 +735,18 @@ def _recorded_flag(raw: dict[str, object], key: str, where: str) -> bool:
 EPILOGUE_NAMES = ("acc", "bias")
 
 
-def parse_epilogue(text: str, bias: bool) -> expr_mod.ParsedExpr:
+def parse_epilogue(text: str, bias: bool) -> ParsedExpr:
     """Parse a matmul --epilogue over ``acc`` (and ``bias`` with --bias), through the same safe parser
     as --expr; its one-line errors name --epilogue (and --bias)."""
     names = EPILOGUE_NAMES if bias else EPILOGUE_NAMES[:1]
     hints = {} if bias else {"bias": "the bias needs --bias"}
-    parsed = expr_mod.parse(text, names, option="--epilogue", hints=hints, require_all=False)
+    parsed = parse_expr(text, names, option="--epilogue", hints=hints, require_all=False)
     used = parsed.variables
     if "acc" not in used:
-        raise ExprError(f"--epilogue {expr_mod.clip(text)!r} does not use acc (the element of A @ B); "
+        raise ExprError(f"--epilogue {clip(text)!r} does not use acc (the element of A @ B); "
                         "it must, e.g. 'acc + bias' or 'acc * sigmoid(acc)'", "epilogue")
     if bias and "bias" not in used:
-        raise ExprError(f"--bias is given but --epilogue {expr_mod.clip(text)!r} does not use bias", "epilogue")
+        raise ExprError(f"--bias is given but --epilogue {clip(text)!r} does not use bias", "epilogue")
     return parsed
 
 
