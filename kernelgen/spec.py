@@ -14,11 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import names as names_mod
 from .errors import AnswersError, ExprError, InvalidNameError, SpecError, clip, did_you_mean
 from .expr import ParsedExpr
 from .expr import parse as parse_expr
+from .names import cpp_namespace as cpp_namespace_of
+from .names import input_identifiers
 from .nodes import FUNCTIONS, REDUCTIONS
+from .reserved import C_MACRO_NAMES, CPP_KEYWORDS, MODULE_NAMES, installed_module
+from .template_scan import op_module_names
+from .torch_namespaces import torch_namespaces
 
 KINDS: dict[str, str] = {
     "elementwise": (
@@ -77,11 +81,6 @@ _DTYPE_ALIASES = {
 #: Built for Ampere (8.0) and Hopper (9.0) as machine code, plus PTX that newer GPUs JIT-compile.
 DEFAULT_ARCH_LIST = "8.0;9.0+PTX"
 
-# C++ keywords and alternative tokens, plus names the C++ standard library or CUDA make awkward.
-CPP_KEYWORDS = frozenset(
-    ["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "main"]
-)
-
 # Names an op, package or namespace cannot take: the modules the generated code imports and the
 # directories at the root of a generated package (an op name is also the default package name).
 # C++ and C library names are not here: an op's C++ namespace is mapped to a safe one
@@ -117,7 +116,7 @@ def normalize_op_name(raw: str, *, check_installed: bool = False) -> str:
     user already installed is importable under its own name (``kernelgen add`` must accept it).
     """
     name = _check_identifier(raw, what="op name", param="op_name", allow_hyphens=True, c_names=False)
-    if name in names_mod.op_module_names():
+    if name in op_module_names():
         raise InvalidNameError(
             f"the op name {_show(raw)} is a name the op's Python module ops/{name}.py binds itself (an import "
             "or a helper of the generated code); the op's public function would replace it. Choose another name",
@@ -133,14 +132,14 @@ def normalize_package_name(raw: str, *, check_installed: bool = False) -> str:
 
 
 def _check_module_name(name: str, raw: str, *, what: str, param: str, check_installed: bool) -> str:
-    if name in names_mod.MODULE_NAMES:
+    if name in MODULE_NAMES:
         raise InvalidNameError(
             f"the {what} {_show(raw)} is reserved: it would shadow the module {name!r} that torch, "
             "kernelgen or the generated tests import",
             param,
         )
     if check_installed:
-        where = names_mod.installed_module(name)
+        where = installed_module(name)
         if where is not None:
             raise InvalidNameError(
                 f"the {what} {_show(raw)} would shadow the installed module {name!r} ({_show(where, 80)}); "
@@ -197,7 +196,7 @@ def _check_identifier(
             "package",
             param,
         )
-    if c_names and name in names_mod.C_MACRO_NAMES:
+    if c_names and name in C_MACRO_NAMES:
         raise InvalidNameError(
             f"the {what} {_show(raw)} is a C macro or a name the compiler predefines; the generated C++ "
             "passes it to macros, which would expand it. Choose another name",
@@ -364,7 +363,7 @@ def check_namespace(ns: str, *, derived_from_op: bool, source: str = "op name") 
 
     Besides the identifier rules (which refuse a leading '_'), ``ns`` must not be a namespace
     PyTorch owns: defining an op in one (torch.ops.sparse, torch.ops.aten, ...) aborts Python on
-    import. Those are the recorded ones (:mod:`kernelgen.names`) plus, unless
+    import. Those are the recorded ones (:mod:`kernelgen.torch_namespaces`) plus, unless
     KERNELGEN_NO_TORCH_QUERY=1, whatever the installed torch registers. ``derived_from_op`` says
     the namespace was not given but taken from the op (or package) name: the error then names the
     op (param "op_name") rather than --namespace; ``source`` says which name it was taken from
@@ -373,7 +372,7 @@ def check_namespace(ns: str, *, derived_from_op: bool, source: str = "op name") 
     param = "op_name" if derived_from_op else "namespace"
     what = f"{source} (the default namespace)" if derived_from_op else "namespace"
     name = _check_identifier(ns, what=what, param=param)
-    if name in names_mod.torch_namespaces():
+    if name in torch_namespaces():
         fix = "pick your own with --namespace <team>, e.g. --namespace myteam"
         if derived_from_op:
             raise SpecError(
@@ -501,13 +500,13 @@ class OpSpec:
     def identifiers(self, package: str) -> dict[str, str]:
         """Input and weight name -> the identifier the generated code of this op uses for it (the
         name itself unless it would collide; see :func:`kernelgen.names.input_identifiers`)."""
-        return names_mod.input_identifiers((*self.inputs, *self.weights), self.op_name, package, self.namespace)
+        return input_identifiers((*self.inputs, *self.weights), self.op_name, package, self.namespace)
 
     @property
     def cpp_namespace(self) -> str:
         """The C++ namespace of the op's code: the op name, or ``<op>_op`` where the op name is a
         C/CUDA library name or an identifier the generated C++ uses (``norm``, ``std``, ``cute``)."""
-        return names_mod.cpp_namespace(self.op_name)
+        return cpp_namespace_of(self.op_name)
 
     @property
     def fused(self) -> bool:
