@@ -51,6 +51,10 @@ class AnswersError(KernelgenError):
     """A recorded answers file (.copier-answers.yml) is missing or unreadable."""
 
 
+class ConflictError(KernelgenError):
+    """Adding an op would leave conflict markers in files the user edited; nothing was written."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``"; did you mean 'sigmoid'?"`` for the choice closest to ``word`` (difflib's ratio of at least
     0.6), or ``""`` when none is close: the tail of a one-line error about an unknown name."""

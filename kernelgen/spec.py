@@ -569,8 +569,40 @@ class PackageSpec:
         package = normalize_package_name(name)
         return cls(name, package, op.namespace, op.arch_list, (), op.abi).with_op(op)
 
+    @staticmethod
+    def namespace_for(name: str, namespace: str | None = None) -> str:
+        """The torch.ops namespace of a new package named ``name``: ``namespace`` if given, else the
+        package name, which is checked here (the error names the package name, not --namespace)."""
+        package = normalize_package_name(name)
+        if namespace is not None:
+            return namespace
+        return check_namespace(package, derived_from_op=True, source="package name")
+
     def op(self, op_name: str) -> OpSpec | None:
         return next((op for op in self.ops if op.op_name == op_name), None)
+
+    def check_settings(self, *, namespace: str | None = None, arch_list: str | None = None,
+                       abi: str | None = None) -> None:
+        """Refuse a namespace, arch list or ABI for a new op that is not the package's: every op of a
+        package shares them (one namespace, one build). None means "the package's"."""
+        if namespace is not None and namespace != self.namespace:
+            raise SpecError(f"the package's namespace is {self.namespace!r}; all its ops share it "
+                            "(omit --namespace)", "namespace")
+        if arch_list is not None and arch_list != self.arch_list:
+            raise SpecError(f"the package builds for {self.arch_list!r}, for all its ops (omit --arch-list, "
+                            "or change ARCH_LIST in the package's _build.py)", "arch_list")
+        if abi is not None and abi != self.abi:
+            raise SpecError(f"the package is built on the {self.abi} ABI, for all its ops (one build); "
+                            f"omit --abi", "abi")
+
+    def create_op(self, name: str, *, namespace: str | None = None, arch_list: str | None = None,
+                  abi: str | None = None, **options: Any) -> OpSpec:
+        """A new op for this package: :meth:`OpSpec.create` with the package's namespace, arch list and
+        ABI (:meth:`check_settings` refuses others), checked against the package's ops (:meth:`with_op`)."""
+        self.check_settings(namespace=namespace, arch_list=arch_list, abi=abi)
+        op = OpSpec.create(name, namespace=self.namespace, arch_list=self.arch_list, abi=self.abi, **options)
+        self.with_op(op)
+        return op
 
     def with_op(self, op: OpSpec) -> PackageSpec:
         """This package plus ``op``; refuses a name the package already uses, and an op written

@@ -48,6 +48,24 @@ def test_no_import_circles():
     assert not circles, circles
 
 
+def test_the_command_line_uses_only_the_public_api():
+    """cli.py parses options, prompts, calls kernelgen.api and prints: it never reaches into the
+    renderer, the merge or the files a package records (`kernelgen doctor` is its own module)."""
+    assert _imports()["cli"] <= {"api", "doctor", "errors", "fsutil", "spec", "_version"}, _imports()["cli"]
+
+
+def test_the_expression_facade_keeps_its_names():
+    """kernelgen.expr re-exports what other code imports from it; each name is owned by one module."""
+    from kernelgen import emit, expr, nodes, parser, rowplan
+
+    for name in expr.__all__:
+        assert getattr(expr, name) is not None, name
+    assert {"Num", "Var", "Neg", "BinOp", "Power", "Call", "Reduce", "RowRef", "ParsedExpr", "parse", "FUNCTIONS",
+            "REDUCTIONS"} <= set(expr.__all__)
+    assert expr.Num is nodes.Num and expr.FUNCTIONS is nodes.FUNCTIONS and expr.RowPlan is rowplan.RowPlan
+    assert expr.MAX_EXPR_LENGTH == parser.MAX_EXPR_LENGTH and expr._emit is emit.emit and expr._children is nodes.children
+
+
 def test_the_version_comes_from_the_distribution():
     from importlib.metadata import version
 
