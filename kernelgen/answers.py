@@ -21,6 +21,8 @@ import yaml
 
 from .errors import AnswersError
 
+#: The answers file of a package: what the user chose, recorded by copier at the package's root.
+ANSWERS_FILE = ".copier-answers.yml"
 #: A real answers file is well under 4 KiB; a package with a hundred ops stays under this.
 MAX_BYTES = 256 * 1024
 

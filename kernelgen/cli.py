@@ -18,7 +18,7 @@ from typing import Any, NoReturn
 
 import click
 
-from . import fsutil
+from . import api, fsutil
 from ._version import __version__
 from .errors import KernelgenError, SpecError, did_you_mean
 from .fsutil import Terminated, terminate_as_exception
@@ -35,9 +35,7 @@ from .spec import (
     TRITON_KINDS,
     OpSpec,
     PackageSpec,
-    check_namespace,
     normalize_op_name,
-    normalize_package_name,
 )
 
 _PARAM_FLAGS = {
@@ -48,14 +46,19 @@ _PARAM_FLAGS = {
 
 
 class _Kernelgen(click.Group):
-    """The command group; an interrupt anywhere in a command exits with a message that says what
-    was done (click alone would print "Aborted!")."""
+    """The command group: the one place where a command's failure becomes its message and exit
+    code. A KernelgenError is one line (a usage error, exit 2, for a bad option value; else exit
+    1), and an interrupt anywhere in a command exits with a message that says what was done
+    (click alone would print "Aborted!")."""
 
     def invoke(self, ctx: click.Context) -> Any:
         fsutil.OUTCOME.reset()
         try:
             fsutil.release_startup_signals()  # a Ctrl-C held back since start-up is acted on here
-            return super().invoke(ctx)
+            with terminate_as_exception():
+                return super().invoke(ctx)
+        except KernelgenError as err:
+            raise _fail(err) from None
         except (KeyboardInterrupt, Terminated) as err:
             _interrupted(err)
 
@@ -305,41 +308,27 @@ def new(
       kernelgen new fused-gelu --inputs x --expr "x * sigmoid(1.702 * x)"
       cd fused-gelu && pip install --no-build-isolation -e . && pytest
     """
-    from .render import generate
-
     started = time.perf_counter()
-    try:
-        with terminate_as_exception():
-            if answers_file is not None:
-                if any(value is not None for value in (op_name, kind, backend, inputs, weights, expr, epilogue, bias,
-                                                       dtypes, arch_list, namespace, abi, first_op)):
-                    raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
-                from .answers import load_answers
-
-                pkg = PackageSpec.from_answers(load_answers(answers_file), where=str(answers_file))
-            else:
-                if first_op is None:
-                    pkg = PackageSpec.for_new_op(
-                        _collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults, backend, abi,
-                                    weights, epilogue=epilogue, bias=bias))
-                else:
-                    if op_name is None:
-                        raise click.UsageError("missing NAME (the package's name; --op names its first op)")
-                    package = normalize_package_name(op_name)
-                    if namespace is None:  # the namespace is the package name: say so if it cannot be
-                        check_namespace(package, derived_from_op=True, source="package name")
-                    op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list,
-                                     namespace if namespace is not None else package, defaults, backend, abi, weights,
-                                     epilogue=epilogue, bias=bias)
-                    pkg = PackageSpec.for_new_op(op, name=op_name)
-            fsutil.OUTCOME.done = f"the package {pkg.name} was written"
-            dest = generate(pkg, output, force=force, report=lambda note: click.echo(note, err=True))
-    except KernelgenError as err:
-        raise _fail(err) from None
-    except (KeyboardInterrupt, Terminated) as err:
-        _interrupted(err)
+    if answers_file is not None:
+        if any(value is not None for value in (op_name, kind, backend, inputs, weights, expr, epilogue, bias,
+                                               dtypes, arch_list, namespace, abi, first_op)):
+            raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
+        pkg = api.read_answers(answers_file)
+    elif first_op is None:
+        pkg = PackageSpec.for_new_op(_collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults,
+                                                 backend, abi, weights, epilogue=epilogue, bias=bias))
+    else:
+        if op_name is None:
+            raise click.UsageError("missing NAME (the package's name; --op names its first op)")
+        op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list, PackageSpec.namespace_for(op_name, namespace),
+                         defaults, backend, abi, weights, epilogue=epilogue, bias=bias)
+        pkg = PackageSpec.for_new_op(op, name=op_name)
+    fsutil.OUTCOME.done = f"the package {pkg.name} was written"
+    result = api.new(pkg, output, force=force)
+    for note in result.notes:
+        click.echo(note, err=True)
     elapsed = time.perf_counter() - started
-    where = _display(dest)
+    where = _display(result.path)
     ops = ", ".join(f"{pkg.namespace}::{op.op_name} ({op.kind})" for op in pkg.ops)
     click.echo(f"created {where}: {ops} in {elapsed:.2f} s")
     click.echo(f"next: cd {where} && pip install --no-build-isolation -e . && pytest -q")
@@ -363,47 +352,19 @@ def add(
     files (README, __init__.py, ...) are re-rendered and merged with your edits; on a conflict, or
     any other failure, nothing is written.
     """
-    from .update import apply, plan
-
-    try:
-        with terminate_as_exception():
-            from .answers import load_answers
-            from .render import ANSWERS_FILE
-
-            root = package_dir.expanduser().resolve()
-            recorded = PackageSpec.from_answers(load_answers(root / ANSWERS_FILE), where=str(root / ANSWERS_FILE))
-            if namespace is not None and namespace != recorded.namespace:
-                raise SpecError(f"the package's namespace is {recorded.namespace!r}; all its ops share it "
-                                "(omit --namespace)", "namespace")
-            if arch_list is not None and arch_list != recorded.arch_list:
-                raise SpecError(f"the package builds for {recorded.arch_list!r}, for all its ops (omit --arch-list, "
-                                "or change ARCH_LIST in the package's _build.py)", "arch_list")
-            if abi is not None and abi != recorded.abi:
-                raise SpecError(f"the package is built on the {recorded.abi} ABI, for all its ops (one build); "
-                                f"omit --abi", "abi")
-            op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
-                             backend, recorded.abi, weights, epilogue=epilogue, bias=bias, check=recorded.with_op)
-            with _locked(root, dry_run):
-                result, _, pkg = plan(root, new_op=op)
-                if result.conflicts:
-                    raise KernelgenError(
-                        f"adding {op.op_name} conflicts with your edits in {', '.join(result.conflicts)}; nothing was "
-                        "written (merge those files by hand with the new op, or run `kernelgen update` first)"
-                    )
-                _print_changes(result)
-                if not dry_run:
-                    fsutil.OUTCOME.done = f"the op {op.op_name} was added to {_display(result.op_dir)}"
-                    apply(result)
-    except KernelgenError as err:
-        raise _fail(err) from None
-    except (KeyboardInterrupt, Terminated) as err:
-        _interrupted(err)
+    root = package_dir.expanduser().resolve()
+    recorded = api.load_package(root).spec
+    recorded.check_settings(namespace=namespace, arch_list=arch_list, abi=abi)
+    op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
+                     backend, recorded.abi, weights, epilogue=epilogue, bias=bias, check=recorded.with_op)
+    fsutil.OUTCOME.done = f"the op {op.op_name} was added to {_display(root)}"
+    result = api.add(op, root, dry_run=dry_run, show_plan=_print_changes)
     verb = "would add" if dry_run else "added"
-    click.echo(f"{verb} {pkg.namespace}::{op.op_name} ({op.kind}) to {_display(result.op_dir)}; "
-               f"the package has {len(pkg.ops)} ops: {', '.join(o.op_name for o in pkg.ops)}")
+    click.echo(f"{verb} {result.package.namespace}::{op.op_name} ({op.kind}) to {_display(result.path)}; "
+               f"the package has {len(result.package.ops)} ops: {', '.join(o.op_name for o in result.package.ops)}")
     if not dry_run:
-        click.echo(f"next: pip install --no-build-isolation -e {_display(result.op_dir)} && pytest -q "
-                   f"{_display(result.op_dir / 'tests' / f'test_{op.op_name}.py')}")
+        click.echo(f"next: pip install --no-build-isolation -e {_display(result.path)} && pytest -q "
+                   f"{_display(result.path / 'tests' / f'test_{op.op_name}.py')}")
 
 
 @main.command(name="ops")
@@ -411,22 +372,11 @@ def add(
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def list_ops(package_dir: Path, as_json: bool) -> None:
     """List the ops of the package in PACKAGE_DIR (default: the current directory)."""
-    from .answers import load_answers
-    from .render import ANSWERS_FILE
-
-    try:
-        answers = load_answers(package_dir / ANSWERS_FILE)
-        pkg = PackageSpec.from_answers(answers, where=str(package_dir / ANSWERS_FILE))
-    except KernelgenError as err:
-        raise _fail(err) from None
+    info = api.load_package(package_dir)
     if as_json:
-        data = {
-            "package": pkg.package, "name": pkg.name, "namespace": pkg.namespace, "arch_list": pkg.arch_list,
-            "abi": pkg.abi, "template_version": str(answers.get("_template_version", "")),
-            "ops": [{**op.record(), "torch_op": f"torch.ops.{pkg.namespace}.{op.op_name}"} for op in pkg.ops],
-        }
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(info.as_dict(), indent=2))
         return
+    pkg = info.spec
     click.echo(f"{pkg.package} (namespace {pkg.namespace}, arch list {pkg.arch_list}, {pkg.abi} ABI): "
                f"{len(pkg.ops)} op(s)")
     for op in pkg.ops:
@@ -440,29 +390,13 @@ def list_ops(package_dir: Path, as_json: bool) -> None:
         click.echo(f"  torch.ops.{pkg.namespace}.{op.op_name:<20} {op.kind:<12} {detail}   [{', '.join(op.dtypes)}]")
 
 
-def _print_changes(result: Any, with_diffs: bool = False) -> None:
-    """One line per planned change (`add`, `update`), and its diff with --dry-run."""
-    from .update import diff
-
-    for item in result.changes:
-        note = f"  ({item.note})" if item.note else ""
-        click.echo(f"{item.action:<9} {item.path}{note}")
-        if with_diffs and item.action not in ("skipped", "orphaned"):
-            click.echo(diff(result, item), nl=False)
-
-
-def _locked(root: Path, dry_run: bool = False) -> contextlib.AbstractContextManager[None]:
-    """The package lock for a run that writes into ``root`` (one run per package at a time); a dry
-    run, or a directory that does not exist (reported as such later), takes none."""
-    if dry_run or not root.is_dir():
-        return contextlib.nullcontext()
-    return fsutil.package_lock(root)
-
-
-def _join(value: Any) -> str | None:
-    if value is None:
-        return None
-    return ",".join(value) if isinstance(value, (list, tuple)) else str(value)
+def _print_changes(result: api.Result, with_diffs: bool = False) -> None:
+    """One line per planned change (`add`, `update`), and its diff (on a dry run) ``with_diffs``."""
+    for change in result.changes:
+        note = f"  ({change.note})" if change.note else ""
+        click.echo(f"{change.action:<9} {change.path}{note}")
+        if with_diffs and change.diff:
+            click.echo(change.diff, nl=False)
 
 
 def _display(path: Path) -> str:
@@ -482,30 +416,13 @@ def update(op_dir: Path, dry_run: bool, rebuild_record: bool) -> None:
     Files edited on both sides get conflict markers; the command then exits 1 and lists them.
     Nothing is written when the package is up to date, and nothing is ever written outside it.
     """
-    from .update import apply, plan
-    from .update import rebuild_record as rebuild
-
-    try:
-        with terminate_as_exception():
-            if rebuild_record:
-                fsutil.OUTCOME.done = f"the record of {_display(op_dir)} was rebuilt"
-                with _locked(op_dir.expanduser().resolve()):
-                    written = rebuild(op_dir)
-                click.echo(f"wrote {_display(written)}; now run: kernelgen update {_display(op_dir)}")
-                return
-            root = op_dir.expanduser().resolve()
-            with _locked(root, dry_run):
-                result, _, _ = plan(op_dir)
-                _print_changes(result, with_diffs=dry_run)
-                if not result.changes:
-                    click.echo(f"{_display(result.op_dir)} is up to date with the templates")
-                if not dry_run:
-                    fsutil.OUTCOME.done = f"{_display(result.op_dir)} was updated"
-                    apply(result)
-    except KernelgenError as err:
-        raise _fail(err) from None
-    except (KeyboardInterrupt, Terminated) as err:
-        _interrupted(err)
+    if rebuild_record:
+        fsutil.OUTCOME.done = f"the record of {_display(op_dir)} was rebuilt"
+        written = api.rebuild_record(op_dir)
+        click.echo(f"wrote {_display(written)}; now run: kernelgen update {_display(op_dir)}")
+        return
+    fsutil.OUTCOME.done = f"{_display(op_dir.expanduser().resolve())} was updated"
+    result = api.update(op_dir, dry_run=dry_run, show_plan=_show_update)
     if result.orphaned:
         click.echo(f"warning: {len(result.orphaned)} file(s) you edited are no longer built: "
                    f"{', '.join(result.orphaned)}; move your changes into the files listed as added or updated, "
@@ -514,6 +431,12 @@ def update(op_dir: Path, dry_run: bool, rebuild_record: bool) -> None:
         verb = "would conflict" if dry_run else "have conflict markers to resolve"
         click.echo(f"error: {len(result.conflicts)} file(s) {verb}: {', '.join(result.conflicts)}", err=True)
         sys.exit(1)
+
+
+def _show_update(result: api.Result) -> None:
+    _print_changes(result, with_diffs=True)
+    if not result.changes:
+        click.echo(f"{_display(result.path)} is up to date with the templates")
 
 
 @main.command()

@@ -36,23 +36,11 @@ import math
 import struct
 from collections.abc import Mapping
 
-from .expr import (
-    BinOp,
-    Call,
-    Neg,
-    Node,
-    Num,
-    ParsedExpr,
-    Power,
-    Reduce,
-    RowRef,
-    Var,
-    _CanonicalStyle,
-    _emit,
-    _float_literal,
-    _plan,
-    clip,
-)
+from .emit import canonical, float_literal
+from .errors import clip
+from .expr import ParsedExpr
+from .nodes import BinOp, Call, Neg, Node, Num, Power, Reduce, RowRef, Var
+from .rowplan import plan
 
 #: The derivative of each one-argument function, as Python over the argument ``{x}`` and the result
 #: ``{y}`` (float64 tensors): the factor by which an error of the argument reaches the result.
@@ -121,7 +109,7 @@ class _Emitter:
         """|value| for a temporary, an input name or a number literal (negative ones in parentheses)."""
         number = value.strip("()")
         if number.lstrip("-")[:1].isdigit():
-            return _float_literal(abs(float(number)))
+            return float_literal(abs(float(number)))
         return f"{value}.abs()"
 
     @staticmethod
@@ -141,7 +129,7 @@ class _Emitter:
     def visit(self, node: Node) -> tuple[str, str | None]:
         """The Python value of ``node`` (a name or a literal) and its error in units of u (or None: 0)."""
         if isinstance(node, Num):
-            literal = _float_literal(node.value)
+            literal = float_literal(node.value)
             error = None if exact_in_float32(node.value) else f"_m.literal_rounding({literal})"
             return (f"({literal})" if literal.startswith("-") else literal), error
         if isinstance(node, Var):
@@ -150,7 +138,7 @@ class _Emitter:
             return f"_r{node.index}", f"_q{node.index}"
         if isinstance(node, Reduce):  # pragma: no cover - rowwise trees are emitted through their plan
             raise AssertionError("reductions are emitted through the plan")
-        comment = _emit(node, _CanonicalStyle())  # reductions already computed print as _r0, _r1, ...
+        comment = canonical(node)  # reductions already computed print as _r0, _r1, ...
         if isinstance(node, Neg):
             a, ea = self.visit(node.operand)
             t, _ = self._node(node, f"-{a}", None, comment)
@@ -183,7 +171,7 @@ class _Emitter:
         """``base ** p`` for a literal p: the derivative p * base ** (p - 1), then _m.power_error's
         (multiplications for a whole p, sqrt for 0.5, pow otherwise, and the exponent's rounding)."""
         x, ex = self.visit(base_node)
-        p_text = _float_literal(p)
+        p_text = float_literal(p)
         if p == 0:
             return self._node(base_node, f"torch.ones_like({x})", None, comment)
         if p == 1:
@@ -191,7 +179,7 @@ class _Emitter:
         elif p == 2:
             slope = f"(2.0 * {x}).abs()"
         else:
-            slope = f"({p_text} * {x} ** {_float_literal(p - 1)}).abs()"
+            slope = f"({p_text} * {x} ** {float_literal(p - 1)}).abs()"
         error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.power_error({x}, {p_text}, {{t}})"])
         return self._node(base_node, f"{x} ** {p_text}" if p != 0.5 else f"torch.sqrt({x})", error, comment)
 
@@ -203,7 +191,7 @@ class _Emitter:
             x, ex = self.visit(node.args[0])
             y, ey = self.visit(node.args[1])
             base = node.args[0]
-            log_x = (_float_literal(math.log(abs(base.value))) if base.value else "0.0") if isinstance(base, Num) else f"torch.log({x})"
+            log_x = (float_literal(math.log(abs(base.value))) if base.value else "0.0") if isinstance(base, Num) else f"torch.log({x})"
             error = self._sum([
                 f"({y} * torch.pow({x}, {y} - 1.0)).abs() * {ex}" if ex else None,
                 f"({{t}} * {log_x}).abs() * {ey}" if ey else None,
@@ -266,14 +254,14 @@ def error_bound_python(
     lines = [f"def {function}({params}):", doc]
     body = emitter.lines
     if parsed.rowwise:
-        plan = _plan(parsed.tree)
-        for index, stage in enumerate(plan.reductions):
+        row_plan = plan(parsed.tree)
+        for index, stage in enumerate(row_plan.reductions):
             value, error = emitter.visit(stage.arg)
             body.append(
                 f"    _r{index}, _q{index} = _m.{_ROW_METHODS[stage.func]}({value}, {error})"
                 f"  # {clip(stage.canonical, _COMMENT_LIMIT)}"
             )
-        output = plan.output
+        output = row_plan.output
     else:
         output = parsed.tree
     _, error = emitter.visit(output)

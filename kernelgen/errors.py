@@ -51,8 +51,17 @@ class AnswersError(KernelgenError):
     """A recorded answers file (.copier-answers.yml) is missing or unreadable."""
 
 
+class ConflictError(KernelgenError):
+    """Adding an op would leave conflict markers in files the user edited; nothing was written."""
+
+
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """``"; did you mean 'sigmoid'?"`` for the choice closest to ``word`` (difflib's ratio of at least
     0.6), or ``""`` when none is close: the tail of a one-line error about an unknown name."""
     matches = difflib.get_close_matches(word, sorted(set(choices)), n=1)
     return f"; did you mean {matches[0]!r}?" if matches else ""
+
+
+def clip(text: str, limit: int = 60) -> str:
+    """``text`` cut to ``limit`` characters (ending in "...") to quote it in a one-line message."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."

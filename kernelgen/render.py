@@ -11,45 +11,24 @@ the destination until everything has rendered. Then:
   through a symlink, all or nothing, and every file whose content it replaces is first copied to
   ``.kernelgen/backup/<time>/``. Files the templates do not produce are never touched.
 
-The merge ancestor that ``kernelgen update`` needs is recorded compactly, not as a second copy of
-the sources: ``.kernelgen/generated.json.gz`` holds the exact generated text of every file (see
-:func:`encode_record`). grep, code search, linters and review tools skip it as binary.
+Every package is written with its merge ancestor (:mod:`kernelgen.record`).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
 import os
 import tempfile
 import time
 import warnings
-import zlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import fsutil, paths
 from .errors import DestinationError, RenderError
+from .record import with_record
 from .spec import OpSpec, PackageSpec, normalize_package_name
-
-ANSWERS_FILE = ".copier-answers.yml"
-#: The exact output of the templates for the recorded answers: the common ancestor that
-#: `kernelgen update` and `kernelgen add` merge the user's edits and the current templates against.
-RECORD = ".kernelgen/generated.json.gz"
-RECORD_README = ".kernelgen/README.md"
-#: Template versions 1 and 2 kept the ancestor as a full copy of every file in this directory.
-LEGACY_BASE_DIR = ".kernelgen/base"
-_RECORD_FORMAT = 1
-_RECORD_README_TEXT = """\
-# .kernelgen/
-
-`generated.json.gz` records exactly what kernelgen generated for this package (the template
-version is in `../.copier-answers.yml`). `kernelgen update` and `kernelgen add` use it as the
-common ancestor of a 3-way merge between your edits and the current templates, and refresh it.
-It is compressed so that it is not a second copy of the sources for grep, code search, linters
-or review. Do not edit it; do commit it. `backup/` (if present) holds files `--force` replaced.
-"""
 
 
 def _run_copier(data: dict[str, Any], directory: Path) -> None:
@@ -101,57 +80,6 @@ def render_package(pkg: PackageSpec) -> dict[str, bytes]:
     return files
 
 
-def encode_record(files: dict[str, bytes]) -> bytes:
-    """The compact ancestor record: gzip'd JSON of every generated file, reproducible byte for byte."""
-    data = {
-        "format": _RECORD_FORMAT,
-        "files": {rel: files[rel].decode("utf-8", "surrogateescape") for rel in sorted(files)},
-    }
-    text = json.dumps(data, indent=0, sort_keys=True, ensure_ascii=True)
-    return gzip.compress(text.encode("ascii"), compresslevel=9, mtime=0)
-
-
-#: The most a record may expand to: 12 ops make 0.7 MB, so this fits hundreds of ops, and a damaged
-#: or hostile record (a gzip bomb) costs at most this much memory and time.
-MAX_RECORD_BYTES = 64 * 1024 * 1024
-
-
-def read_record(path: Path) -> bytes:
-    """The bytes of a record file, read only up to the size any real record has."""
-    try:
-        with open(path, "rb") as fh:
-            blob = fh.read(MAX_RECORD_BYTES + 1)
-    except OSError as err:
-        raise RenderError(f"cannot read {path}: {err.strerror}") from None
-    if len(blob) > MAX_RECORD_BYTES:
-        raise RenderError(f"{path} is larger than {MAX_RECORD_BYTES >> 20} MiB: it is not a kernelgen record; "
-                          "restore it from version control")
-    return blob
-
-
-def decode_record(blob: bytes, where: str) -> dict[str, bytes]:
-    """The files recorded in ``blob``; decompressed with a size cap (:data:`MAX_RECORD_BYTES`)."""
-    try:
-        inflate = zlib.decompressobj(wbits=31)  # gzip, one member
-        raw = inflate.decompress(blob, MAX_RECORD_BYTES + 1)
-        if len(raw) > MAX_RECORD_BYTES:
-            raise RenderError(f"{where} expands to more than {MAX_RECORD_BYTES >> 20} MiB: it is not a kernelgen "
-                              "record; restore it from version control")
-        if not inflate.eof or inflate.unused_data:
-            raise ValueError("truncated" if not inflate.eof else "data after the end")
-        data = json.loads(raw.decode("ascii"))
-        if not isinstance(data, dict) or data.get("format") != _RECORD_FORMAT or not isinstance(data.get("files"), dict):
-            raise ValueError("unknown format")
-        return {str(rel): str(text).encode("utf-8", "surrogateescape") for rel, text in data["files"].items()}
-    except (zlib.error, ValueError, AttributeError, UnicodeError, RecursionError) as err:
-        raise RenderError(f"{where} is damaged ({err}); restore it from version control") from None
-
-
-def with_record(files: dict[str, bytes]) -> dict[str, bytes]:
-    """``files`` plus the ancestor record of them and its README."""
-    return {**files, RECORD: encode_record(files), RECORD_README: _RECORD_README_TEXT.encode()}
-
-
 def _check_siblings(parent: Path, name: str) -> None:
     """Refuse `foo-bar` beside an existing `foo_bar` (and the reverse): one package, two names."""
     identifier = normalize_package_name(name)
@@ -167,18 +95,18 @@ def _check_siblings(parent: Path, name: str) -> None:
             )
 
 
-def generate(
-    spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *, force: bool = False,
-    report: Callable[[str], None] | None = None,
-) -> Path:
-    """Write the package for ``spec`` to ``output/<name>`` and return that path.
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_package` did: the package directory, each file's action (``added``,
+    ``updated`` or ``unchanged``, by relative path), and where ``force`` put the files it replaced."""
 
-    An :class:`OpSpec` makes a package holding that one op (what `kernelgen new` does). Raises
-    :class:`DestinationError` if the destination is a non-empty directory and ``force`` is false.
-    On any failure the destination is left exactly as it was. ``report`` receives notes for the
-    user (where --force put the files it replaced).
-    """
-    pkg = PackageSpec.for_new_op(spec) if isinstance(spec, OpSpec) else spec
+    dest: Path
+    actions: dict[str, str]
+    backup: Path | None = None
+
+
+def write_package(pkg: PackageSpec, output: str | os.PathLike[str] = ".", *, force: bool = False) -> Written:
+    """Write ``pkg`` to ``output/<name>``, all or nothing (see :func:`generate`)."""
     try:
         parent = Path(output).expanduser().resolve()
     except (RuntimeError, OSError) as err:  # "~nouser/x", a loop of links
@@ -199,8 +127,7 @@ def generate(
         raise DestinationError(f"cannot create {parent}: {err.strerror}") from None
     if dest.exists():
         with fsutil.package_lock(dest):
-            _write_forced(dest, files, report)
-        return dest
+            return _write_forced(dest, files)
     fsutil.sweep_stale_staging(parent)
     staging = fsutil.make_staging(parent)
     try:
@@ -220,27 +147,55 @@ def generate(
         raise DestinationError(f"writing {dest} failed: {err.strerror}; nothing was changed") from None
     finally:
         fsutil.remove_staging(staging)
-    return dest
+    return Written(dest, dict.fromkeys(files, "added"))
 
 
-def _write_forced(dest: Path, files: dict[str, bytes], report: Callable[[str], None] | None) -> None:
+def backup_note(written: Written) -> str | None:
+    """The note for the user about the files ``force`` replaced, if it replaced any."""
+    if written.backup is None:
+        return None
+    count = sum(1 for rel, action in written.actions.items() if action == "updated" and not rel.startswith(".kernelgen/"))
+    return f"note: --force replaced {count} file(s); the previous versions are in {written.backup}"
+
+
+def generate(
+    spec: OpSpec | PackageSpec, output: str | os.PathLike[str] = ".", *, force: bool = False,
+    report: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the package for ``spec`` to ``output/<name>`` and return that path.
+
+    An :class:`OpSpec` makes a package holding that one op (what `kernelgen new` does). Raises
+    :class:`DestinationError` if the destination is a non-empty directory and ``force`` is false.
+    On any failure the destination is left exactly as it was. ``report`` receives notes for the
+    user (where --force put the files it replaced).
+    """
+    pkg = PackageSpec.for_new_op(spec) if isinstance(spec, OpSpec) else spec
+    written = write_package(pkg, output, force=force)
+    note = backup_note(written)
+    if note is not None and report is not None:
+        report(note)
+    return written.dest
+
+
+def _write_forced(dest: Path, files: dict[str, bytes]) -> Written:
     """--force into an existing directory: back up every file whose content changes, then install."""
     changes: dict[str, bytes | None] = {}
+    actions: dict[str, str] = {}
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    backed_up = []
+    backed_up = False
     for rel, content in files.items():
         target = fsutil.safe_target(dest, rel)
+        actions[rel] = "added"
         if target.is_file():
             old = target.read_bytes()
             if old == content:
+                actions[rel] = "unchanged"
                 continue
+            actions[rel] = "updated"
             if not rel.startswith(".kernelgen/"):
                 changes[f".kernelgen/backup/{stamp}/{rel}"] = old
-                backed_up.append(rel)
+                backed_up = True
         changes[rel] = content
-    if not changes:
-        return
-    fsutil.apply_changes(dest, changes)
-    if backed_up and report is not None:
-        report(f"note: --force replaced {len(backed_up)} file(s); the previous versions are in "
-               f"{dest / '.kernelgen' / 'backup' / stamp}")
+    if changes:
+        fsutil.apply_changes(dest, changes)
+    return Written(dest, actions, dest / ".kernelgen" / "backup" / stamp if backed_up else None)

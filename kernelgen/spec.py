@@ -14,9 +14,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import expr as expr_mod
-from . import names as names_mod
-from .errors import AnswersError, ExprError, InvalidNameError, SpecError, did_you_mean
+from .errors import AnswersError, ExprError, InvalidNameError, SpecError, clip, did_you_mean
+from .expr import ParsedExpr
+from .expr import parse as parse_expr
+from .names import cpp_namespace as cpp_namespace_of
+from .names import input_identifiers
+from .nodes import FUNCTIONS, REDUCTIONS
+from .reserved import C_MACRO_NAMES, CPP_KEYWORDS, MODULE_NAMES, installed_module
+from .template_scan import op_module_names
+from .torch_namespaces import torch_namespaces
 
 KINDS: dict[str, str] = {
     "elementwise": (
@@ -75,11 +81,6 @@ _DTYPE_ALIASES = {
 #: Built for Ampere (8.0) and Hopper (9.0) as machine code, plus PTX that newer GPUs JIT-compile.
 DEFAULT_ARCH_LIST = "8.0;9.0+PTX"
 
-# C++ keywords and alternative tokens, plus names the C++ standard library or CUDA make awkward.
-CPP_KEYWORDS = frozenset(
-    ["alignas", "alignof", "and", "and_eq", "asm", "auto", "bitand", "bitor", "bool", "break", "case", "catch", "char", "char8_t", "char16_t", "char32_t", "class", "compl", "concept", "const", "consteval", "constexpr", "constinit", "const_cast", "continue", "co_await", "co_return", "co_yield", "decltype", "default", "delete", "do", "double", "dynamic_cast", "else", "enum", "explicit", "export", "extern", "false", "float", "for", "friend", "goto", "if", "inline", "int", "long", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public", "register", "reinterpret_cast", "requires", "return", "short", "signed", "sizeof", "static", "static_assert", "static_cast", "struct", "switch", "template", "this", "thread_local", "throw", "true", "try", "typedef", "typeid", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "wchar_t", "while", "xor", "xor_eq", "main"]
-)
-
 # Names an op, package or namespace cannot take: the modules the generated code imports and the
 # directories at the root of a generated package (an op name is also the default package name).
 # C++ and C library names are not here: an op's C++ namespace is mapped to a safe one
@@ -115,7 +116,7 @@ def normalize_op_name(raw: str, *, check_installed: bool = False) -> str:
     user already installed is importable under its own name (``kernelgen add`` must accept it).
     """
     name = _check_identifier(raw, what="op name", param="op_name", allow_hyphens=True, c_names=False)
-    if name in names_mod.op_module_names():
+    if name in op_module_names():
         raise InvalidNameError(
             f"the op name {_show(raw)} is a name the op's Python module ops/{name}.py binds itself (an import "
             "or a helper of the generated code); the op's public function would replace it. Choose another name",
@@ -131,14 +132,14 @@ def normalize_package_name(raw: str, *, check_installed: bool = False) -> str:
 
 
 def _check_module_name(name: str, raw: str, *, what: str, param: str, check_installed: bool) -> str:
-    if name in names_mod.MODULE_NAMES:
+    if name in MODULE_NAMES:
         raise InvalidNameError(
             f"the {what} {_show(raw)} is reserved: it would shadow the module {name!r} that torch, "
             "kernelgen or the generated tests import",
             param,
         )
     if check_installed:
-        where = names_mod.installed_module(name)
+        where = installed_module(name)
         if where is not None:
             raise InvalidNameError(
                 f"the {what} {_show(raw)} would shadow the installed module {name!r} ({_show(where, 80)}); "
@@ -195,7 +196,7 @@ def _check_identifier(
             "package",
             param,
         )
-    if c_names and name in names_mod.C_MACRO_NAMES:
+    if c_names and name in C_MACRO_NAMES:
         raise InvalidNameError(
             f"the {what} {_show(raw)} is a C macro or a name the compiler predefines; the generated C++ "
             "passes it to macros, which would expand it. Choose another name",
@@ -343,7 +344,7 @@ def check_input_name(raw: object, *, what: str = "input name", param: str = "inp
     if keyword.iskeyword(raw) or raw in CPP_KEYWORDS - {"main"}:
         raise InvalidNameError(f"the {what} {_show(raw)} is a {'Python' if keyword.iskeyword(raw) else 'C++'} "
                                "keyword", param)
-    if raw in expr_mod.FUNCTIONS or raw in expr_mod.REDUCTIONS:
+    if raw in FUNCTIONS or raw in REDUCTIONS:
         raise InvalidNameError(
             f"the {what} {_show(raw)} is a function of the expression grammar ({raw}(...)); choose another name",
             param)
@@ -362,7 +363,7 @@ def check_namespace(ns: str, *, derived_from_op: bool, source: str = "op name") 
 
     Besides the identifier rules (which refuse a leading '_'), ``ns`` must not be a namespace
     PyTorch owns: defining an op in one (torch.ops.sparse, torch.ops.aten, ...) aborts Python on
-    import. Those are the recorded ones (:mod:`kernelgen.names`) plus, unless
+    import. Those are the recorded ones (:mod:`kernelgen.torch_namespaces`) plus, unless
     KERNELGEN_NO_TORCH_QUERY=1, whatever the installed torch registers. ``derived_from_op`` says
     the namespace was not given but taken from the op (or package) name: the error then names the
     op (param "op_name") rather than --namespace; ``source`` says which name it was taken from
@@ -371,7 +372,7 @@ def check_namespace(ns: str, *, derived_from_op: bool, source: str = "op name") 
     param = "op_name" if derived_from_op else "namespace"
     what = f"{source} (the default namespace)" if derived_from_op else "namespace"
     name = _check_identifier(ns, what=what, param=param)
-    if name in names_mod.torch_namespaces():
+    if name in torch_namespaces():
         fix = "pick your own with --namespace <team>, e.g. --namespace myteam"
         if derived_from_op:
             raise SpecError(
@@ -403,13 +404,13 @@ class OpSpec:
     arch_list: str
     inputs: tuple[str, ...] = ()
     expr: str = ""  # the canonical expression, re-printed from the parse tree (never raw user text)
-    parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
+    parsed: ParsedExpr | None = field(default=None, compare=False, repr=False)
     backend: str = "cuda"  # "cuda" (C++/CUDA, compiled into the package's _C) or "triton" (Python only)
     abi: str = DEFAULT_ABI  # the package's: "stable" (LibTorch stable ABI) or "full" (ATen); see ABIS
     weights: tuple[str, ...] = ()  # rowwise: the 1-D (C,) tensors broadcast over the rows
     epilogue: str = "acc"  # matmul: the canonical expression applied to each element of A @ B
     bias: bool = False  # matmul: the op takes a 1-D bias of N, which the epilogue reads as `bias`
-    epilogue_parsed: expr_mod.ParsedExpr | None = field(default=None, compare=False, repr=False)
+    epilogue_parsed: ParsedExpr | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def create(
@@ -460,7 +461,7 @@ class OpSpec:
             input_names = parse_inputs(inputs if inputs is not None else "x")
             if expr is None:
                 expr = " + ".join(input_names)
-            parsed = expr_mod.parse(expr, input_names)
+            parsed = parse_expr(expr, input_names)
             return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend, abi)
         if kind == "rowwise":
             input_names = parse_inputs(inputs if inputs is not None else "x")
@@ -471,7 +472,7 @@ class OpSpec:
                         "--kind rowwise needs --expr (the default, a softmax, is for one input named x); "
                         "for example --expr 'x * rsqrt(mean(x * x) + 1e-6) * w' (see `kernelgen list`)", "expr")
                 expr = DEFAULT_ROWWISE_EXPR
-            parsed = expr_mod.parse(expr, input_names, weights=weight_names, rowwise=True)
+            parsed = parse_expr(expr, input_names, weights=weight_names, rowwise=True)
             if not parsed.plan().reductions:
                 raise SpecError(
                     f"--expr {parsed.source!r} has no row reduction (sum, mean, or max/min of one argument); "
@@ -499,13 +500,13 @@ class OpSpec:
     def identifiers(self, package: str) -> dict[str, str]:
         """Input and weight name -> the identifier the generated code of this op uses for it (the
         name itself unless it would collide; see :func:`kernelgen.names.input_identifiers`)."""
-        return names_mod.input_identifiers((*self.inputs, *self.weights), self.op_name, package, self.namespace)
+        return input_identifiers((*self.inputs, *self.weights), self.op_name, package, self.namespace)
 
     @property
     def cpp_namespace(self) -> str:
         """The C++ namespace of the op's code: the op name, or ``<op>_op`` where the op name is a
         C/CUDA library name or an identifier the generated C++ uses (``norm``, ``std``, ``cute``)."""
-        return names_mod.cpp_namespace(self.op_name)
+        return cpp_namespace_of(self.op_name)
 
     @property
     def fused(self) -> bool:
@@ -568,8 +569,40 @@ class PackageSpec:
         package = normalize_package_name(name)
         return cls(name, package, op.namespace, op.arch_list, (), op.abi).with_op(op)
 
+    @staticmethod
+    def namespace_for(name: str, namespace: str | None = None) -> str:
+        """The torch.ops namespace of a new package named ``name``: ``namespace`` if given, else the
+        package name, which is checked here (the error names the package name, not --namespace)."""
+        package = normalize_package_name(name)
+        if namespace is not None:
+            return namespace
+        return check_namespace(package, derived_from_op=True, source="package name")
+
     def op(self, op_name: str) -> OpSpec | None:
         return next((op for op in self.ops if op.op_name == op_name), None)
+
+    def check_settings(self, *, namespace: str | None = None, arch_list: str | None = None,
+                       abi: str | None = None) -> None:
+        """Refuse a namespace, arch list or ABI for a new op that is not the package's: every op of a
+        package shares them (one namespace, one build). None means "the package's"."""
+        if namespace is not None and namespace != self.namespace:
+            raise SpecError(f"the package's namespace is {self.namespace!r}; all its ops share it "
+                            "(omit --namespace)", "namespace")
+        if arch_list is not None and arch_list != self.arch_list:
+            raise SpecError(f"the package builds for {self.arch_list!r}, for all its ops (omit --arch-list, "
+                            "or change ARCH_LIST in the package's _build.py)", "arch_list")
+        if abi is not None and abi != self.abi:
+            raise SpecError(f"the package is built on the {self.abi} ABI, for all its ops (one build); "
+                            f"omit --abi", "abi")
+
+    def create_op(self, name: str, *, namespace: str | None = None, arch_list: str | None = None,
+                  abi: str | None = None, **options: Any) -> OpSpec:
+        """A new op for this package: :meth:`OpSpec.create` with the package's namespace, arch list and
+        ABI (:meth:`check_settings` refuses others), checked against the package's ops (:meth:`with_op`)."""
+        self.check_settings(namespace=namespace, arch_list=arch_list, abi=abi)
+        op = OpSpec.create(name, namespace=self.namespace, arch_list=self.arch_list, abi=self.abi, **options)
+        self.with_op(op)
+        return op
 
     def with_op(self, op: OpSpec) -> PackageSpec:
         """This package plus ``op``; refuses a name the package already uses, and an op written
@@ -733,18 +766,18 @@ def _recorded_flag(raw: dict[str, object], key: str, where: str) -> bool:
 EPILOGUE_NAMES = ("acc", "bias")
 
 
-def parse_epilogue(text: str, bias: bool) -> expr_mod.ParsedExpr:
+def parse_epilogue(text: str, bias: bool) -> ParsedExpr:
     """Parse a matmul --epilogue over ``acc`` (and ``bias`` with --bias), through the same safe parser
     as --expr; its one-line errors name --epilogue (and --bias)."""
     names = EPILOGUE_NAMES if bias else EPILOGUE_NAMES[:1]
     hints = {} if bias else {"bias": "the bias needs --bias"}
-    parsed = expr_mod.parse(text, names, option="--epilogue", hints=hints, require_all=False)
+    parsed = parse_expr(text, names, option="--epilogue", hints=hints, require_all=False)
     used = parsed.variables
     if "acc" not in used:
-        raise ExprError(f"--epilogue {expr_mod.clip(text)!r} does not use acc (the element of A @ B); "
+        raise ExprError(f"--epilogue {clip(text)!r} does not use acc (the element of A @ B); "
                         "it must, e.g. 'acc + bias' or 'acc * sigmoid(acc)'", "epilogue")
     if bias and "bias" not in used:
-        raise ExprError(f"--bias is given but --epilogue {expr_mod.clip(text)!r} does not use bias", "epilogue")
+        raise ExprError(f"--bias is given but --epilogue {clip(text)!r} does not use bias", "epilogue")
     return parsed
 
 

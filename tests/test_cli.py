@@ -39,7 +39,7 @@ def test_new_writes_the_documented_tree(tmp_path, abi):
     # The merge ancestor for `kernelgen update` is one compressed record, not a second copy of the sources.
     assert {f for f in tree(tmp_path / "muladd") if f.startswith(".kernelgen/")} == {
         ".kernelgen/generated.json.gz", ".kernelgen/README.md"}
-    from kernelgen.render import RECORD, decode_record
+    from kernelgen.record import RECORD, decode_record
 
     record = decode_record((tmp_path / "muladd" / RECORD).read_bytes(), "record")
     assert set(record) == files

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import REPO, tree
 
 from kernelgen.cli import main
-from kernelgen.render import RECORD, decode_record
+from kernelgen.record import RECORD, decode_record
 
 
 def recorded_commands() -> dict[str, list[list[str]]]:

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from kernelgen import names
+from kernelgen import names, reserved, template_scan
+from kernelgen import torch_namespaces as torch_ns
 from kernelgen.errors import InvalidNameError, SpecError
 from kernelgen.spec import (
     KINDS,
@@ -67,11 +68,11 @@ def test_the_c_and_cuda_list_covers_what_the_issue_names():
     expected = {"int64_t", "uint64_t", "size_t", "printf", "malloc", "free", "memcpy", "floor", "ceil", "fabs", "exp",
                 "log", "assert", "NULL", "dim3", "float4", "double2", "half", "nv_bfloat16", "threadIdx", "blockIdx",
                 "blockDim", "gridDim", "warpSize", "cudaStream_t"}
-    assert expected <= names.C_AND_CUDA_NAMES
+    assert expected <= reserved.C_AND_CUDA_NAMES
     # every CUDA vector type, generated rather than typed
     for base in ("char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong",
                  "float", "double"):
-        assert {f"{base}{n}" for n in (1, 2, 3, 4)} <= names.C_AND_CUDA_NAMES
+        assert {f"{base}{n}" for n in (1, 2, 3, 4)} <= reserved.C_AND_CUDA_NAMES
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -85,7 +86,7 @@ def test_the_listed_names_really_clash_with_a_global_namespace(tmp_path):
 
     assert compiles("myop")
     for name in ("floor", "int64_t", "memcpy", "gamma"):
-        assert name in names.C_AND_CUDA_NAMES and not compiles(name), name
+        assert name in reserved.C_AND_CUDA_NAMES and not compiles(name), name
         assert compiles(names.cpp_namespace(name)), name
 
 
@@ -122,7 +123,7 @@ def test_a_module_installed_here_is_refused_for_a_new_package_only(tmp_path, mon
     assert normalize_op_name("kg_probe_namespace", check_installed=True) == "kg_probe_namespace"
     # a package right in the current directory is the one being generated, not a clash
     monkeypatch.chdir(site)
-    assert names.installed_module("kg_probe_module") is None
+    assert reserved.installed_module("kg_probe_module") is None
 
 
 def test_installed_module_never_raises(monkeypatch):
@@ -130,13 +131,13 @@ def test_installed_module_never_raises(monkeypatch):
         raise ValueError("broken finder")
 
     monkeypatch.setattr("importlib.util.find_spec", broken)
-    assert names.installed_module("kg_never_imported_name") is None
+    assert reserved.installed_module("kg_never_imported_name") is None
 
 
 # ---- input names against the templates ------------------------------------------------------
 
 def _template_names():
-    return names.op_template_names(frozenset(kind for kind in KINDS if kind != "elementwise"))
+    return template_scan.op_template_names(frozenset(kind for kind in KINDS if kind != "elementwise"))
 
 
 @pytest.mark.parametrize("inputs, mapped", [
@@ -215,7 +216,7 @@ def test_the_safe_input_names_are_safe_in_the_templates():
             if rel not in used.input_files:
                 continue  # the file never renders an input name outside strings
             path = root / rel
-            code = names.template_code(path.read_text(), Path(path.name[: -len(".jinja")]).suffix)
+            code = template_scan.template_code(path.read_text(), Path(path.name[: -len(".jinja")]).suffix)
             assert code is not None
             for line in code.splitlines():
                 if re.search(rf"(?<![\w.]){name}(?!\w)", line):
@@ -275,7 +276,7 @@ def test_empty_and_mistyped_values_are_errors_not_defaults(call, param):
 
 def _installed_torch_namespaces() -> frozenset[str]:
     pytest.importorskip("torch")
-    found = names.live_torch_namespaces()
+    found = torch_ns.live_torch_namespaces()
     assert {"aten", "prims", "sparse", "quantized", "profiler"} <= found
     return found
 
@@ -291,13 +292,13 @@ def test_every_namespace_the_installed_torch_registers_is_refused():
 
 
 def test_the_recorded_list_alone_refuses_them_without_asking_torch(monkeypatch):
-    monkeypatch.setenv(names.NO_TORCH_QUERY_ENV, "1")
+    monkeypatch.setenv(torch_ns.NO_TORCH_QUERY_ENV, "1")
 
     def no_query():
         raise AssertionError("torch was asked despite KERNELGEN_NO_TORCH_QUERY=1")
 
-    monkeypatch.setattr(names, "live_torch_namespaces", no_query)
-    recorded = names.RECORDED_TORCH_NAMESPACES | names.OTHER_TORCH_NAMESPACES
+    monkeypatch.setattr(torch_ns, "live_torch_namespaces", no_query)
+    recorded = torch_ns.RECORDED_TORCH_NAMESPACES | torch_ns.OTHER_TORCH_NAMESPACES
     assert {"aten", "prim", "prims", "sparse", "quantized", "profiler", "inductor", "mkl", "quantization",
             "_c10d_functional", "higher_order", "load_library"} <= recorded
     for ns in sorted(recorded):
@@ -310,15 +311,15 @@ def test_the_recorded_list_alone_refuses_them_without_asking_torch(monkeypatch):
 
 def test_the_recorded_list_is_up_to_date_for_the_torch_it_came_from():
     torch = pytest.importorskip("torch")
-    if torch.__version__ != names.RECORDED_FROM_TORCH:
-        pytest.skip(f"recorded from torch {names.RECORDED_FROM_TORCH}, this is {torch.__version__}")
-    assert _installed_torch_namespaces() <= names.RECORDED_TORCH_NAMESPACES
+    if torch.__version__ != torch_ns.RECORDED_FROM_TORCH:
+        pytest.skip(f"recorded from torch {torch_ns.RECORDED_FROM_TORCH}, this is {torch.__version__}")
+    assert _installed_torch_namespaces() <= torch_ns.RECORDED_TORCH_NAMESPACES
 
 
 def test_without_torch_the_live_query_is_empty(monkeypatch):
     monkeypatch.delitem(sys.modules, "torch", raising=False)
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
-    assert names.live_torch_namespaces.__wrapped__() == frozenset()
+    assert torch_ns.live_torch_namespaces.__wrapped__() == frozenset()
 
 
 def test_namespace_messages_suggest_a_fix():

@@ -14,7 +14,8 @@ from conftest import tree
 
 from kernelgen.cli import main
 from kernelgen.errors import AnswersError, ExprError, SpecError
-from kernelgen.expr import Reduce, RowRef, _children, parse
+from kernelgen.expr import parse
+from kernelgen.nodes import Reduce, RowRef, children
 from kernelgen.spec import ROWWISE_EXAMPLES, OpSpec, PackageSpec
 
 SOFTMAX = "exp(x - max(x)) / sum(exp(x - max(x)))"
@@ -42,13 +43,13 @@ def reference_fn(text: str, inputs=("x",), weights=()):
 
 def _rowrefs(node) -> set[int]:
     found = {node.index} if isinstance(node, RowRef) else set()
-    for child in _children(node):
+    for child in children(node):
         found |= _rowrefs(child)
     return found
 
 
 def _has_reduction_node(node) -> bool:
-    return isinstance(node, Reduce) or any(_has_reduction_node(child) for child in _children(node))
+    return isinstance(node, Reduce) or any(_has_reduction_node(child) for child in children(node))
 
 
 # ---- the parser --------------------------------------------------------------------------------

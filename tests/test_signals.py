@@ -77,14 +77,14 @@ TRIES = 20
 
 DRIVER = textwrap.dedent("""
     import errno, json, os, pickle, shutil, sys, time
-    import kernelgen.render as render, kernelgen.update as update
+    import kernelgen.render as render, kernelgen.merge as merge
     with open(os.environ["KG_RENDERS"], "rb") as fh:
         cache = pickle.load(fh)
     real_render = render.render_package
     def cached(pkg):
         key = json.dumps(pkg.answers(), sort_keys=True)
         return dict(cache[key]) if key in cache else real_render(pkg)
-    render.render_package = update.render_package = cached
+    render.render_package = merge.render_package = cached
     slow_move = float(os.environ.get("KG_SLOW_MOVE", "0"))
     slow_cleanup = float(os.environ.get("KG_SLOW_CLEANUP", "0"))
     fail_at = int(os.environ.get("KG_FAIL_AT", "0"))
@@ -221,7 +221,7 @@ def world(tmp_path_factory):
 
     trees = {"before": tree(package)}
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("kernelgen.update.render_package", cached)
+        patch.setattr("kernelgen.merge.render_package", cached)
         for label, sequence in (("aa", [ADD_AA]), ("aa,bb", [ADD_AA, ADD_BB]), ("bb,aa", [ADD_BB, ADD_AA])):
             work = root / f"expected-{label}"
             shutil.copytree(package, work)

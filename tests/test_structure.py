@@ -27,8 +27,9 @@ def _imports() -> dict[str, set[str]]:
 
 def test_the_graph_sees_imports():
     graph = _imports()
-    assert {"spec", "names", "render", "_jinja", "_version"} <= set(graph)
-    assert "paths" in graph["names"] and "spec" in graph["render"] and "_version" in graph["_jinja"]
+    assert {"spec", "names", "template_scan", "render", "_jinja", "_version"} <= set(graph)
+    assert "paths" in graph["template_scan"] and "template_scan" in graph["names"]
+    assert "spec" in graph["render"] and "_version" in graph["_jinja"]
 
 
 def test_no_import_circles():
@@ -45,6 +46,24 @@ def test_no_import_circles():
     for module in sorted(graph):
         visit(module, [module])
     assert not circles, circles
+
+
+def test_the_command_line_uses_only_the_public_api():
+    """cli.py parses options, prompts, calls kernelgen.api and prints: it never reaches into the
+    renderer, the merge or the files a package records (`kernelgen doctor` is its own module)."""
+    assert _imports()["cli"] <= {"api", "doctor", "errors", "fsutil", "spec", "_version"}, _imports()["cli"]
+
+
+def test_the_expression_facade_keeps_its_names():
+    """kernelgen.expr re-exports what other code imports from it; each name is owned by one module."""
+    from kernelgen import emit, expr, nodes, parser, rowplan
+
+    for name in expr.__all__:
+        assert getattr(expr, name) is not None, name
+    assert {"Num", "Var", "Neg", "BinOp", "Power", "Call", "Reduce", "RowRef", "ParsedExpr", "parse", "FUNCTIONS",
+            "REDUCTIONS"} <= set(expr.__all__)
+    assert expr.Num is nodes.Num and expr.FUNCTIONS is nodes.FUNCTIONS and expr.RowPlan is rowplan.RowPlan
+    assert expr.MAX_EXPR_LENGTH == parser.MAX_EXPR_LENGTH and expr._emit is emit.emit and expr._children is nodes.children
 
 
 def test_the_version_comes_from_the_distribution():

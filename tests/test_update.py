@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from conftest import REPO, failing_replace, tree
 
 import kernelgen.paths as paths
-import kernelgen.render as render
+import kernelgen.record as record
 from kernelgen._jinja import TEMPLATE_VERSION
 from kernelgen.cli import main
 
@@ -35,7 +35,7 @@ def new_templates(tmp_path, monkeypatch):
 
 
 def recorded(op: Path) -> dict[str, bytes]:
-    return render.decode_record((op / render.RECORD).read_bytes(), "record")
+    return record.decode_record((op / record.RECORD).read_bytes(), "record")
 
 
 def edit(path: Path, old: str, new: str) -> None:
@@ -154,7 +154,7 @@ def test_template_v2_op_moves_to_the_library_layout_with_its_edits(legacy_op):
     assert "TORCH_LIBRARY_FRAGMENT(muladd, m)" in (legacy_op / "muladd/csrc/muladd/muladd.cpp").read_text()
     assert not (legacy_op / "muladd/ops.py").exists() and not (legacy_op / "muladd/csrc/muladd.cpp").exists()
     assert not (legacy_op / ".kernelgen/base").exists()  # replaced by the compact record
-    assert (legacy_op / render.RECORD).is_file()
+    assert (legacy_op / record.RECORD).is_file()
     assert (legacy_op / "NOTES.md").read_text() == "mine\n"
     answers = (legacy_op / ".copier-answers.yml").read_text()
     assert f"_template_version: '{TEMPLATE_VERSION}'" in answers
@@ -325,7 +325,7 @@ def test_up_to_date_update_writes_nothing(op):
 
 
 def test_missing_record_is_rebuilt_only_inside_kernelgen(op):
-    (op / render.RECORD).unlink()
+    (op / record.RECORD).unlink()
     header = op / "muladd/csrc/muladd/muladd.h"
     edit(header, *USER_EDIT)
     before = {k: v for k, v in tree(op).items() if not k.startswith(".kernelgen/")}
@@ -437,7 +437,7 @@ def test_a_record_that_expands_to_gigabytes_is_refused_within_a_memory_limit(op)
     import subprocess
     import sys
 
-    (op / render.RECORD).write_bytes(_gzip_bomb(4096))
+    (op / record.RECORD).write_bytes(_gzip_bomb(4096))
 
     def limit_memory() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
@@ -450,7 +450,7 @@ def test_a_record_that_expands_to_gigabytes_is_refused_within_a_memory_limit(op)
 
 
 def test_a_record_is_read_with_a_cap_too(op):
-    (op / render.RECORD).write_bytes(b"\x1f\x8b" + bytes(render.MAX_RECORD_BYTES))
+    (op / record.RECORD).write_bytes(b"\x1f\x8b" + bytes(record.MAX_RECORD_BYTES))
     result = update(str(op))
     assert result.exit_code == 1 and "is larger than 64 MiB" in result.output
 

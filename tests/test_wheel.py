@@ -10,7 +10,7 @@ import zipfile
 import pytest
 from conftest import REPO, tree
 
-from kernelgen.render import RECORD, decode_record
+from kernelgen.record import RECORD, decode_record
 
 
 @pytest.mark.slow

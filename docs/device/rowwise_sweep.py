@@ -178,7 +178,7 @@ def _random_case(rng: random.Random) -> tuple[list[str], list[str], str]:
 
 def features(parsed) -> dict[str, object]:
     """What an expression exercises: distinct reductions, their nesting, calls inside and outside them."""
-    from kernelgen import expr as ex
+    from kernelgen import nodes as ex
 
     def walk(node, inside: bool, level: int, found: dict[str, int]) -> None:
         if isinstance(node, ex.Reduce):
@@ -187,7 +187,7 @@ def features(parsed) -> dict[str, object]:
             return
         if isinstance(node, ex.Call) and node.func in TRANSCENDENTAL:
             found["calls_inside" if inside else "calls_outside"] += 1
-        for child in ex._children(node):
+        for child in ex.children(node):
             walk(child, inside, level, found)
 
     found = {"nesting": 0, "calls_inside": 0, "calls_outside": 0}

@@ -30,21 +30,38 @@ from pathlib import Path
 
 from . import fsutil
 from ._jinja import TEMPLATE_VERSION
-from .answers import load_answers, parse_answers
+from .answers import ANSWERS_FILE, load_answers, parse_answers
 from .errors import AnswersError, KernelgenError
-from .render import (
-    ANSWERS_FILE,
-    LEGACY_BASE_DIR,
-    RECORD,
-    RECORD_README,
-    decode_record,
-    read_record,
-    render_package,
-    with_record,
-)
+from .record import LEGACY_BASE_DIR, RECORD, RECORD_README, decode_record, read_record, with_record
+from .render import render_package
 from .spec import OpSpec, PackageSpec
 
-__all__ = ["FileResult", "UpdateResult", "apply", "diff", "load_answers", "merge3", "plan"]
+__all__ = ["FileResult", "Recorded", "UpdateResult", "apply", "diff", "merge3", "plan", "read_recorded",
+           "rebuild_record"]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A package as kernelgen recorded it: its root, its answers file (parsed) and the spec read from it."""
+
+    root: Path
+    answers: dict[str, object]
+    spec: PackageSpec
+
+    @property
+    def template_version(self) -> str:
+        return str(self.answers.get("_template_version", "?"))
+
+
+def read_recorded(op_dir: Path) -> Recorded:
+    """The package in ``op_dir`` from its answers file, read through no symlink."""
+    root = op_dir.expanduser().resolve()
+    if not root.is_dir():
+        raise KernelgenError(f"{op_dir} is not a directory")
+    answers_path = root / ANSWERS_FILE
+    fsutil.safe_target(root, ANSWERS_FILE)
+    answers = load_answers(answers_path)
+    return Recorded(root, answers, PackageSpec.from_answers(answers, where=str(answers_path)))
 
 
 @dataclass
@@ -159,16 +176,10 @@ def rebuild_record(op_dir: Path) -> Path:
     return root / RECORD
 
 
-def plan(op_dir: Path, new_op: OpSpec | None = None) -> tuple[UpdateResult, dict[str, bytes], PackageSpec]:
-    """What `update` (or, with ``new_op``, `add`) would do to the package in ``op_dir``."""
-    root = op_dir.expanduser().resolve()
-    if not root.is_dir():
-        raise KernelgenError(f"{op_dir} is not a directory")
-    answers_path = root / ANSWERS_FILE
-    fsutil.safe_target(root, ANSWERS_FILE)
-    answers = load_answers(answers_path)
-    recorded_version = str(answers.get("_template_version", "?"))
-    pkg = PackageSpec.from_answers(answers, where=str(answers_path))
+def plan(package: Recorded, new_op: OpSpec | None = None) -> UpdateResult:
+    """What `update` (or, with ``new_op``, `add`) would do to ``package``; writes nothing."""
+    root, answers, pkg = package.root, package.answers, package.spec
+    recorded_version = package.template_version
     base, legacy = _load_base(root, recorded_version)
     _check_modules_present(root, base)
     if new_op is not None:
@@ -211,7 +222,7 @@ def plan(op_dir: Path, new_op: OpSpec | None = None) -> tuple[UpdateResult, dict
     result.record = {RECORD: new_record[RECORD], RECORD_README: new_record[RECORD_README]}
     current = {rel: _read_ours(root, rel) for rel in result.record}
     result.record_changed = any(current[rel] != result.record[rel] for rel in result.record)
-    return result, theirs, pkg
+    return result
 
 
 def _check_modules_present(root: Path, base: dict[str, bytes]) -> None:
@@ -296,7 +307,7 @@ def _merge_one(rel: str, o: bytes | None, b: bytes | None, t: bytes | None, labe
     return FileResult(rel, "merged" if clean else "conflict", merged)
 
 
-def apply(result: UpdateResult, theirs: dict[str, bytes] | None = None) -> None:
+def apply(result: UpdateResult) -> None:
     """Write the planned files and the new ancestor record, all or nothing; nothing if up to date."""
     if not result.writes_anything:
         return

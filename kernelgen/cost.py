@@ -1,0 +1,54 @@
+"""What an expression tree costs and needs: its math cost on a GPU (the elementwise kernel's launch
+rule), the functions it calls, and whether it is only smooth for positive inputs (the tests' inputs)."""
+
+from __future__ import annotations
+
+from .emit import small_whole
+from .nodes import FUNCTIONS, BinOp, Call, Neg, Node, Power, children, collect, variables
+
+#: Approximate instructions per call of each function on the float path of an H100 (CUDA's
+#: accurate libm: exp and rsqrt are a few instructions around the special-function unit; sin and cos
+#: add a range reduction; pow is a log, an exp and their special cases). Only the ratio to the bytes an
+#: element moves matters (the launch rule of the elementwise kernel); the figures need not be exact.
+MATH_COST: dict[str, int] = {
+    "exp": 10, "log": 15, "sqrt": 8, "rsqrt": 4, "tanh": 20, "sigmoid": 20, "abs": 1, "sin": 25, "cos": 25,
+    "erf": 20, "min": 2, "max": 2, "pow": 40,
+}
+_DIVISION_COST = 10  # an IEEE float division
+
+
+def math_cost(node: Node) -> int:
+    """A rough count of the float instructions one element of ``node`` costs (:data:`MATH_COST`)."""
+    own = 0
+    if isinstance(node, Call):
+        own = MATH_COST[node.func]
+    elif isinstance(node, BinOp):
+        own = _DIVISION_COST if node.op == "/" else 1
+    elif isinstance(node, Power):
+        e = node.exponent
+        if e in (0.5, -0.5):
+            own = MATH_COST["sqrt"]
+        elif small_whole(e):  # ipow: repeated squaring
+            whole = abs(int(e))
+            own = max(1, whole.bit_length() - 1 + bin(whole).count("1") - 1) + (_DIVISION_COST if e < 0 else 0)
+        else:
+            own = MATH_COST["pow"]
+    elif isinstance(node, Neg):
+        own = 1
+    return own + sum(math_cost(child) for child in children(node))
+
+
+def functions(node: Node) -> set[str]:
+    """The whitelisted functions ``node`` calls."""
+    return collect(node, lambda n: n.func if isinstance(n, Call) else None)
+
+
+def needs_positive(node: Node) -> bool:
+    """True if ``node`` is only smooth for positive inputs (log, sqrt, x / y, a fractional power, ...)."""
+    if isinstance(node, Call) and FUNCTIONS[node.func].positive_domain:
+        return True
+    if isinstance(node, BinOp) and node.op == "/" and variables(node.right):
+        return True
+    if isinstance(node, Power) and (node.exponent < 0 or float(node.exponent) != int(node.exponent)):
+        return True
+    return any(needs_positive(child) for child in children(node))
