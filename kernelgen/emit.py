@@ -164,13 +164,15 @@ def _emit_prec(node: Node, style: Style) -> tuple[str, int]:
         if lp < mine:
             left = f"({left})"
         # the right operand of - and / (and of anything at equal precedence) keeps its parens
-        if rp < mine or (rp == mine and node.op in "-/") or (rp == mine and isinstance(node.right, BinOp)):
+        if rp < mine or (rp == mine and node.op in "-/") or (rp == mine and isinstance(node.right, (BinOp, Power))):
             right = f"({right})"
         return f"{left} {node.op} {right}", mine
     if isinstance(node, Power):
         base, bp = _emit_prec(node.base, style)
-        if isinstance(style, (CppStyle, TritonStyle)):
+        if isinstance(style, CppStyle):
             return style.power(base, node.exponent), 4
+        if isinstance(style, TritonStyle):
+            return _triton_power(style, base, node.exponent)
         # ** is right-associative: (x ** 2.0) ** 3.0 needs its parentheses
         if bp < 4 or isinstance(node.base, Power):
             base = f"({base})"
@@ -180,12 +182,21 @@ def _emit_prec(node: Node, style: Style) -> tuple[str, int]:
         return f"{base} ** {exponent}", 4
     if isinstance(node, Call):
         args = [_emit_prec(arg, style)[0] for arg in node.args]
-        if node.func == "pow" and isinstance(node.args[1], Num) and isinstance(style, (CppStyle, TritonStyle)):
-            return style.power(args[0], node.args[1].value), 4  # pow(x, 3) is x ** 3
+        if node.func == "pow" and isinstance(node.args[1], Num) and isinstance(style, TritonStyle):
+            return _triton_power(style, args[0], node.args[1].value)  # pow(x, 3) is x ** 3
+        if node.func == "pow" and isinstance(node.args[1], Num) and isinstance(style, CppStyle):
+            return style.power(args[0], node.args[1].value), 4
         if type(style) is TorchStyle:
             return _torch_call(node, args), 4
         return style.call(node.func, args), 4
     raise AssertionError(f"unknown node {node!r}")  # pragma: no cover
+
+
+def _triton_power(style: TritonStyle, base: str, exponent: float) -> tuple[str, int]:
+    """x ** 2 to 4 print as a product and x ** -1 as a division: they bind like * and /, so a division by
+    them keeps its parentheses (a / y ** 2 is a / ((y) * (y)), never a / (y) * (y))."""
+    text = style.power(base, exponent)
+    return text, 4 if text.startswith(("tl.", "libdevice.")) else 2
 
 
 def _torch_call(node: Call, args: list[str]) -> str:

@@ -355,6 +355,40 @@ def test_triton_powers():
     assert "(x) * (x) * (x)" in x and "1.0 / (x)" in x and "libdevice.pow(x, tl.full((), 2.5, ACC))" in x
 
 
+class _ScalarTriton:
+    """Just enough of triton.language and libdevice to evaluate an emitted Triton expression on floats."""
+
+    class PropagateNan:
+        ALL = None
+
+    @staticmethod
+    def full(shape, value, dtype):
+        return value
+
+    exp, log, erf, abs = math.exp, math.log, math.erf, abs
+    rsqrt = staticmethod(lambda x: 1.0 / math.sqrt(x))
+    sqrt_rn = staticmethod(math.sqrt)
+    minimum = staticmethod(lambda a, b, propagate_nan=None: min(a, b))
+    maximum = staticmethod(lambda a, b, propagate_nan=None: max(a, b))
+    tanh, sin, cos, pow = math.tanh, math.sin, math.cos, math.pow
+
+
+@pytest.mark.parametrize("text", [
+    "a / y ** 2", "a / y ** 3", "a / y ** 4", "a / y ** -1", "a / pow(y, 2)", "a * y ** 2", "y ** 2 / a",
+    "-y ** 2 + a", "a - -y ** 2", "a - y ** 2", "a - y ** -1", "(a / y) ** 2", "a / (y ** 2) ** 2", "a / y ** 2 * y",
+    "a / y ** 2.5", "a / y ** 0.5", "2 / (a + y) ** 2 - y ** -1 / a",
+])
+def test_triton_text_computes_what_the_expression_says(text):
+    """The Triton emitter prints x ** 2..4 as a product and x ** -1 as a division: where such a power
+    is divided by, or subtracted, it keeps its parentheses (a / y ** 2 is a / (y * y), not a / y * y)."""
+    parsed = parse(text, ("a", "y"))
+    values = {"a": 1.7, "y": 0.6}
+    names = {"tl": _ScalarTriton, "libdevice": _ScalarTriton, "ACC": None, **values}
+    got = eval(parsed.triton(), names)  # noqa: S307 (our own emitted text, over floats)
+    want = eval(text.replace("pow(", "math.pow("), {"math": math, **values})  # noqa: S307
+    assert got == pytest.approx(want, rel=1e-12), parsed.triton()
+
+
 def test_math_cost_counts_what_the_launch_rule_weighs():
     """ParsedExpr.math_cost (the elementwise kernel's kMathCost): calls by MATH_COST, a division 10,
     +-* and negation 1, whole powers as their multiplications, other powers as pow."""
