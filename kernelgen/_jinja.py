@@ -47,7 +47,8 @@ from .expr import parse
 #: 11: the package holds the rowwise kernels and CPU loop once (csrc/kernelgen/rowwise.cuh,
 #:    rowwise_cpu.h); a rowwise op's steps (Op: the columns each step reads, the kept argument, the math
 #:    type) sit in its <op>.h below the formula, and its kernel file is one instantiation per dtype.
-TEMPLATE_VERSION = "11"
+#: 12: benchmarks/harness.py builds each kind's cases and runs main; an op's bench_<op>.py is what it races (Races).
+TEMPLATE_VERSION = "12"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.

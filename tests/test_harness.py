@@ -1,4 +1,5 @@
-"""The generated benchmark harness (examples/muladd/benchmarks/harness.py, golden): how a case is timed."""
+"""The generated benchmark harness (examples/muladd/benchmarks/harness.py and examples/myteam-ops/benchmarks/harness.py,
+golden): how a case is built from what an op's benchmark declares, and how it is timed."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 HARNESS = Path(__file__).resolve().parents[1] / "examples/muladd/benchmarks/harness.py"
@@ -46,3 +48,104 @@ def test_rounds_option_reaches_measure():
     harness = load_harness()
     assert harness.parse_args("x", []).rounds == 3
     assert harness.parse_args("x", ["--rounds", "1"]).rounds == 1
+
+
+LIBRARY_HARNESS = Path(__file__).resolve().parents[1] / "examples/myteam-ops/benchmarks/harness.py"
+
+
+def load_library_harness():
+    """The harness of a package with every kind (elementwise, rowwise, matmul)."""
+    spec = importlib.util.spec_from_file_location("kg_library_harness_under_test", LIBRARY_HARNESS)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_case_races_the_op_eager_twins_compile_and_fused_in_that_order(monkeypatch):
+    harness = load_harness()
+    compiled = []
+    monkeypatch.setattr(torch, "compile", lambda fn, **options: compiled.append(options) or fn)
+    races = harness.Races(op=lambda a, b: a + b, reference=lambda a, b: a + b, twins={"op_tl": lambda a, b: b + a},
+                          fused=("add", torch.add), inputs=2)
+    case, = harness.elementwise_cases("op", races, torch.device("cpu"), ["float32"], [64], use_compile=True)
+    assert list(case.impls) == ["op", "eager", "op_tl", "compile", "add"]
+    assert compiled == [{"dynamic": False, "mode": None}]
+    results = [fn() for fn in case.impls.values()]
+    assert all(torch.equal(result, results[0]) for result in results) and results[0].shape == (64,)
+    # 2 inputs read and 1 output written, 4 bytes each; the copy reads and writes one input.
+    assert (case.shape, case.amount, case.unit) == ("64", 3 * 64 * 4, "GB/s")
+    assert case.roofline[:2] == ("copy", 2 * 64 * 4)
+    case, = harness.elementwise_cases("op", races, torch.device("cpu"), ["float16"], [64], use_compile=False)
+    assert list(case.impls) == ["op", "eager", "op_tl", "add"] and case.amount == 3 * 64 * 2
+
+
+def test_the_inputs_are_drawn_from_the_declared_range():
+    harness = load_harness()
+    seen = []
+    races = harness.Races(op=lambda x: seen.append(x), reference=lambda x: x, uniform=(0.5, 2.5))
+    case, = harness.elementwise_cases("op", races, torch.device("cpu"), ["float64"], [4096], use_compile=False)
+    case.impls["op"]()
+    assert seen[0].min() >= 0.5 and seen[0].max() < 2.5
+    races.uniform = None
+    case, = harness.elementwise_cases("op", races, torch.device("cpu"), ["float64"], [4096], use_compile=False)
+    case.impls["op"]()
+    assert seen[1].min() < 0 < seen[1].max()
+
+
+def test_rowwise_cases_read_the_weights_once_per_row_length():
+    harness = load_library_harness()
+    shapes = []
+    races = harness.Races(op=lambda *args: shapes.append([tuple(a.shape) for a in args]), reference=lambda *args: None,
+                          fused=("fused", lambda x, w, b: None), inputs=1, weights=2)
+    cases = list(harness.rowwise_cases("ln", races, torch.device("cpu"), ["float32"], [4096], [256, 8192], use_compile=False))
+    assert [(c.shape, c.size, c.group) for c in cases] == [("16x256", 256, "2^12"), ("1x8192", 8192, "2^13")]
+    assert [c.amount for c in cases] == [(2 * 4096 + 2 * 256) * 4, (2 * 8192 + 2 * 8192) * 4]
+    assert list(cases[0].impls) == ["ln", "eager", "fused"] and cases[0].roofline[1] == 2 * 4096 * 4
+    cases[0].impls["ln"]()
+    assert shapes == [[(16, 256), (256,), (256,)]]
+
+
+def test_matmul_cases_run_float32_with_tf32_off_and_on(monkeypatch):
+    harness = load_library_harness()
+    flags = []
+    races = harness.Races(op=lambda a, b, bias: flags.append(torch.backends.cuda.matmul.allow_tf32),
+                          reference=lambda a, b, bias: None, bias=True)
+    shapes = harness.matmul_shapes("8,4x6x2")
+    assert shapes == [(8, 8, 8), (4, 6, 2)]
+    cases = list(harness.matmul_cases("mm", races, torch.device("cpu"), ["float32", "bfloat16"], shapes, use_compile=False))
+    assert [(c.dtype, c.shape, c.group) for c in cases] == [
+        ("float32", "8^3", ""), ("float32", "4x6x2", "MxNxK"), ("float32+tf32", "8^3", ""),
+        ("float32+tf32", "4x6x2", "MxNxK"), ("bfloat16", "8^3", ""), ("bfloat16", "4x6x2", "MxNxK")]
+    assert cases[1].amount == 2.0 * 4 * 6 * 2 and cases[1].unit == "TFLOP/s" and cases[1].roofline is None
+    previous = torch.backends.cuda.matmul.allow_tf32
+    try:
+        cases[0].impls["mm"]()
+        cases[2].impls["mm"]()
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
+    assert flags == [False, True]
+
+
+def test_main_refuses_an_unsupported_dtype_and_a_bad_size_on_one_line():
+    harness = load_library_harness()
+
+    def never(lib):
+        raise AssertionError("the run must end before the races are declared")
+
+    common = dict(package="math", op="op", backend="cuda", title="t", dtypes=["float32", "float16"])
+    argv = ["--device", "cpu", "--dtypes", "float32,int8"]
+    with pytest.raises(SystemExit, match=r"^unsupported dtype 'int8'; op supports float32, float16$"):
+        harness.main_elementwise("d", argv, never, cuda_sizes=[8], cpu_sizes=[8], **common)
+    with pytest.raises(SystemExit, match=r"^unsupported dtype 'int8'; op supports float32, float16$"):
+        harness.main_rowwise("d", argv, never, cuda_sizes=[8], cpu_sizes=[8], cuda_cols=[8], cpu_cols=[8], **common)
+    common.pop("backend")
+    with pytest.raises(SystemExit, match=r"^bad size '7y': write N"):
+        harness.main_matmul("d", ["--device", "cpu", "--sizes", "7y"], never, cuda_sizes="8", cpu_sizes="8", **common)
+
+
+def test_a_package_harness_holds_the_cases_of_its_kinds_only():
+    elementwise_only, every_kind = load_harness(), load_library_harness()
+    assert hasattr(elementwise_only, "main_elementwise")
+    assert not hasattr(elementwise_only, "main_rowwise") and not hasattr(elementwise_only, "main_matmul")
+    assert all(hasattr(every_kind, f"main_{kind}") for kind in ("elementwise", "rowwise", "matmul"))

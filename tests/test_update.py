@@ -247,6 +247,26 @@ def test_template_v10_rowwise_op_takes_the_package_kernels_with_its_edits(v10_ro
     assert again.exit_code == 0 and "is up to date" in again.output
 
 
+def test_template_v10_benchmark_takes_the_shared_harness_with_its_edits(v10_rowwise):
+    """A v10 bench_<op>.py built its cases and parsed its arguments itself; update makes it a declaration
+    of what it races (template version 12) that the package's harness runs, and keeps the user's sizes."""
+    import subprocess
+    import sys
+
+    root = v10_rowwise
+    bench = root / "benchmarks/bench_rmsnorm.py"
+    assert "def cases(" in bench.read_text() and len(bench.read_text().splitlines()) > 90
+    edit(bench, "CPU_COLS = [1024, 16384]", "CPU_COLS = [512, 2048]  # our models")
+    result = update(str(root))
+    assert result.exit_code == 0, result.output
+    lean = bench.read_text()
+    assert "CPU_COLS = [512, 2048]  # our models" in lean and "cpu_cols=CPU_COLS" in lean
+    assert "def cases(" not in lean and "harness.main_rowwise(" in lean and len(lean.splitlines()) < 60
+    assert "def rowwise_cases(" in (root / "benchmarks/harness.py").read_text()
+    helped = subprocess.run([sys.executable, str(bench), "--help"], cwd=root, capture_output=True, text=True, timeout=120)
+    assert helped.returncode == 0 and "--cols" in helped.stdout, helped.stderr
+
+
 @pytest.mark.build
 def test_template_v10_rowwise_op_builds_and_passes_its_tests_after_update(v10_rowwise):
     """The updated package builds (CPU-only here; the header is the CUDA side, compiled in

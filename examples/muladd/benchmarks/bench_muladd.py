@@ -12,74 +12,33 @@ and reports the percentage of a device-to-device copy measured in the same run, 
 roofline: no kernel that reads and writes memory once can beat it by much.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
 import torch
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [HERE, os.path.dirname(HERE)]  # harness.py, and the package when it is built in place
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # harness.py, beside this script
 import harness  # noqa: E402
 
-# muladd itself is imported by main(), once the arguments are parsed: --help needs no build.
-
-N_INPUTS = 3
 DTYPES = ["float32", "float64", "float16", "bfloat16"]
 # From launch-bound (2^12) to far above the H100's 50 MB L2 (2^28 elements = 1 GiB in float32).
 CUDA_SIZES = [2**12, 2**16, 2**20, 2**24, 2**26, 2**28]
 CPU_SIZES = [2**12, 2**16, 2**20, 2**22]
 
 
-def cases(device: torch.device, dtypes: list[str], sizes: list[int], use_compile: bool):
-    import muladd  # imported (or refused, with the reason) by main() already
-    from muladd.ops.muladd import reference
-
-    for dtype_name in dtypes:
-        dtype = getattr(torch, dtype_name)
-        for n in sizes:
-            generator = torch.Generator(device).manual_seed(n)
-            inputs = [torch.empty(n, dtype=dtype, device=device).normal_(generator=generator) for _ in range(N_INPUTS)]
-            impls = {
-                "muladd": lambda: muladd.muladd(*inputs),
-                "eager": lambda: reference(*inputs),
-            }
-            if use_compile:
-                torch._dynamo.reset()  # one compiled kernel per dtype and size, none reused stale
-                compiled = torch.compile(reference, dynamic=False)
-                impls["compile"] = lambda: compiled(*inputs)
-            a, b, c = inputs
-            impls["addcmul"] = lambda: torch.addcmul(c, a, b)
-            source = inputs[0]
-            copy_dst = torch.empty_like(source)
-            moved = (N_INPUTS + 1) * n * source.element_size()
-            yield harness.Case(
-                dtype=dtype_name,
-                size=n,
-                shape=harness.fmt_size(n),
-                amount=moved,
-                unit="GB/s",
-                impls=impls,
-                # A copy reads n elements and writes n: 2 * n * itemsize bytes.
-                roofline=("copy", 2 * n * source.element_size(), lambda: copy_dst.copy_(source)),
-            )
+def races(lib):  # lib is muladd, imported by the harness once the arguments are parsed
+    return harness.Races(
+        op=lib.muladd,
+        reference=lib.ops.muladd.reference,
+        fused=("addcmul", lambda a, b, c: torch.addcmul(c, a, b)),
+        inputs=3,
+    )
 
 
 def main(argv=None) -> None:
-    args = harness.parse_args(__doc__.splitlines()[0], argv, DTYPES)  # --help ends here
-    package = harness.import_package("muladd")  # one line, not a traceback, when it is not built
-    device = harness.pick_device(args.device)
-    if device.type == "cuda" and not package.WITH_CUDA:
-        sys.exit("muladd was built without CUDA; rebuild with a CUDA toolkit, or pass --device cpu")
-    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else (CUDA_SIZES if device.type == "cuda" else CPU_SIZES)
-    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
-    unknown = [d for d in dtypes if d not in DTYPES]
-    if unknown:
-        sys.exit(f"unsupported dtype {unknown[0]!r}; muladd supports {', '.join(DTYPES)}")
-    use_compile = device.type == "cuda" and not args.no_compile
-    harness.run(cases(device, dtypes, sizes, use_compile), op="muladd", device=device, args=args,
-                title="muladd: a * b + c")
+    harness.main_elementwise(__doc__, argv, races, package="muladd", op="muladd", backend="cuda",
+                             title="muladd: a * b + c",
+                             dtypes=DTYPES, cuda_sizes=CUDA_SIZES, cpu_sizes=CPU_SIZES)
 
 
 if __name__ == "__main__":

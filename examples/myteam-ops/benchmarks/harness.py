@@ -1,7 +1,10 @@
 """Benchmark harness shared by every op kernelgen generates (elementwise, matmul, ...).
 
-A bench_<op>.py script describes *cases* (a dtype, a size, the amount of work, and the functions
-to race); this module times them honestly and reports:
+A bench_<op>.py script declares what is particular to its op (Races: the op, its reference, its
+PyTorch baseline and its twin on the other backend, the range of its inputs) and hands it, with its
+dtypes and sizes, to main_<kind>() here, which parses the arguments, builds the *cases* (a dtype, a
+size, the random inputs, the bytes moved or the operations done, and the functions to race), times
+them honestly and reports:
 
   * a table on stdout: time, throughput (GB/s of bytes actually moved, or TFLOP/s), the op's
     ratio to every baseline, and the percentage of the roofline measured in the same run;
@@ -22,6 +25,7 @@ import argparse
 import importlib
 import json
 import math
+import os
 import platform
 import statistics
 import sys
@@ -241,7 +245,9 @@ def parse_args(description: str, argv: Optional[list[str]] = None, dtypes: Itera
 def import_package(name: str) -> Any:
     """The op package, imported for a run; when it cannot be imported, most often because it is not
     built yet, the run ends with the reason on one line (the package's loader names the build
-    command) rather than a traceback."""
+    command) rather than a traceback. The folder above benchmarks/ comes first on sys.path: a package
+    built in place is found there."""
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
         return importlib.import_module(name)
     except ImportError as err:
@@ -274,3 +280,205 @@ def run(cases: Iterable[Case], *, op: str, device: torch.device, args: argparse.
     if args.plot:
         plot(rows, op, args.plot, f"{title} on {where}", xlabel)
     return rows
+
+
+@dataclass
+class Races:
+    """What one op's benchmark races, as its bench_<op>.py declares it. Every case runs, in this order
+    (the table's columns): the op; eager, its reference run op by op; each twin, the same formula on
+    the other backend; compile, torch.compile(reference) (on CUDA, unless --no-compile); and fused,
+    PyTorch's own kernel for the formula, under the name given with it."""
+
+    op: Callable[..., Any]
+    reference: Callable[..., Any]
+    twins: dict[str, Callable[..., Any]] = field(default_factory=dict)
+    fused: Optional[tuple[str, Callable[..., Any]]] = None  # (its column, a function of the op's arguments)
+    inputs: int = 1  # elementwise and rowwise: the op's inputs (rowwise: rows x cols each) ...
+    weights: int = 0  # ... then its weights (rowwise: cols elements each)
+    uniform: Optional[tuple[float, float]] = None  # (low, high): inputs drawn uniformly from there; None: N(0, 1)
+    bias: bool = False  # matmul: a bias of N elements follows A and B
+    compile_mode: Optional[str] = None  # torch.compile's mode for the compile baseline
+
+
+def _impls(op: str, races: Races, args: list[torch.Tensor], use_compile: bool) -> dict[str, Callable[[], Any]]:
+    """The functions one case races, on the same arguments, in the table's order."""
+    impls = {op: lambda: races.op(*args), "eager": lambda: races.reference(*args)}
+    for name, fn in races.twins.items():
+        impls[name] = lambda fn=fn: fn(*args)
+    if use_compile:
+        torch._dynamo.reset()  # one compiled kernel per dtype and shape, none reused stale
+        compiled = torch.compile(races.reference, dynamic=False, mode=races.compile_mode)
+        impls["compile"] = lambda: compiled(*args)
+    if races.fused is not None:
+        fused = races.fused[1]
+        impls[races.fused[0]] = lambda: fused(*args)
+    return impls
+
+
+def _start(doc: str, argv: Optional[list[str]], package: str, op: str, backend: str, dtypes: list[str],
+           extra: Optional[Callable[[argparse.ArgumentParser], Any]] = None) -> tuple[argparse.Namespace, Any, torch.device]:
+    """The arguments (--help ends here, before the package is imported: it needs no build), the package
+    (one line, not a traceback, when it is not built) and the device; a CUDA run the op cannot do ends
+    with one line that says why."""
+    args = parse_args(doc.splitlines()[0], argv, dtypes, extra=extra)
+    lib = import_package(package)
+    device = pick_device(args.device)
+    if device.type == "cuda" and backend == "triton" and not importlib.import_module(f"{package}.ops.{op}").TRITON_AVAILABLE:
+        sys.exit(f"triton is not installed, so {op} cannot run on CUDA; pip install triton, or pass --device cpu")
+    if device.type == "cuda" and backend == "cuda" and not lib.WITH_CUDA:
+        sys.exit(f"{op} was built without CUDA; rebuild with a CUDA toolkit, or pass --device cpu")
+    return args, lib, device
+
+
+def _dtypes(args: argparse.Namespace, op: str, supported: list[str]) -> list[str]:
+    """--dtypes, each one the op supports; another ends the run with one line."""
+    dtypes = [d.strip() for d in args.dtypes.split(",") if d.strip()]
+    unknown = [d for d in dtypes if d not in supported]
+    if unknown:
+        sys.exit(f"unsupported dtype {unknown[0]!r}; {op} supports {', '.join(supported)}")
+    return dtypes
+
+
+def _ints(text: Optional[str], cuda: list[int], cpu: list[int], device: torch.device) -> list[int]:
+    """A comma-separated option, or the script's default for the device."""
+    return [int(s) for s in text.split(",")] if text else (cuda if device.type == "cuda" else cpu)
+
+
+def _random(shapes: list[tuple[int, ...]], dtype: torch.dtype, device: torch.device, races: Races,
+            generator: torch.Generator) -> list[torch.Tensor]:
+    """One random tensor per shape, never zeros: N(0, 1), or uniform in races.uniform (an expression
+    defined on positive inputs only)."""
+    tensors = []
+    for shape in shapes:
+        tensor = torch.empty(shape, dtype=dtype, device=device)
+        if races.uniform is None:
+            tensors.append(tensor.normal_(generator=generator))
+        else:
+            tensors.append(tensor.uniform_(*races.uniform, generator=generator))
+    return tensors
+
+
+def _copy_roofline(source: torch.Tensor) -> tuple[str, float, Callable[[], Any]]:
+    """The practical roofline of a memory-bound op: a device-to-device copy of source, which reads and
+    writes each of its elements once (2 * numel * itemsize bytes)."""
+    destination = torch.empty_like(source)
+    return ("copy", 2 * source.numel() * source.element_size(), lambda: destination.copy_(source))
+
+
+def elementwise_cases(op: str, races: Races, device: torch.device, dtypes: list[str], sizes: list[int],
+                      use_compile: bool) -> Iterable[Case]:
+    """Per dtype and size n: the op's inputs of n elements each. The bytes moved are the inputs read and
+    the output written, per element; the roofline is a copy of the first input."""
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        for n in sizes:
+            generator = torch.Generator(device).manual_seed(n)
+            inputs = _random([(n,)] * races.inputs, dtype, device, races, generator)
+            yield Case(dtype=dtype_name, size=n, shape=fmt_size(n), amount=(races.inputs + 1) * n * inputs[0].element_size(),
+                       unit="GB/s", impls=_impls(op, races, inputs, use_compile), roofline=_copy_roofline(inputs[0]))
+
+
+def main_elementwise(doc: str, argv: Optional[list[str]], races: Callable[[Any], Races], *, package: str, op: str,
+                     backend: str, title: str, dtypes: list[str], cuda_sizes: list[int], cpu_sizes: list[int]) -> None:
+    """The whole run of an elementwise op's benchmark: races(package) declares what it races."""
+    args, lib, device = _start(doc, argv, package, op, backend, dtypes)
+    sizes = _ints(args.sizes, cuda_sizes, cpu_sizes, device)
+    dtypes = _dtypes(args, op, dtypes)
+    use_compile = device.type == "cuda" and not args.no_compile
+    run(elementwise_cases(op, races(lib), device, dtypes, sizes, use_compile), op=op, device=device, args=args, title=title)
+
+
+def rowwise_cases(op: str, races: Races, device: torch.device, dtypes: list[str], sizes: list[int], cols_list: list[int],
+                  use_compile: bool) -> Iterable[Case]:
+    """Per dtype, size n and row length cols: the op's inputs of n // cols rows of cols, then its weights
+    of cols. The bytes moved are the inputs and the weights read and the output written; the roofline
+    is a copy of the first input."""
+    for dtype_name in dtypes:
+        dtype = getattr(torch, dtype_name)
+        for n in sizes:
+            for cols in cols_list:
+                rows = max(1, n // cols)
+                generator = torch.Generator(device).manual_seed(n + cols)
+                args = _random([(rows, cols)] * races.inputs + [(cols,)] * races.weights, dtype, device, races, generator)
+                elements = rows * cols
+                moved = ((races.inputs + 1) * elements + races.weights * cols) * args[0].element_size()
+                yield Case(dtype=dtype_name, size=cols, shape=f"{rows}x{cols}", amount=moved, unit="GB/s",
+                           impls=_impls(op, races, args, use_compile), roofline=_copy_roofline(args[0]),
+                           group=fmt_size(elements))
+
+
+def main_rowwise(doc: str, argv: Optional[list[str]], races: Callable[[Any], Races], *, package: str, op: str,
+                 backend: str, title: str, dtypes: list[str], cuda_sizes: list[int], cpu_sizes: list[int],
+                 cuda_cols: list[int], cpu_cols: list[int]) -> None:
+    """The whole run of a rowwise op's benchmark: races(package) declares what it races; --sizes is
+    the number of elements of each input in all, --cols the row length."""
+    def row_lengths(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument("--cols", default=None, help="comma-separated row lengths (default: the script's)")
+
+    args, lib, device = _start(doc, argv, package, op, backend, dtypes, extra=row_lengths)
+    sizes = _ints(args.sizes, cuda_sizes, cpu_sizes, device)
+    cols = _ints(args.cols, cuda_cols, cpu_cols, device)
+    dtypes = _dtypes(args, op, dtypes)
+    use_compile = device.type == "cuda" and not args.no_compile
+    run(rowwise_cases(op, races(lib), device, dtypes, sizes, cols, use_compile), op=op, device=device, args=args,
+        title=title, xlabel="row length")
+
+
+def matmul_shapes(text: str) -> list[tuple[int, int, int]]:
+    """'1024,8192x8192x1024' -> [(1024, 1024, 1024), (8192, 8192, 1024)]; bad input ends with one line."""
+    shapes = []
+    for token in (t.strip() for t in text.split(",")):
+        dims = token.lower().split("x")
+        if len(dims) not in (1, 3) or not all(d.isdigit() and int(d) > 0 for d in dims):
+            sys.exit(f"bad size {token!r}: write N (an N x N x N product) or MxNxK, with positive integers")
+        shapes.append(tuple(int(d) for d in dims) * 3 if len(dims) == 1 else tuple(int(d) for d in dims))
+    return shapes
+
+
+def _tf32_modes(dtypes: list[str]) -> Iterable[tuple[str, str, bool]]:
+    """(label, dtype, TF32 on) per group of rows: float32 twice, TF32 off and on."""
+    for name in dtypes:
+        yield name, name, False
+        if name == "float32":
+            yield "float32+tf32", name, True
+
+
+def _with_tf32(fn: Callable[[], Any], tf32: bool) -> Callable[[], Any]:
+    def run_it() -> Any:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        return fn()
+    return run_it
+
+
+def matmul_cases(op: str, races: Races, device: torch.device, dtypes: list[str], shapes: list[tuple[int, int, int]],
+                 use_compile: bool) -> Iterable[Case]:
+    """Per dtype and M x N x K: A (M x K), B (K x N) and the bias (N) if the op takes one; the work is
+    2 M N K operations. float32 runs twice: TF32 off for every implementation ("float32"), and on
+    ("float32+tf32")."""
+    for label, dtype_name, tf32 in _tf32_modes(dtypes):
+        dtype = getattr(torch, dtype_name)
+        for m, n, k in shapes:
+            generator = torch.Generator(device).manual_seed(m * 31 + n * 7 + k)
+            args = [torch.randn(m, k, device=device, dtype=dtype, generator=generator),
+                    torch.randn(k, n, device=device, dtype=dtype, generator=generator)]
+            if races.bias:
+                args.append(torch.randn(n, device=device, dtype=dtype, generator=generator))
+            impls = {name: _with_tf32(fn, tf32) for name, fn in _impls(op, races, args, use_compile).items()}
+            square = m == n == k
+            yield Case(dtype=label, size=round((m * n * k) ** (1 / 3)), shape=f"{n}^3" if square else f"{m}x{n}x{k}",
+                       amount=2.0 * m * n * k, unit="TFLOP/s", impls=impls, group="" if square else "MxNxK")
+
+
+def main_matmul(doc: str, argv: Optional[list[str]], races: Callable[[Any], Races], *, package: str, op: str,
+                title: str, dtypes: list[str], cuda_sizes: str, cpu_sizes: str) -> None:
+    """The whole run of a matmul op's benchmark: races(package) declares what it races; --sizes holds
+    N (an N x N x N product) or MxNxK. TF32 is left as it was found."""
+    args, lib, device = _start(doc, argv, package, op, "cuda", dtypes)
+    shapes = matmul_shapes(args.sizes or (cuda_sizes if device.type == "cuda" else cpu_sizes))
+    dtypes = _dtypes(args, op, dtypes)
+    use_compile = device.type == "cuda" and not args.no_compile
+    previous = torch.backends.cuda.matmul.allow_tf32
+    try:
+        run(matmul_cases(op, races(lib), device, dtypes, shapes, use_compile), op=op, device=device, args=args, title=title)
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = previous
