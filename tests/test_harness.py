@@ -139,6 +139,11 @@ def test_main_refuses_an_unsupported_dtype_and_a_bad_size_on_one_line():
         harness.main_elementwise("d", argv, never, cuda_sizes=[8], cpu_sizes=[8], **common)
     with pytest.raises(SystemExit, match=r"^unsupported dtype 'int8'; op supports float32, float16$"):
         harness.main_rowwise("d", argv, never, cuda_sizes=[8], cpu_sizes=[8], cuda_cols=[8], cpu_cols=[8], **common)
+    with pytest.raises(SystemExit, match=r"^bad --sizes value '7y': write positive integers separated by commas"):
+        harness.main_elementwise("d", ["--device", "cpu", "--sizes", "4096,7y"], never, cuda_sizes=[8], cpu_sizes=[8], **common)
+    with pytest.raises(SystemExit, match=r"^bad --cols value '0': write positive integers separated by commas"):
+        harness.main_rowwise("d", ["--device", "cpu", "--cols", "0"], never, cuda_sizes=[8], cpu_sizes=[8], cuda_cols=[8],
+                             cpu_cols=[8], **common)
     common.pop("backend")
     with pytest.raises(SystemExit, match=r"^bad size '7y': write N"):
         harness.main_matmul("d", ["--device", "cpu", "--sizes", "7y"], never, cuda_sizes="8", cpu_sizes="8", **common)

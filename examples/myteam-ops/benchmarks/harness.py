@@ -339,9 +339,17 @@ def _dtypes(args: argparse.Namespace, op: str, supported: list[str]) -> list[str
     return dtypes
 
 
-def _ints(text: Optional[str], cuda: list[int], cpu: list[int], device: torch.device) -> list[int]:
-    """A comma-separated option, or the script's default for the device."""
-    return [int(s) for s in text.split(",")] if text else (cuda if device.type == "cuda" else cpu)
+def _ints(text: Optional[str], cuda: list[int], cpu: list[int], device: torch.device, option: str) -> list[int]:
+    """A comma-separated option of positive integers, or the script's default for the device; anything
+    else ends the run with one line."""
+    if not text:
+        return cuda if device.type == "cuda" else cpu
+    values = []
+    for token in (t.strip() for t in text.split(",")):
+        if not token.isdigit() or int(token) == 0:
+            sys.exit(f"bad {option} value {token!r}: write positive integers separated by commas, such as 4096,65536")
+        values.append(int(token))
+    return values
 
 
 def _random(shapes: list[tuple[int, ...]], dtype: torch.dtype, device: torch.device, races: Races,
@@ -382,7 +390,7 @@ def main_elementwise(doc: str, argv: Optional[list[str]], races: Callable[[Any],
                      backend: str, title: str, dtypes: list[str], cuda_sizes: list[int], cpu_sizes: list[int]) -> None:
     """The whole run of an elementwise op's benchmark: races(package) declares what it races."""
     args, lib, device = _start(doc, argv, package, op, backend, dtypes)
-    sizes = _ints(args.sizes, cuda_sizes, cpu_sizes, device)
+    sizes = _ints(args.sizes, cuda_sizes, cpu_sizes, device, "--sizes")
     dtypes = _dtypes(args, op, dtypes)
     use_compile = device.type == "cuda" and not args.no_compile
     run(elementwise_cases(op, races(lib), device, dtypes, sizes, use_compile), op=op, device=device, args=args, title=title)
@@ -416,8 +424,8 @@ def main_rowwise(doc: str, argv: Optional[list[str]], races: Callable[[Any], Rac
         parser.add_argument("--cols", default=None, help="comma-separated row lengths (default: the script's)")
 
     args, lib, device = _start(doc, argv, package, op, backend, dtypes, extra=row_lengths)
-    sizes = _ints(args.sizes, cuda_sizes, cpu_sizes, device)
-    cols = _ints(args.cols, cuda_cols, cpu_cols, device)
+    sizes = _ints(args.sizes, cuda_sizes, cpu_sizes, device, "--sizes")
+    cols = _ints(args.cols, cuda_cols, cpu_cols, device, "--cols")
     dtypes = _dtypes(args, op, dtypes)
     use_compile = device.type == "cuda" and not args.no_compile
     run(rowwise_cases(op, races(lib), device, dtypes, sizes, cols, use_compile), op=op, device=device, args=args,
