@@ -183,11 +183,15 @@ def rebuild_record(package_dir: PathLike = ".") -> Path:
 
 
 def load_package(package_dir: PathLike = ".") -> PackageInfo:
-    """The package in ``package_dir``, from its answers file (read strictly; see :mod:`kernelgen.answers`)."""
+    """The package in ``package_dir``, from its answers file (read strictly; see :mod:`kernelgen.answers`).
+
+    It waits for a run that is changing the package (``add``, ``update``: the package lock), so it never
+    reads a package halfway through an install."""
     from .answers import ANSWERS_FILE, load_answers
 
     path = Path(package_dir) / ANSWERS_FILE
-    answers = load_answers(path)
+    with _locked(Path(package_dir).expanduser().resolve()):
+        answers = load_answers(path)
     spec = PackageSpec.from_answers(answers, where=str(path))
     return PackageInfo(Path(package_dir), spec, str(answers.get("_template_version", "")))
 
