@@ -36,6 +36,7 @@ import math
 import struct
 from collections.abc import Mapping
 
+from . import diff
 from .emit import canonical, float_literal
 from .errors import clip
 from .expr import ParsedExpr
@@ -87,11 +88,14 @@ def exact_in_float32(value: float) -> bool:
 class _Emitter:
     """Walks a tree and writes one value line and (when it is not zero) one error line per node."""
 
-    def __init__(self, leaf_errors: Mapping[str, str], names: Mapping[str, str]) -> None:
+    def __init__(self, leaf_errors: Mapping[str, str], names: Mapping[str, str], memo: bool = False) -> None:
         self.lines: list[str] = []
         self.count = 0
         self.leaf_errors = dict(leaf_errors)
         self.names = dict(names)
+        # memo: a subtree seen before reuses its value and error (the gradients of one expression share
+        # most of their terms)
+        self.memo: dict[Node, tuple[str, str | None]] | None = {} if memo else None
 
     def _fresh(self) -> tuple[str, str]:
         k = self.count
@@ -128,6 +132,13 @@ class _Emitter:
 
     def visit(self, node: Node) -> tuple[str, str | None]:
         """The Python value of ``node`` (a name or a literal) and its error in units of u (or None: 0)."""
+        if self.memo is None:
+            return self._visit(node)
+        if node not in self.memo:
+            self.memo[node] = self._visit(node)
+        return self.memo[node]
+
+    def _visit(self, node: Node) -> tuple[str, str | None]:
         if isinstance(node, Num):
             literal = float_literal(node.value)
             error = None if exact_in_float32(node.value) else f"_m.literal_rounding({literal})"
@@ -138,7 +149,15 @@ class _Emitter:
             return f"_r{node.index}", f"_q{node.index}"
         if isinstance(node, Reduce):  # pragma: no cover - rowwise trees are emitted through their plan
             raise AssertionError("reductions are emitted through the plan")
-        comment = canonical(node)  # reductions already computed print as _r0, _r1, ...
+        if isinstance(node, diff.Compare):
+            # A derivative's step (kernelgen.diff: abs, min, max): exactly 0 or 1 in the kernel as here,
+            # wherever the operands compare the same way; no rounding.
+            a, _ = self.visit(node.left)
+            b, _ = self.visit(node.right)
+            t, _ = self._node(node, f"({a} {node.op} {b}).double()", None, diff.canonical(node))
+            return t, None
+        # reductions already computed print as _r0, _r1, ...; a derivative's steps as [a > b]
+        comment = canonical(node) if not any(isinstance(n, diff.Compare) for n in diff.walk(node)) else diff.canonical(node)
         if isinstance(node, Neg):
             a, ea = self.visit(node.operand)
             t, _ = self._node(node, f"-{a}", None, comment)
@@ -267,4 +286,30 @@ def error_bound_python(
     _, error = emitter.visit(output)
     lines.extend(body)
     lines.append(f"    return {error if error is not None else '0.0'}")
+    return "\n".join(lines) + "\n"
+
+
+def gradient_error_bound_python(parsed: ParsedExpr, function: str = "grad_error_bound",
+                                *, names: Mapping[str, str] | None = None) -> str:
+    """The source of ``def function(_m, _grad, <inputs>)``: per element, the bound E (in units of _m.u)
+    on the rounding error of evaluating each input's gradient ``_grad * d out / d input`` (the
+    derivatives kernelgen writes from the expression, :func:`kernelgen.diff.elementwise_vjp`) in op-math
+    precision, returned as a tuple in the order of the inputs. ``_grad`` (the incoming gradient) is an
+    exact leaf, like the inputs."""
+    names = dict(names or {})
+    grads = diff.elementwise_vjp(parsed)
+    emitter = _Emitter({}, names, memo=True)
+    params = ", ".join(["_m", diff.GRAD, *(names.get(name, name) for name in parsed.inputs)])
+    doc = (
+        f'    """The bounds on the rounding errors of the gradients of {clip(parsed.source, 40)}, in units of\n'
+        '    _m.u, element by element, one per input: one line per step of each derivative (kernelgen writes\n'
+        '    them from the expression; testing/error_model.py of the package says what each term means)."""'
+    )
+    results = []
+    for name in parsed.inputs:
+        tree = grads.get(name, Num(0.0))
+        _, error = emitter.visit(tree)
+        results.append(error if error is not None else "0.0")
+    lines = [f"def {function}({params}):", doc, *emitter.lines]
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines) + "\n"
