@@ -26,9 +26,9 @@ import pytest
 from click.testing import CliRunner
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
+from kernelgen import diff
 from kernelgen._jinja import KernelgenExtension
 from kernelgen.cli import main
-from kernelgen import diff
 from kernelgen.error_model import DERIVATIVES, FUNCTION_ULPS, error_bound_python, gradient_error_bound_python
 from kernelgen.expr import FUNCTIONS, REDUCTIONS, parse
 from kernelgen.paths import template_dir

@@ -384,8 +384,8 @@ def test_triton_text_computes_what_the_expression_says(text):
     parsed = parse(text, ("a", "y"))
     values = {"a": 1.7, "y": 0.6}
     names = {"tl": _ScalarTriton, "libdevice": _ScalarTriton, "ACC": None, **values}
-    got = eval(parsed.triton(), names)  # noqa: S307 (our own emitted text, over floats)
-    want = eval(text.replace("pow(", "math.pow("), {"math": math, **values})  # noqa: S307
+    got = eval(parsed.triton(), names)  # our own emitted text, over floats
+    want = eval(text.replace("pow(", "math.pow("), {"math": math, **values})
     assert got == pytest.approx(want, rel=1e-12), parsed.triton()
 
 
