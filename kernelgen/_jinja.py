@@ -15,8 +15,8 @@ import yaml
 from jinja2 import Environment, pass_context
 from jinja2.ext import Extension
 
-from ._version import __version__
 from . import diff
+from ._version import __version__
 from .error_model import error_bound_python, gradient_error_bound_python, ulps_literal
 from .expr import parse
 from .nodes import Num
