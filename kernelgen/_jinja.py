@@ -15,9 +15,11 @@ import yaml
 from jinja2 import Environment, pass_context
 from jinja2.ext import Extension
 
+from . import diff
 from ._version import __version__
-from .error_model import error_bound_python, ulps_literal
+from .error_model import error_bound_python, gradient_error_bound_python, ulps_literal
 from .expr import parse
+from .nodes import Num
 
 #: Bump when the generated code changes; recorded in every generated op.
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
@@ -48,7 +50,10 @@ from .expr import parse
 #:    rowwise_cpu.h); a rowwise op's steps (Op: the columns each step reads, the kept argument, the math
 #:    type) sit in its <op>.h below the formula, and its kernel file is one instantiation per dtype.
 #: 12: benchmarks/harness.py builds each kind's cases and runs main; an op's bench_<op>.py is what it races (Races).
-TEMPLATE_VERSION = "12"
+#: 13: an elementwise CUDA C++ op on the stable ABI has a generated backward, <op>_backward (its gradients
+#:    written from the expression by kernelgen.diff, one pass on CPU and CUDA); the vjp of reference()
+#:    stays in ops/<op>.py as _backward_vjp.
+TEMPLATE_VERSION = "13"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
 #: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.
@@ -120,6 +125,27 @@ def error_bound(context: Any, source: str, inputs: list[str], weights: list[str]
     return error_bound_python(parsed, leaf_errors=leaf_errors, names={**to_ident, **weight_idents})
 
 
+@pass_context
+def backward(context: Any, source: str, inputs: list[str]) -> dict[str, Any]:
+    """An elementwise expression's gradients (:func:`kernelgen.diff.elementwise_vjp`: ``_grad * d out /
+    d input`` for each input, in order), as C++ over the identifiers of the generated code: the shared
+    terms (``_t0``, ...: :func:`kernelgen.diff.emit_cse`) and one expression per input."""
+    users, to_ident = _user_names(context, inputs)
+    parsed = parse(source, users).renamed(to_ident)
+    grads = diff.elementwise_vjp(parsed)
+    trees = [grads.get(name, Num(0.0)) for name in parsed.inputs]
+    bindings, finals = diff.emit_cse(trees, "cpp", acc_type="acc_t")
+    return {"bindings": bindings, "grads": finals, "canonical": [diff.canonical(tree) for tree in trees]}
+
+
+@pass_context
+def gradient_error_bound(context: Any, source: str, inputs: list[str]) -> str:
+    """The source of the generated tests' grad_error_bound() (:func:`kernelgen.error_model.
+    gradient_error_bound_python`), over the identifiers of the generated code."""
+    users, to_ident = _user_names(context, inputs)
+    return gradient_error_bound_python(parse(source, users), names=to_ident)
+
+
 def _shape(op: dict[str, Any]) -> str:
     """The canonical expression with inputs and weights renamed by position: equal for the same formula."""
     inputs, weights = op["inputs"], op.get("weights") or []
@@ -161,6 +187,8 @@ class KernelgenExtension(Extension):
         environment.globals["kg_twins"] = twins
         environment.globals["kg_rowwise"] = rowwise
         environment.globals["kg_error_bound"] = error_bound
+        environment.globals["kg_backward"] = backward
+        environment.globals["kg_gradient_error_bound"] = gradient_error_bound
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__

@@ -509,6 +509,13 @@ class OpSpec:
         return cpp_namespace_of(self.op_name)
 
     @property
+    def fused_backward(self) -> bool:
+        """An op whose backward is a generated kernel (``<op>_backward``, its gradients written from the
+        expression by :mod:`kernelgen.diff`): an elementwise CUDA C++ op on the stable ABI. The others
+        differentiate their reference with torch.func.vjp (issue 29 brings them in turn)."""
+        return self.kind == "elementwise" and self.backend == "cuda" and self.abi == "stable"
+
+    @property
     def fused(self) -> bool:
         """A matmul op with an epilogue other than the plain product, or a bias."""
         return self.kind == "matmul" and (self.epilogue != "acc" or self.bias)
@@ -736,6 +743,7 @@ class PackageSpec:
         data = self.render_data()
         data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
         data["op_cpp"] = op.cpp_namespace
+        data["fused_backward"] = op.fused_backward
         if op.kind in EXPR_KINDS:
             # The templates see the inputs and weights as the identifiers of the generated code, and
             # `names` maps each back to the user's name (the public signature, schema and messages).

@@ -87,13 +87,23 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ew-term", "ew", "formula", "a term dropped (+ 0.01 * c)",
            (_e(EW_H, " + acc_t(0.01) * c;", ";"),)),
     Mutant("ew-constant", "ew", "formula", "a constant off by 1% (0.01 becomes 0.0101)",
-           (_e(EW_H, "acc_t(0.01)", "acc_t(0.0101)"),)),
+           (_e(EW_H, "acc_t(0.01)", "acc_t(0.0101)", count=2, first_only=True),)),  # the formula's, not its gradient's
     Mutant("ew-last-element", "ew", "cpu", "the last element skipped (CPU loop)",
-           (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {", "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {"),)),
+           (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {", "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {",
+               count=2, first_only=True),)),  # the forward's loop (the backward's follows it)
     Mutant("ew-tail", "ew", "cuda", "the tail skipped (the last element after the whole packs)",
-           (_e(EW_CUH, "if (blockIdx.x == 0 && i < n) {", "if (blockIdx.x == 0 && i < n - 1) {"),)),
+           (_e(EW_CUH, "if (blockIdx.x == 0 && i < n) {", "if (blockIdx.x == 0 && i < n - 1) {", count=2,
+               first_only=True),)),  # the forward kernel's (the backward's grad_kernel follows it)
     Mutant("ew-last-pack", "ew", "cuda", "the last pack skipped",
            (_e(EW_CUH, "    if (p < n_packs) {\n      pack_t result;", "    if (p < n_packs - 1) {\n      pack_t result;"),)),
+    # the generated backward (ew_grad in ew.h, which its CPU loop and CUDA kernel share; the grad kernel)
+    Mutant("ew-grad-constant", "ew", "formula", "a constant of a gradient off by 1% (dc = 0.01 * grad becomes 0.0101 * grad)",
+           (_e(EW_H, "_d[2] = acc_t(0.01) * _grad;", "_d[2] = acc_t(0.0101) * _grad;"),)),
+    Mutant("ew-grad-input", "ew", "formula", "a gradient reads the wrong input (da = grad * b becomes grad * a)",
+           (_e(EW_H, "_d[0] = _grad * b;", "_d[0] = _grad * a;"),)),
+    Mutant("ew-grad-tail", "ew", "cuda", "the backward's tail skipped (the last element after the whole packs)",
+           (_e(EW_CUH, "  if (blockIdx.x == 0 && i < n) {\n    acc_t di[kInputs];",
+               "  if (blockIdx.x == 0 && i < n - 1) {\n    acc_t di[kInputs];"),)),
     # ---- rowwise, CUDA C++ backend ----
     Mutant("rw-operator", "rw", "formula", "an operator swapped (x - mean(x) becomes x + mean(x) in the output)",
            (_e(RW_H, "return (x - _r[0]) *", "return (x + _r[0]) *"),)),

@@ -59,7 +59,9 @@ def _common_rules(root, cu, cuda_cpp, cpp):
     for text in (cu, cuda_cpp, cpp):
         assert "#include <torch/extension.h>" not in text and "#include <ATen/cuda/CUDAContext.h>" not in text
     ops = (root / "muladd/ops/muladd.py").read_text()
-    assert "register_fake" in ops and "register_autograd" in ops and "AUTOGRAD STUB" in ops
+    assert "register_fake" in ops and "register_autograd" in ops
+    # The generated backward op, and the vjp of the reference beside it.
+    assert 'register_fake(_BACKWARD)' in ops and "torch.ops.muladd.muladd_backward.default(" in ops and "def _backward_vjp" in ops
     build = (root / "muladd/_build.py").read_text()
     assert 'ARCH_LIST = "8.0;9.0+PTX"' in build and "arch" not in " ".join(
         line for line in build.splitlines() if line.startswith(("CXX_", "NVCC_")))

@@ -189,7 +189,7 @@ def test_template_v8_op_takes_the_package_kernel_with_its_edits(v8_op):
     assert "c * 2  # my edit" in (v8_op / "muladd/ops/muladd.py").read_text()
     lean = kernel.read_text()
     assert "kg::elementwise::Launch<Op, scalar_t>::run(a, b, c, out, n, stream);" in lean
-    assert "choose_packs" not in lean and len(lean.splitlines()) < 60
+    assert "choose_packs" not in lean and len(lean.splitlines()) < 80  # the forward's and the backward's instantiations
     header = (v8_op / "muladd/csrc/kernelgen/elementwise.cuh").read_text()
     assert "static int choose_packs()" in header and "STD_CUDA_KERNEL_LAUNCH_CHECK();" in header
     assert f"_template_version: '{TEMPLATE_VERSION}'" in (v8_op / ".copier-answers.yml").read_text()

@@ -7,6 +7,8 @@ reason, when no GPU is visible or the op has no CUDA implementation here.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -117,6 +119,8 @@ class ElementwiseSuite(Suite):
         assert torch.autograd.gradcheck(self.op.overload, inputs, eps=1e-6, atol=1e-5, rtol=1e-4)
 
     def test_backward_matches_reference(self, device, dtype):
+        if self.op.backward is not None:
+            pytest.skip(f"{self.op.name}'s generated backward is held to its error bounds (test_backward_op_*)")
         inputs = [x.requires_grad_() for x in self.make_inputs((513,), dtype, device, seed=5)]
         grad_out = self.make_inputs((513,), dtype, device, seed=6)[0]
         grads = torch.autograd.grad(self.op.call(*inputs), inputs, grad_out)
@@ -125,6 +129,84 @@ class ElementwiseSuite(Suite):
         ref_grads = torch.autograd.grad(self.op.reference(*leaves), leaves, grad_out.to(opmath))
         for got, want in zip(grads, ref_grads):
             torch.testing.assert_close(got, want.to(dtype), **TOLERANCES[dtype])
+
+    # ---- the generated backward (an op with backward=...) ----
+
+    def _needs_backward(self):
+        if self.op.backward is None:
+            pytest.skip(f"{self.op.name}'s backward is the vjp of its reference")
+
+    def exact_gradients(self, grad, inputs):
+        """The exact gradients (the vjp of reference() in float64 on the same, already rounded values) and
+        the error each element of each may have (the error model of the derivatives)."""
+        error_model = self.op.error_model(grad.dtype)
+        exact = [x.double().requires_grad_() for x in inputs]
+        exact_grad = grad.double()
+        wants = torch.autograd.grad(self.op.reference(*exact), exact, exact_grad, allow_unused=True)
+        wants = [torch.zeros_like(x) if w is None else w for x, w in zip(exact, wants)]
+        bounds = self.op.grad_error_bound(error_model, exact_grad, *(x.detach() for x in exact))
+        return [(want, error_model.allowed_error(want, bound)) for want, bound in zip(wants, bounds)]
+
+    def assert_gradients_match(self, grads, grad, inputs):
+        for got, (want, allowed_err) in zip(grads, self.exact_gradients(grad, inputs)):
+            assert got.shape == want.shape and got.dtype == grad.dtype
+            mismatches = Mismatches(got)
+            mismatches.check_piece(got.reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
+            mismatches.check()
+
+    @pytest.mark.parametrize("shape", [(0,), (1,), (255,), (1000003,), (33, 65)], ids=str)
+    def test_backward_op_matches_the_exact_gradients(self, device, dtype, shape):
+        """Every gradient of the generated backward within its error bound of the exact one."""
+        self._needs_backward()
+        inputs = self.make_inputs(shape, dtype, device, seed=31)
+        grad = self.make_inputs(shape, dtype, device, seed=32)[0]
+        grads = self.op.backward(grad, *inputs, [True] * len(inputs))
+        assert len(grads) == len(inputs) and all(g.is_contiguous() for g in grads)
+        self.assert_gradients_match(grads, grad, inputs)
+
+    def test_backward_op_returns_the_gradients_asked_for(self, device):
+        """ctx.needs_input_grad: each subset of the inputs gets exactly its gradients, in order."""
+        self._needs_backward()
+        inputs = self.make_inputs((1000,), self.op.dtypes[0], device, seed=33)
+        grad = self.make_inputs((1000,), self.op.dtypes[0], device, seed=34)[0]
+        every = self.op.backward(grad, *inputs, [True] * len(inputs))
+        for mask in range(2 ** len(inputs)):
+            needs = [bool(mask >> j & 1) for j in range(len(inputs))]
+            got = self.op.backward(grad, *inputs, needs)
+            assert len(got) == sum(needs)
+            for g, want in zip(got, [e for e, need in zip(every, needs) if need]):
+                assert torch.equal(g, want)
+
+    def test_backward_through_autograd_with_a_non_contiguous_grad(self, device, dtype):
+        """autograd calls the generated backward: a transposed output gradient and inputs that do not all
+        require grad still give the exact gradients within their bounds."""
+        self._needs_backward()
+        base = self.make_inputs((67, 130), dtype, device, seed=35)
+        inputs = [x.t() for x in base]
+        leaves = [x.detach().requires_grad_(j == 0 or len(inputs) == 1) for j, x in enumerate(inputs)]
+        grad = self.make_inputs((130, 67), dtype, device, seed=36)[0].t().contiguous().t()
+        assert not grad.is_contiguous()
+        out = self.op.call(*leaves)
+        wanted = [x for x in leaves if x.requires_grad]
+        got = torch.autograd.grad(out, wanted, grad)
+        expected = self.exact_gradients(grad, [x.detach() for x in leaves])
+        for g, leaf, (want, allowed_err) in zip(got, wanted, [e for e, x in zip(expected, leaves) if x.requires_grad]):
+            mismatches = Mismatches(g)
+            mismatches.check_piece(g.reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
+            mismatches.check()
+
+    def test_backward_op_opcheck(self, device):
+        self._needs_backward()
+        inputs = self.make_inputs((5, 9), self.op.dtypes[0], device, seed=37)
+        grad = self.make_inputs((5, 9), self.op.dtypes[0], device, seed=38)[0]
+        torch.library.opcheck(self.op.backward, (grad, *inputs, [True] * len(inputs)))
+
+    def test_backward_op_error_wrong_grad_shape(self, device):
+        self._needs_backward()
+        inputs = self.make_inputs((4, 5), self.op.dtypes[0], device, seed=39)
+        grad = self.make_inputs((5, 4), self.op.dtypes[0], device, seed=40)[0]
+        with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: grad is ")):
+            self.op.backward(grad, *inputs, [True] * len(inputs))
 
     @pytest.mark.parametrize("requires_grad", [False, True])
     def test_opcheck(self, device, requires_grad):

@@ -19,7 +19,9 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
 #include "muladd.h"
@@ -53,6 +55,17 @@ void check_inputs(const Tensor& a, const Tensor& b, const Tensor& c) {
     KG_CHECK(t->sizes().equals(a.sizes()), "muladd: ", name, " has shape ", kernelgen::shape_of(*t),
              " but a has shape ", kernelgen::shape_of(a), "; all inputs must have the same shape (no broadcasting)");
   }
+}
+
+void check_backward_inputs(const Tensor& _grad, const Tensor& a, const Tensor& b, const Tensor& c, const std::vector<bool>& _needs) {
+  check_inputs(a, b, c);
+  KG_CHECK(_grad.device() == a.device() && _grad.scalar_type() == a.scalar_type() &&
+               _grad.sizes().equals(a.sizes()),
+           "muladd_backward: grad is ", kernelgen::dtype_name(_grad.scalar_type()), " of shape ", kernelgen::shape_of(_grad),
+           " on ", kernelgen::device_of(_grad.device()), ", but the inputs are ", kernelgen::dtype_name(a.scalar_type()),
+           " of shape ", kernelgen::shape_of(a), " on ", kernelgen::device_of(a.device()));
+  KG_CHECK(_needs.size() == 3, "muladd_backward: got ", std::to_string(_needs.size()),
+           " flags in _needs, but muladd has 3 inputs (one flag each)");
 }
 
 namespace {
@@ -99,6 +112,52 @@ Tensor muladd_cpu(const Tensor& a, const Tensor& b, const Tensor& c) {
   return out;
 }
 
+// The backward: the gradients of the inputs flagged in `_needs`, in order, from the output's gradient
+// `_grad`, in one pass over memory (muladd_grad in muladd.h computes all of them per element).
+std::vector<Tensor> muladd_backward_cpu(const Tensor& _grad, const Tensor& a, const Tensor& b, const Tensor& c, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, a, b, c, _needs);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor a_contig = torch::stable::contiguous(a);
+  const Tensor b_contig = torch::stable::contiguous(b);
+  const Tensor c_contig = torch::stable::contiguous(c);
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 3; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(a.sizes(), a.scalar_type(), std::nullopt, a.device()));
+    }
+  }
+  const int64_t _n = _grad.numel();
+  if (_n == 0 || _grads.empty()) {
+    return _grads;
+  }
+  THO_DISPATCH_V2(a.scalar_type(), "muladd_backward_cpu", AT_WRAP([&] {
+    using acc_t = opmath::opmath_type<scalar_t>;  // float for float16/bfloat16, else scalar_t
+    const scalar_t* _grad_ptr = _grad_contig.const_data_ptr<scalar_t>();
+    const scalar_t* a_ptr = a_contig.const_data_ptr<scalar_t>();
+    const scalar_t* b_ptr = b_contig.const_data_ptr<scalar_t>();
+    const scalar_t* c_ptr = c_contig.const_data_ptr<scalar_t>();
+    // Input j's gradient, or null where it is not asked for.
+    scalar_t* _out_ptr[3] = {};
+    for (int _j = 0, _k = 0; _j < 3; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    torch::stable::parallel_for(0, _n, kGrainSize, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        acc_t _d[3];
+        muladd_grad<acc_t>(static_cast<acc_t>(_grad_ptr[i]), static_cast<acc_t>(a_ptr[i]), static_cast<acc_t>(b_ptr[i]), static_cast<acc_t>(c_ptr[i]), _d);
+        for (int _j = 0; _j < 3; ++_j) {
+          if (_out_ptr[_j] != nullptr) {
+            _out_ptr[_j][i] = static_cast<scalar_t>(_d[_j]);
+          }
+        }
+      }
+    });
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace muladd
 
@@ -106,6 +165,8 @@ Tensor muladd_cpu(const Tensor& a, const Tensor& b, const Tensor& c) {
 // without (a!) annotations promise that the op does not mutate or alias its inputs.
 STABLE_TORCH_LIBRARY_FRAGMENT(muladd, m) {
   m.def("muladd(Tensor a, Tensor b, Tensor c) -> Tensor");
+  // The gradients of the inputs flagged in `_needs`, in order: the op's autograd backward (ops/muladd.py).
+  m.def("muladd_backward(Tensor _grad, Tensor a, Tensor b, Tensor c, bool[] _needs) -> Tensor[]");
 }
 
 // The CPU implementation. The CUDA one is registered in cuda/muladd_cuda.cpp. The stable ABI
@@ -113,4 +174,5 @@ STABLE_TORCH_LIBRARY_FRAGMENT(muladd, m) {
 // generates that wrapper around the typed function.
 STABLE_TORCH_LIBRARY_IMPL(muladd, CPU, m) {
   m.impl("muladd", TORCH_BOX(&muladd::muladd_cpu));
+  m.impl("muladd_backward", TORCH_BOX(&muladd::muladd_backward_cpu));
 }

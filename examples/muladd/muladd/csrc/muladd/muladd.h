@@ -23,4 +23,16 @@ OPMATH_FN acc_t muladd_expr(acc_t a, acc_t b, acc_t c) {
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 
+// The backward: the gradient of each input given the gradient _grad of the output,
+// _d[0] = _grad * dmuladd/da, _d[1] = _grad * dmuladd/db, _d[2] = _grad * dmuladd/dc, written by kernelgen from the expression
+// above (its symbolic derivatives; a term they share is computed once). The CPU loop and the CUDA
+// kernel of muladd_backward both call it. If you change muladd_expr, change this to match:
+// the tests compare it with the exact gradients of reference().
+template <typename acc_t>
+OPMATH_FN void muladd_grad(acc_t _grad, acc_t a, acc_t b, acc_t c, acc_t (&_d)[3]) {
+  _d[0] = _grad * b;
+  _d[1] = _grad * a;
+  _d[2] = _grad;
+}
+
 }  // namespace muladd

@@ -19,7 +19,9 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
 #include "gelu.h"
@@ -41,6 +43,17 @@ void check_inputs(const Tensor& x) {
           dtype == ScalarType::Half ||
           dtype == ScalarType::BFloat16,
       "gelu: x has dtype ", kernelgen::dtype_name(dtype), ", but gelu supports float32, float64, float16, bfloat16");
+}
+
+void check_backward_inputs(const Tensor& _grad, const Tensor& x, const std::vector<bool>& _needs) {
+  check_inputs(x);
+  KG_CHECK(_grad.device() == x.device() && _grad.scalar_type() == x.scalar_type() &&
+               _grad.sizes().equals(x.sizes()),
+           "gelu_backward: grad is ", kernelgen::dtype_name(_grad.scalar_type()), " of shape ", kernelgen::shape_of(_grad),
+           " on ", kernelgen::device_of(_grad.device()), ", but the inputs are ", kernelgen::dtype_name(x.scalar_type()),
+           " of shape ", kernelgen::shape_of(x), " on ", kernelgen::device_of(x.device()));
+  KG_CHECK(_needs.size() == 1, "gelu_backward: got ", std::to_string(_needs.size()),
+           " flags in _needs, but gelu has 1 input (one flag each)");
 }
 
 namespace {
@@ -83,6 +96,48 @@ Tensor gelu_cpu(const Tensor& x) {
   return out;
 }
 
+// The backward: the gradients of the inputs flagged in `_needs`, in order, from the output's gradient
+// `_grad`, in one pass over memory (gelu_grad in gelu.h computes all of them per element).
+std::vector<Tensor> gelu_backward_cpu(const Tensor& _grad, const Tensor& x, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, x, _needs);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor x_contig = torch::stable::contiguous(x);
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 1; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(x.sizes(), x.scalar_type(), std::nullopt, x.device()));
+    }
+  }
+  const int64_t _n = _grad.numel();
+  if (_n == 0 || _grads.empty()) {
+    return _grads;
+  }
+  THO_DISPATCH_V2(x.scalar_type(), "gelu_backward_cpu", AT_WRAP([&] {
+    using acc_t = opmath::opmath_type<scalar_t>;  // float for float16/bfloat16, else scalar_t
+    const scalar_t* _grad_ptr = _grad_contig.const_data_ptr<scalar_t>();
+    const scalar_t* x_ptr = x_contig.const_data_ptr<scalar_t>();
+    // Input j's gradient, or null where it is not asked for.
+    scalar_t* _out_ptr[1] = {};
+    for (int _j = 0, _k = 0; _j < 1; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    torch::stable::parallel_for(0, _n, kGrainSize, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        acc_t _d[1];
+        gelu_grad<acc_t>(static_cast<acc_t>(_grad_ptr[i]), static_cast<acc_t>(x_ptr[i]), _d);
+        for (int _j = 0; _j < 1; ++_j) {
+          if (_out_ptr[_j] != nullptr) {
+            _out_ptr[_j][i] = static_cast<scalar_t>(_d[_j]);
+          }
+        }
+      }
+    });
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace gelu
 
@@ -90,6 +145,8 @@ Tensor gelu_cpu(const Tensor& x) {
 // without (a!) annotations promise that the op does not mutate or alias its inputs.
 STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
   m.def("gelu(Tensor x) -> Tensor");
+  // The gradients of the inputs flagged in `_needs`, in order: the op's autograd backward (ops/gelu.py).
+  m.def("gelu_backward(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]");
 }
 
 // The CPU implementation. The CUDA one is registered in cuda/gelu_cuda.cpp. The stable ABI
@@ -97,4 +154,5 @@ STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
 // generates that wrapper around the typed function.
 STABLE_TORCH_LIBRARY_IMPL(myteam, CPU, m) {
   m.impl("gelu", TORCH_BOX(&gelu::gelu_cpu));
+  m.impl("gelu_backward", TORCH_BOX(&gelu::gelu_backward_cpu));
 }

@@ -23,4 +23,15 @@ OPMATH_FN acc_t gelu_expr(acc_t x) {
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 
+// The backward: the gradient of each input given the gradient _grad of the output,
+// _d[0] = _grad * dgelu/dx, written by kernelgen from the expression
+// above (its symbolic derivatives; a term they share is computed once). The CPU loop and the CUDA
+// kernel of gelu_backward both call it. If you change gelu_expr, change this to match:
+// the tests compare it with the exact gradients of reference().
+template <typename acc_t>
+OPMATH_FN void gelu_grad(acc_t _grad, acc_t x, acc_t (&_d)[1]) {
+  const acc_t _t0 = opmath::sigmoid(acc_t(1.702) * x);
+  _d[0] = _grad * (_t0 + acc_t(1.702) * (x * (_t0 * (acc_t(1.0) - _t0))));
+}
+
 }  // namespace gelu

@@ -2,6 +2,8 @@
 // gelu_checks.h: the input checks, defined in gelu.cpp and called by the CPU and
 // CUDA implementations before they touch any data.
 
+#include <vector>
+
 #include "../stable_utils.h"
 
 namespace gelu {
@@ -9,5 +11,9 @@ namespace gelu {
 // Throws std::runtime_error (RuntimeError in Python), with a message that names the offending
 // argument, unless the inputs have a supported dtype and all share one device, dtype and shape.
 void check_inputs(const kernelgen::Tensor& x);
+
+// The same for gelu_backward: the inputs as above, the output's gradient of their shape, dtype
+// and device, and one flag per input in `_needs`.
+void check_backward_inputs(const kernelgen::Tensor& _grad, const kernelgen::Tensor& x, const std::vector<bool>& _needs);
 
 }  // namespace gelu

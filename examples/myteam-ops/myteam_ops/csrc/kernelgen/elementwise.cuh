@@ -355,6 +355,103 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   }
 };
 
+// ---- the backward of an op: every input's gradient in one pass ------------------------------------
+// A GradOp is a struct with kInputs and `template <typename acc_t> static void apply(acc_t grad,
+// acc_t... inputs, acc_t (&d)[kInputs])` (the gradients, written by kernelgen from the op's formula).
+// The kernel reads the output's gradient and the inputs and writes the gradients asked for: a null
+// output pointer is a gradient not asked for (ctx.needs_input_grad), not written; the test is the same
+// for the whole launch. Like a memory-bound forward op it moves one 16-byte pack of every array per
+// thread, over a grid that covers the tensor, with int64 indices and a scalar path for the tail and
+// for arrays that are not aligned to the access.
+
+template <typename scalar_t, int kCount>
+struct Outputs {
+  scalar_t* p[kCount];
+};
+
+template <class Op, typename scalar_t, int kVec, std::size_t... I>
+__global__ void __launch_bounds__(kThreadsPerBlock, kMinBlocksPerSm)
+grad_kernel(const scalar_t* __restrict__ grad, const Same<I, scalar_t>* __restrict__... in,
+            Outputs<scalar_t, sizeof...(I)> out, int64_t n) {
+  using acc_t = opmath::kernel_math_type<scalar_t, opmath::opmath_type<scalar_t>>;
+  using pack_t = Pack<scalar_t, kVec>;
+  constexpr int kInputs = sizeof...(I);
+  const int64_t n_packs = n / kVec;
+  const int64_t p = static_cast<int64_t>(blockIdx.x) * kThreadsPerBlock + threadIdx.x;
+  if (p < n_packs) {
+    const pack_t g = reinterpret_cast<const pack_t*>(grad)[p];
+    const pack_t x[kInputs] = {reinterpret_cast<const pack_t*>(in)[p]...};
+    pack_t d[kInputs];
+#pragma unroll
+    for (int k = 0; k < kVec; ++k) {
+      acc_t dk[kInputs];
+      Op::template apply<acc_t>(static_cast<acc_t>(g.v[k]), static_cast<acc_t>(x[I].v[k])..., dk);
+#pragma unroll
+      for (int j = 0; j < kInputs; ++j) {
+        d[j].v[k] = static_cast<scalar_t>(dk[j]);
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kInputs; ++j) {
+      if (out.p[j] != nullptr) {
+        reinterpret_cast<pack_t*>(out.p[j])[p] = d[j];
+      }
+    }
+  }
+  // Tail: the last n % kVec elements (fewer than 8), one per thread of block 0; none when kVec == 1.
+  const int64_t i = n_packs * kVec + threadIdx.x;
+  if (blockIdx.x == 0 && i < n) {
+    acc_t di[kInputs];
+    Op::template apply<acc_t>(static_cast<acc_t>(grad[i]), static_cast<acc_t>(in[i])..., di);
+#pragma unroll
+    for (int j = 0; j < kInputs; ++j) {
+      if (out.p[j] != nullptr) {
+        out.p[j][i] = static_cast<scalar_t>(di[j]);
+      }
+    }
+  }
+}
+
+template <class Op, typename scalar_t, class Inputs = std::make_index_sequence<Op::kInputs>>
+struct GradLaunch;
+
+template <class Op, typename scalar_t, std::size_t... I>
+struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
+  template <int kVec>
+  static void packs(const scalar_t* grad, const Same<I, scalar_t>*... in, Outputs<scalar_t, Op::kInputs> out, int64_t n,
+                    cudaStream_t stream) {
+    constexpr int64_t kElementsPerBlock = int64_t{kThreadsPerBlock} * kVec;
+    constexpr int64_t kMaxElementsPerLaunch = (kMaxBlocks - 1) * kElementsPerBlock;
+    for (int64_t start = 0; start < n; start += kMaxElementsPerLaunch) {
+      const int64_t count = std::min(n - start, kMaxElementsPerLaunch);
+      const int64_t blocks = std::max<int64_t>(1, (count / kVec * kVec + kElementsPerBlock - 1) / kElementsPerBlock);
+      Outputs<scalar_t, Op::kInputs> shifted = out;
+      for (scalar_t*& q : shifted.p) {
+        q = q != nullptr ? q + start : nullptr;
+      }
+      grad_kernel<Op, scalar_t, kVec, I...><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
+          grad + start, (in + start)..., shifted, count);
+      STD_CUDA_KERNEL_LAUNCH_CHECK();  // as in Launch::packs
+    }
+  }
+
+  // grad_in[j][i] = the gradient of input j at element i, for the inputs whose grad_in is not null.
+  static void run(const scalar_t* grad, const Same<I, scalar_t>*... in, Same<I, scalar_t*>... grad_in, int64_t n,
+                  cudaStream_t stream) {
+    constexpr int kVec = kVectorBytes / sizeof(scalar_t);
+    const Outputs<scalar_t, Op::kInputs> out{{grad_in...}};
+    bool aligned = is_aligned<kVectorBytes>(grad) && (is_aligned<kVectorBytes>(in) && ...);
+    for (scalar_t* q : out.p) {
+      aligned = aligned && (q == nullptr || is_aligned<kVectorBytes>(q));
+    }
+    if (aligned) {
+      packs<kVec>(grad, in..., out, n, stream);
+    } else {
+      packs<1>(grad, in..., out, n, stream);
+    }
+  }
+};
+
 }  // namespace
 }  // namespace elementwise
 }  // namespace kg

@@ -19,7 +19,9 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
 #include "silu_mul.h"
@@ -53,6 +55,17 @@ void check_inputs(const Tensor& x, const Tensor& y) {
     KG_CHECK(t->sizes().equals(x.sizes()), "silu_mul: ", name, " has shape ", kernelgen::shape_of(*t),
              " but x has shape ", kernelgen::shape_of(x), "; all inputs must have the same shape (no broadcasting)");
   }
+}
+
+void check_backward_inputs(const Tensor& _grad, const Tensor& x, const Tensor& y, const std::vector<bool>& _needs) {
+  check_inputs(x, y);
+  KG_CHECK(_grad.device() == x.device() && _grad.scalar_type() == x.scalar_type() &&
+               _grad.sizes().equals(x.sizes()),
+           "silu_mul_backward: grad is ", kernelgen::dtype_name(_grad.scalar_type()), " of shape ", kernelgen::shape_of(_grad),
+           " on ", kernelgen::device_of(_grad.device()), ", but the inputs are ", kernelgen::dtype_name(x.scalar_type()),
+           " of shape ", kernelgen::shape_of(x), " on ", kernelgen::device_of(x.device()));
+  KG_CHECK(_needs.size() == 2, "silu_mul_backward: got ", std::to_string(_needs.size()),
+           " flags in _needs, but silu_mul has 2 inputs (one flag each)");
 }
 
 namespace {
@@ -97,6 +110,50 @@ Tensor silu_mul_cpu(const Tensor& x, const Tensor& y) {
   return out;
 }
 
+// The backward: the gradients of the inputs flagged in `_needs`, in order, from the output's gradient
+// `_grad`, in one pass over memory (silu_mul_grad in silu_mul.h computes all of them per element).
+std::vector<Tensor> silu_mul_backward_cpu(const Tensor& _grad, const Tensor& x, const Tensor& y, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, x, y, _needs);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor x_contig = torch::stable::contiguous(x);
+  const Tensor y_contig = torch::stable::contiguous(y);
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 2; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(x.sizes(), x.scalar_type(), std::nullopt, x.device()));
+    }
+  }
+  const int64_t _n = _grad.numel();
+  if (_n == 0 || _grads.empty()) {
+    return _grads;
+  }
+  THO_DISPATCH_V2(x.scalar_type(), "silu_mul_backward_cpu", AT_WRAP([&] {
+    using acc_t = opmath::opmath_type<scalar_t>;  // float for float16/bfloat16, else scalar_t
+    const scalar_t* _grad_ptr = _grad_contig.const_data_ptr<scalar_t>();
+    const scalar_t* x_ptr = x_contig.const_data_ptr<scalar_t>();
+    const scalar_t* y_ptr = y_contig.const_data_ptr<scalar_t>();
+    // Input j's gradient, or null where it is not asked for.
+    scalar_t* _out_ptr[2] = {};
+    for (int _j = 0, _k = 0; _j < 2; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    torch::stable::parallel_for(0, _n, kGrainSize, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        acc_t _d[2];
+        silu_mul_grad<acc_t>(static_cast<acc_t>(_grad_ptr[i]), static_cast<acc_t>(x_ptr[i]), static_cast<acc_t>(y_ptr[i]), _d);
+        for (int _j = 0; _j < 2; ++_j) {
+          if (_out_ptr[_j] != nullptr) {
+            _out_ptr[_j][i] = static_cast<scalar_t>(_d[_j]);
+          }
+        }
+      }
+    });
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace silu_mul
 
@@ -104,6 +161,8 @@ Tensor silu_mul_cpu(const Tensor& x, const Tensor& y) {
 // without (a!) annotations promise that the op does not mutate or alias its inputs.
 STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
   m.def("silu_mul(Tensor x, Tensor y) -> Tensor");
+  // The gradients of the inputs flagged in `_needs`, in order: the op's autograd backward (ops/silu_mul.py).
+  m.def("silu_mul_backward(Tensor _grad, Tensor x, Tensor y, bool[] _needs) -> Tensor[]");
 }
 
 // The CPU implementation. The CUDA one is registered in cuda/silu_mul_cuda.cpp. The stable ABI
@@ -111,4 +170,5 @@ STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
 // generates that wrapper around the typed function.
 STABLE_TORCH_LIBRARY_IMPL(myteam, CPU, m) {
   m.impl("silu_mul", TORCH_BOX(&silu_mul::silu_mul_cpu));
+  m.impl("silu_mul_backward", TORCH_BOX(&silu_mul::silu_mul_backward_cpu));
 }

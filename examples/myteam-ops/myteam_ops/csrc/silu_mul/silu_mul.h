@@ -23,4 +23,16 @@ OPMATH_FN acc_t silu_mul_expr(acc_t x, acc_t y) {
 }
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 
+// The backward: the gradient of each input given the gradient _grad of the output,
+// _d[0] = _grad * dsilu_mul/dx, _d[1] = _grad * dsilu_mul/dy, written by kernelgen from the expression
+// above (its symbolic derivatives; a term they share is computed once). The CPU loop and the CUDA
+// kernel of silu_mul_backward both call it. If you change silu_mul_expr, change this to match:
+// the tests compare it with the exact gradients of reference().
+template <typename acc_t>
+OPMATH_FN void silu_mul_grad(acc_t _grad, acc_t x, acc_t y, acc_t (&_d)[2]) {
+  const acc_t _t0 = opmath::sigmoid(x);
+  _d[0] = _grad * ((_t0 + x * (_t0 * (acc_t(1.0) - _t0))) * y);
+  _d[1] = _grad * (x * _t0);
+}
+
 }  // namespace silu_mul

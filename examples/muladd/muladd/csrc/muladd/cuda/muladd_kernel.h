@@ -15,4 +15,10 @@ namespace muladd {
 template <typename scalar_t>
 void launch_muladd(const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* out, int64_t n, cudaStream_t stream);
 
+// _grad_a[i], ... = muladd_grad(_grad[i], a[i], b[i], c[i]) for i in [0, n), one pass; a
+// null _grad_<input> is a gradient not asked for (not written). Instantiated like launch_muladd.
+template <typename scalar_t>
+void launch_muladd_backward(const scalar_t* _grad, const scalar_t* a, const scalar_t* b, const scalar_t* c, scalar_t* _grad_a, scalar_t* _grad_b, scalar_t* _grad_c, int64_t n,
+                           cudaStream_t stream);
+
 }  // namespace muladd

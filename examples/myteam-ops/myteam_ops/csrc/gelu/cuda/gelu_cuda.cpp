@@ -7,6 +7,7 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <optional>
+#include <vector>
 
 #include "../../stable_cuda.h"
 #include "../../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK
@@ -45,9 +46,41 @@ Tensor gelu_cuda(const Tensor& x) {
   return out;
 }
 
+// The backward (see gelu_backward_cpu): one kernel launch computes every gradient asked for.
+std::vector<Tensor> gelu_backward_cuda(const Tensor& _grad, const Tensor& x, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, x, _needs);
+  const int32_t device_index = x.get_device_index();
+  const kernelgen::DeviceGuard device_guard(device_index);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor x_contig = torch::stable::contiguous(x);
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 1; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(x.sizes(), x.scalar_type(), std::nullopt, x.device()));
+    }
+  }
+  const int64_t _n = _grad.numel();
+  if (_n == 0 || _grads.empty()) {
+    return _grads;
+  }
+  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  THO_DISPATCH_V2(x.scalar_type(), "gelu_backward_cuda", AT_WRAP([&] {
+    // Input j's gradient, or null where it is not asked for (the kernel then writes none).
+    scalar_t* _out_ptr[1] = {};
+    for (int _j = 0, _k = 0; _j < 1; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    launch_gelu_backward<scalar_t>(_grad_contig.const_data_ptr<scalar_t>(), x_contig.const_data_ptr<scalar_t>(), _out_ptr[0], _n, stream);
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace gelu
 
 STABLE_TORCH_LIBRARY_IMPL(myteam, CUDA, m) {
   m.impl("gelu", TORCH_BOX(&gelu::gelu_cuda));
+  m.impl("gelu_backward", TORCH_BOX(&gelu::gelu_backward_cuda));
 }

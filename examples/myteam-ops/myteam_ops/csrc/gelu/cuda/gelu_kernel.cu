@@ -27,6 +27,15 @@ struct Op {
   }
 };
 
+// The backward: every input's gradient in one pass (gelu_grad in ../gelu.h).
+struct GradOp {
+  static constexpr int kInputs = 1;  // the op's inputs; the kernel also reads the output's gradient
+  template <typename acc_t>
+  static __device__ __forceinline__ void apply(acc_t _grad, acc_t x, acc_t (&_d)[kInputs]) {
+    gelu_grad<acc_t>(_grad, x, _d);
+  }
+};
+
 }  // namespace
 
 template <typename scalar_t>
@@ -34,10 +43,20 @@ void launch_gelu(const scalar_t* x, scalar_t* out, int64_t n, cudaStream_t strea
   kg::elementwise::Launch<Op, scalar_t>::run(x, out, n, stream);
 }
 
+template <typename scalar_t>
+void launch_gelu_backward(const scalar_t* _grad, const scalar_t* x, scalar_t* _grad_x, int64_t n,
+                         cudaStream_t stream) {
+  kg::elementwise::GradLaunch<GradOp, scalar_t>::run(_grad, x, _grad_x, n, stream);
+}
+
 // One instantiation per supported dtype; gelu_cuda.cpp calls them from its dtype dispatch.
 template void launch_gelu<float>(const float*, float*, int64_t, cudaStream_t);
 template void launch_gelu<double>(const double*, double*, int64_t, cudaStream_t);
 template void launch_gelu<torch::headeronly::Half>(const torch::headeronly::Half*, torch::headeronly::Half*, int64_t, cudaStream_t);
 template void launch_gelu<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, cudaStream_t);
+template void launch_gelu_backward<float>(const float*, const float*, float*, int64_t, cudaStream_t);
+template void launch_gelu_backward<double>(const double*, const double*, double*, int64_t, cudaStream_t);
+template void launch_gelu_backward<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, int64_t, cudaStream_t);
+template void launch_gelu_backward<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, cudaStream_t);
 
 }  // namespace gelu

@@ -15,4 +15,10 @@ namespace gelu {
 template <typename scalar_t>
 void launch_gelu(const scalar_t* x, scalar_t* out, int64_t n, cudaStream_t stream);
 
+// _grad_x[i], ... = gelu_grad(_grad[i], x[i]) for i in [0, n), one pass; a
+// null _grad_<input> is a gradient not asked for (not written). Instantiated like launch_gelu.
+template <typename scalar_t>
+void launch_gelu_backward(const scalar_t* _grad, const scalar_t* x, scalar_t* _grad_x, int64_t n,
+                         cudaStream_t stream);
+
 }  // namespace gelu

@@ -7,6 +7,7 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <optional>
+#include <vector>
 
 #include "../../stable_cuda.h"
 #include "../../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK
@@ -49,9 +50,43 @@ Tensor muladd_cuda(const Tensor& a, const Tensor& b, const Tensor& c) {
   return out;
 }
 
+// The backward (see muladd_backward_cpu): one kernel launch computes every gradient asked for.
+std::vector<Tensor> muladd_backward_cuda(const Tensor& _grad, const Tensor& a, const Tensor& b, const Tensor& c, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, a, b, c, _needs);
+  const int32_t device_index = a.get_device_index();
+  const kernelgen::DeviceGuard device_guard(device_index);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor a_contig = torch::stable::contiguous(a);
+  const Tensor b_contig = torch::stable::contiguous(b);
+  const Tensor c_contig = torch::stable::contiguous(c);
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 3; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(a.sizes(), a.scalar_type(), std::nullopt, a.device()));
+    }
+  }
+  const int64_t _n = _grad.numel();
+  if (_n == 0 || _grads.empty()) {
+    return _grads;
+  }
+  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  THO_DISPATCH_V2(a.scalar_type(), "muladd_backward_cuda", AT_WRAP([&] {
+    // Input j's gradient, or null where it is not asked for (the kernel then writes none).
+    scalar_t* _out_ptr[3] = {};
+    for (int _j = 0, _k = 0; _j < 3; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    launch_muladd_backward<scalar_t>(_grad_contig.const_data_ptr<scalar_t>(), a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(), c_contig.const_data_ptr<scalar_t>(), _out_ptr[0], _out_ptr[1], _out_ptr[2], _n, stream);
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace muladd
 
 STABLE_TORCH_LIBRARY_IMPL(myteam, CUDA, m) {
   m.impl("muladd", TORCH_BOX(&muladd::muladd_cuda));
+  m.impl("muladd_backward", TORCH_BOX(&muladd::muladd_backward_cuda));
 }

@@ -27,6 +27,15 @@ struct Op {
   }
 };
 
+// The backward: every input's gradient in one pass (silu_mul_grad in ../silu_mul.h).
+struct GradOp {
+  static constexpr int kInputs = 2;  // the op's inputs; the kernel also reads the output's gradient
+  template <typename acc_t>
+  static __device__ __forceinline__ void apply(acc_t _grad, acc_t x, acc_t y, acc_t (&_d)[kInputs]) {
+    silu_mul_grad<acc_t>(_grad, x, y, _d);
+  }
+};
+
 }  // namespace
 
 template <typename scalar_t>
@@ -34,10 +43,20 @@ void launch_silu_mul(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_
   kg::elementwise::Launch<Op, scalar_t>::run(x, y, out, n, stream);
 }
 
+template <typename scalar_t>
+void launch_silu_mul_backward(const scalar_t* _grad, const scalar_t* x, const scalar_t* y, scalar_t* _grad_x, scalar_t* _grad_y, int64_t n,
+                             cudaStream_t stream) {
+  kg::elementwise::GradLaunch<GradOp, scalar_t>::run(_grad, x, y, _grad_x, _grad_y, n, stream);
+}
+
 // One instantiation per supported dtype; silu_mul_cuda.cpp calls them from its dtype dispatch.
 template void launch_silu_mul<float>(const float*, const float*, float*, int64_t, cudaStream_t);
 template void launch_silu_mul<double>(const double*, const double*, double*, int64_t, cudaStream_t);
 template void launch_silu_mul<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, int64_t, cudaStream_t);
 template void launch_silu_mul<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, cudaStream_t);
+template void launch_silu_mul_backward<float>(const float*, const float*, const float*, float*, float*, int64_t, cudaStream_t);
+template void launch_silu_mul_backward<double>(const double*, const double*, const double*, double*, double*, int64_t, cudaStream_t);
+template void launch_silu_mul_backward<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, torch::headeronly::Half*, int64_t, cudaStream_t);
+template void launch_silu_mul_backward<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, cudaStream_t);
 
 }  // namespace silu_mul

@@ -15,4 +15,10 @@ namespace silu_mul {
 template <typename scalar_t>
 void launch_silu_mul(const scalar_t* x, const scalar_t* y, scalar_t* out, int64_t n, cudaStream_t stream);
 
+// _grad_x[i], ... = silu_mul_grad(_grad[i], x[i], y[i]) for i in [0, n), one pass; a
+// null _grad_<input> is a gradient not asked for (not written). Instantiated like launch_silu_mul.
+template <typename scalar_t>
+void launch_silu_mul_backward(const scalar_t* _grad, const scalar_t* x, const scalar_t* y, scalar_t* _grad_x, scalar_t* _grad_y, int64_t n,
+                             cudaStream_t stream);
+
 }  // namespace silu_mul
