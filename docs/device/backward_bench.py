@@ -1,0 +1,110 @@
+"""Forward+backward of generated elementwise ops on the GPU (issue 29): the generated backward op against
+the vjp of the reference, eager PyTorch and torch.compile, in the same process.
+
+    python docs/device/backward_bench.py PACKAGE_DIR [--ops muladd,silu_mul,gelu] [--dtypes float32,bfloat16]
+                                         [--size 67108864] [--rounds 3] [--json out.json]
+
+PACKAGE_DIR is a built package (examples/myteam-ops after `pip install -e`, or a sweep package). For every
+elementwise op with a generated backward (its module has _backward_vjp), dtype and size it times, with
+triton.testing.do_bench (medians, L2 flushed, --rounds interleaved rounds, each keeping its fastest):
+
+  fwd+bwd ours      out = op(*x); out.backward(g)  (the generated <op>_backward)
+  fwd+bwd vjp       the same with the op's autograd switched to _backward_vjp (the vjp of reference())
+  fwd+bwd eager     reference(*x).backward(g)
+  fwd+bwd compile   torch.compile(reference) forward and backward
+  bwd alone         <op>_backward(g, *x, [True] * n) and its bytes-moved roofline: grad and the inputs
+                    read, the gradients written, against a device-to-device copy of the same bytes
+
+and prints one row per cell with the ratios (ours vs compile, ours vs vjp) and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("package", type=Path)
+    parser.add_argument("--ops", default="", help="comma-separated op names (default: every op with a generated backward)")
+    parser.add_argument("--dtypes", default="float32,float16,bfloat16")
+    parser.add_argument("--size", type=int, default=2**26, help="elements per input")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--json")
+    args = parser.parse_args(argv)
+
+    import torch
+    from triton.testing import do_bench
+
+    answers = (args.package / ".copier-answers.yml").read_text().splitlines()
+    module_name = next(line.split(":", 1)[1].strip() for line in answers if line.startswith("package:"))
+    namespace = next(line.split(":", 1)[1].strip() for line in answers if line.startswith("namespace:"))
+    sys.path.insert(0, str(args.package))
+    package = importlib.import_module(module_name)
+    wanted = [name for name in args.ops.split(",") if name]
+    names = wanted or sorted(p.stem for p in (Path(package.__file__).parent / "ops").glob("*.py") if p.stem != "__init__")
+    ops = []
+    for name in names:
+        module = importlib.import_module(f"{module_name}.ops.{name}")
+        if hasattr(module, "_backward_vjp"):
+            ops.append((name, module))
+    print(f"{len(ops)} ops with a generated backward: {', '.join(name for name, _ in ops)}", flush=True)
+
+    def bench(fn) -> float:
+        return do_bench(fn, warmup=10, rep=60, return_mode="median")
+
+    results = []
+    for name, module in ops:
+        call = getattr(package, name)
+        overload = getattr(getattr(torch.ops, namespace), name).default
+        backward = getattr(getattr(torch.ops, namespace), f"{name}_backward").default
+        n_inputs = len(module.reference.__code__.co_varnames[:module.reference.__code__.co_argcount])
+        compiled = torch.compile(module.reference, dynamic=False)
+        for dtype_name in args.dtypes.split(","):
+            dtype = getattr(torch, dtype_name)
+            gen = torch.Generator("cuda").manual_seed(args.size)
+            xs = [torch.empty(args.size, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=gen) for _ in range(n_inputs)]
+            g = torch.empty(args.size, dtype=dtype, device="cuda").normal_(generator=gen)
+            leaves = [x.clone().requires_grad_() for x in xs]
+
+            def fwd_bwd(fn, leaves=leaves, g=g):
+                for leaf in leaves:
+                    leaf.grad = None
+                fn(*leaves).backward(g)
+
+            def with_vjp(*ts, call=call):
+                return call(*ts)
+
+            compiled(*leaves).backward(g)  # compile forward and backward before timing
+            best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd")}
+            for _ in range(args.rounds):
+                best["ours"] = min(best["ours"], bench(lambda: fwd_bwd(call)))
+                torch.library.register_autograd(overload, module._backward_vjp, setup_context=module._setup_context)
+                best["vjp"] = min(best["vjp"], bench(lambda: fwd_bwd(with_vjp)))
+                torch.library.register_autograd(overload, module._backward, setup_context=module._setup_context)
+                best["eager"] = min(best["eager"], bench(lambda: fwd_bwd(module.reference)))
+                best["compile"] = min(best["compile"], bench(lambda: fwd_bwd(compiled)))
+                best["bwd"] = min(best["bwd"], bench(lambda: backward(g, *xs, [True] * n_inputs)))
+            moved = (2 * n_inputs + 1) * args.size * xs[0].element_size()
+            src = torch.empty(moved // xs[0].element_size() // 2, dtype=dtype, device="cuda")
+            dst = torch.empty_like(src)
+            copy_ms = bench(lambda: dst.copy_(src))
+            row = {"op": name, "dtype": dtype_name, "size": args.size, **{f"{k}_ms": v for k, v in best.items()},
+                   "vs_compile": best["compile"] / best["ours"], "vs_vjp": best["vjp"] / best["ours"],
+                   "vs_eager": best["eager"] / best["ours"], "bwd_roofline": copy_ms / best["bwd"]}
+            results.append(row)
+            print(f"{name:12s} {dtype_name:9s} fwd+bwd ours {best['ours']:.3f} ms, vjp {best['vjp']:.3f}, eager "
+                  f"{best['eager']:.3f}, compile {best['compile']:.3f}: {row['vs_compile']:.2f}x compile, "
+                  f"{row['vs_vjp']:.2f}x vjp; bwd alone {best['bwd']:.3f} ms = {100 * row['bwd_roofline']:.0f}% of a copy",
+                  flush=True)
+            if args.json:
+                Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
+            del xs, g, leaves, src, dst
+
+
+if __name__ == "__main__":
+    main()
