@@ -60,8 +60,12 @@ def _common_rules(root, cu, cuda_cpp, cpp):
         assert "#include <torch/extension.h>" not in text and "#include <ATen/cuda/CUDAContext.h>" not in text
     ops = (root / "muladd/ops/muladd.py").read_text()
     assert "register_fake" in ops and "register_autograd" in ops
-    # The generated backward op, and the vjp of the reference beside it.
-    assert 'register_fake(_BACKWARD)' in ops and "torch.ops.muladd.muladd_backward.default(" in ops and "def _backward_vjp" in ops
+    if "torch/csrc/stable" in cpp:
+        # The generated backward op (stable ABI), and the vjp of the reference beside it.
+        assert "register_fake(_BACKWARD)" in ops and "torch.ops.muladd.muladd_backward.default(" in ops
+        assert "def _backward_vjp" in ops and "muladd_backward(Tensor _grad, Tensor a, Tensor b, Tensor c, bool[] _needs)" in cpp
+    else:  # the ATen code keeps the vjp of the reference
+        assert "AUTOGRAD STUB" in ops and "_backward" not in cpp
     build = (root / "muladd/_build.py").read_text()
     assert 'ARCH_LIST = "8.0;9.0+PTX"' in build and "arch" not in " ".join(
         line for line in build.splitlines() if line.startswith(("CXX_", "NVCC_")))
