@@ -136,6 +136,14 @@ class ElementwiseSuite(Suite):
         if self.op.backward is None:
             pytest.skip(f"{self.op.name}'s backward is the vjp of its reference")
 
+    @staticmethod
+    def _needs_a_wider_reference(dtype):
+        # The exact gradients are the vjp of reference() in float64: exact enough for a float32 or 16-bit
+        # op, not for a float64 one (autograd's own rounding, in the unsimplified derivative, is as large
+        # as the op's). The float64 gradients are checked by test_gradcheck instead.
+        if dtype == torch.float64:
+            pytest.skip("float64 gradients are checked by gradcheck: the float64 vjp of reference() is no more exact than the op")
+
     def exact_gradients(self, grad, inputs):
         """The exact gradients (the vjp of reference() in float64 on the same, already rounded values) and
         the error each element of each may have (the error model of the derivatives)."""
@@ -158,6 +166,7 @@ class ElementwiseSuite(Suite):
     def test_backward_op_matches_the_exact_gradients(self, device, dtype, shape):
         """Every gradient of the generated backward within its error bound of the exact one."""
         self._needs_backward()
+        self._needs_a_wider_reference(dtype)
         inputs = self.make_inputs(shape, dtype, device, seed=31)
         grad = self.make_inputs(shape, dtype, device, seed=32)[0]
         grads = self.op.backward(grad, *inputs, [True] * len(inputs))
@@ -181,6 +190,7 @@ class ElementwiseSuite(Suite):
         """autograd calls the generated backward: a transposed output gradient and inputs that do not all
         require grad still give the exact gradients within their bounds."""
         self._needs_backward()
+        self._needs_a_wider_reference(dtype)
         base = self.make_inputs((67, 130), dtype, device, seed=35)
         inputs = [x.t() for x in base]
         leaves = [x.detach().requires_grad_(j == 0 or len(inputs) == 1) for j, x in enumerate(inputs)]

@@ -199,7 +199,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   // Whether step S reads column c. kRecompute: the multi-pass kernel's output computes the kept
   // argument again, so it also reads that reduction's columns.
   template <int S, bool kRecompute>
-  static constexpr bool reads(int c) {
+  static __host__ __device__ constexpr bool reads(int c) {
     if constexpr (kRecompute && S == kOutput && Op::kKept >= 0) {
       return Op::kReads[S][c] || Op::kReads[Op::kKept][c];
     } else {
