@@ -9,7 +9,8 @@ elementwise op with a generated backward (its module has _backward_vjp), dtype a
 triton.testing.do_bench (medians, L2 flushed, --rounds interleaved rounds, each keeping its fastest):
 
   fwd+bwd ours      out = op(*x); out.backward(g)  (the generated <op>_backward)
-  fwd+bwd vjp       the same with the op's autograd switched to _backward_vjp (the vjp of reference())
+  fwd+bwd vjp       the op's forward with _backward_vjp (the vjp of reference()) as its backward,
+                    through a torch.autograd.Function
   fwd+bwd eager     reference(*x).backward(g)
   fwd+bwd compile   torch.compile(reference) forward and backward
   bwd alone         <op>_backward(g, *x, [True] * n) and its bytes-moved roofline: grad and the inputs
@@ -25,6 +26,25 @@ import importlib
 import json
 import sys
 from pathlib import Path
+
+
+def _vjp_function(torch, overload, module):
+    """An autograd.Function of the op's forward with _backward_vjp (the stub) as its backward."""
+
+    class ViaVjp(torch.autograd.Function):
+        @staticmethod
+        def forward(*xs):
+            return overload(*xs)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            module._setup_context(ctx, inputs, output)
+
+        @staticmethod
+        def backward(ctx, grad):
+            return module._backward_vjp(ctx, grad)
+
+    return ViaVjp
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -64,6 +84,9 @@ def main(argv: list[str] | None = None) -> None:
         backward = getattr(getattr(torch.ops, namespace), f"{name}_backward").default
         n_inputs = len(module.reference.__code__.co_varnames[:module.reference.__code__.co_argcount])
         compiled = torch.compile(module.reference, dynamic=False)
+
+        via_vjp = _vjp_function(torch, overload, module)
+
         for dtype_name in args.dtypes.split(","):
             dtype = getattr(torch, dtype_name)
             gen = torch.Generator("cuda").manual_seed(args.size)
@@ -76,16 +99,11 @@ def main(argv: list[str] | None = None) -> None:
                     leaf.grad = None
                 fn(*leaves).backward(g)
 
-            def with_vjp(*ts, call=call):
-                return call(*ts)
-
             compiled(*leaves).backward(g)  # compile forward and backward before timing
             best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd")}
             for _ in range(args.rounds):
                 best["ours"] = min(best["ours"], bench(lambda: fwd_bwd(call)))
-                torch.library.register_autograd(overload, module._backward_vjp, setup_context=module._setup_context)
-                best["vjp"] = min(best["vjp"], bench(lambda: fwd_bwd(with_vjp)))
-                torch.library.register_autograd(overload, module._backward, setup_context=module._setup_context)
+                best["vjp"] = min(best["vjp"], bench(lambda: fwd_bwd(via_vjp.apply)))
                 best["eager"] = min(best["eager"], bench(lambda: fwd_bwd(module.reference)))
                 best["compile"] = min(best["compile"], bench(lambda: fwd_bwd(compiled)))
                 best["bwd"] = min(best["bwd"], bench(lambda: backward(g, *xs, [True] * n_inputs)))

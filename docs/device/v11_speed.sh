@@ -17,7 +17,7 @@ for v in 10 11; do
    echo "build v$v rc=$? in $(( $(date +%s) - t )) s; kernels with spills: $(grep -c '[1-9][0-9]* bytes spill stores' "$FINAL_OUT/build_v$v.log")") &
 done
 wait
-timeout $(( 570 - ($(date +%s) - start) )) python3 docs/device/v11_speed.py run .device/v11 --cols "${COLS:-1024,4096,16384,65536}" \
+timeout $(( ${LIMIT:-570} - ($(date +%s) - start) )) python3 docs/device/v11_speed.py run .device/v11 --cols "${COLS:-1024,4096,16384,65536}" \
   --dtypes "${DTYPES:-float32,float16,bfloat16}" --rounds "${ROUNDS:-3}" --json "$FINAL_OUT/v11_speed.json" \
   > "$FINAL_OUT/v11_speed.txt" 2>&1
 echo "run rc=$? at $(( $(date +%s) - start )) s"
