@@ -22,7 +22,7 @@ in units of the op-math unit roundoff ``u``:
 The function calls a *model* object ``_m`` (written into the generated test) for everything that
 depends on the dtype and the backend: ``_m.one_rounding(t)``, ``_m.literal_rounding(c)``,
 ``_m.function_error(f, x, fx)``, ``_m.division_error(q)``, ``_m.power_error(x, p, xp)``,
-``_m.larger_error(e1, e2)`` and ``_m.sum_of_row / mean_of_row / max_of_row / min_of_row``. The emitted
+``_m.larger_error(e1, e2)``, ``_m.tie_step_error(a, b, e)`` and ``_m.sum_of_row / mean_of_row / max_of_row / min_of_row``. The emitted
 code itself is only the expression's structure: the derivatives, written out per node.
 
 Like the other emitters, it prints whitelisted nodes only: numbers as ``repr`` of finite floats, names
@@ -150,12 +150,13 @@ class _Emitter:
         if isinstance(node, Reduce):  # pragma: no cover - rowwise trees are emitted through their plan
             raise AssertionError("reductions are emitted through the plan")
         if isinstance(node, diff.Compare):
-            # A derivative's step (kernelgen.diff: abs, min, max): exactly 0 or 1 in the kernel as here,
-            # wherever the operands compare the same way; no rounding.
-            a, _ = self.visit(node.left)
-            b, _ = self.visit(node.right)
-            t, _ = self._node(node, f"({a} {node.op} {b}).double()", None, diff.canonical(node))
-            return t, None
+            # A derivative's step (kernelgen.diff: abs, min, max): exactly 0 or 1 in the kernel as here
+            # wherever the operands compare the same way; off by up to 1 within their errors of a tie.
+            a, ea = self.visit(node.left)
+            b, eb = self.visit(node.right)
+            spread = self._sum([ea, eb])
+            error = None if spread is None else f"_m.tie_step_error({a}, {b}, {spread})"
+            return self._node(node, f"({a} {node.op} {b}).double()", error, diff.canonical(node))
         # reductions already computed print as _r0, _r1, ...; a derivative's steps as [a > b]
         comment = canonical(node) if not any(isinstance(n, diff.Compare) for n in diff.walk(node)) else diff.canonical(node)
         if isinstance(node, Neg):

@@ -10,6 +10,8 @@
 #   bash docs/device/stop35.sh sweeps  # both sweeps' CUDA tests with seeds 0, 1 and 2
 #   bash docs/device/stop35.sh double  # both sweeps and the examples with every formula in double; the
 #                                      # examples with seeds 1 and 2; the seed-34 backward benchmark
+#   bash docs/device/stop35.sh seeds-a # after the tie fix: the sweep's failed suites, its seeds 1 and 2
+#   bash docs/device/stop35.sh seeds-b # the rowwise sweep's seeds 1 and 2
 # GPU tests only (-k 'not cpu'): CI runs the CPU halves. Builds are kept in /tmp between calls (a call's
 # carry replaces .device with the dev machine's unbuilt copy). Logs: $OUT/logs.tar.gz.
 set -uo pipefail
@@ -72,7 +74,21 @@ case "${1:-}" in
     eval $EM run rsweep-double --jobs 12 --time-limit $(( $(left 330) )) --pytest "\"$GPU_TESTS\"" | tee "$LOGS/rsweep_double.log" | grep -E "^(TOTAL|BUILD)|first:"
     timeout $(( $(left 575) )) python3 docs/device/backward_bench.py .device/bw34/bw-ops --rounds 2 --dtypes float32,bfloat16 \
       --json "$LOGS/backward_bench_bw34.json" 2>&1 | tee "$LOGS/backward_bench_bw34.txt" | grep -v Warning ;;
-  *) echo "usage: bash docs/device/stop35.sh one|speed|sweeps|double"; exit 2 ;;
+  seeds-a)
+    # After the tie fix (ErrorModel.tie_step_error): the two sweep suites that failed, then the sweep's
+    # seeds 1 and 2; the rowwise sweep built meanwhile.
+    restore
+    (build_paths 6 .device/errmodel/rsweep/rsweep-ops .device/errmodel/sweep_double/sweep-ops > "$LOGS/build_rsweep.log" 2>&1) &
+    eval $EM run sweep --only test_e20,test_e22 --jobs 2 --pytest "\"$GPU_TESTS\"" | tee "$LOGS/sweep_ties.log" | grep -E "^(TOTAL|BUILD)|first:"
+    cp "$LOGS/summary_sweep.json" "$LOGS/summary_sweep_ties.json"
+    eval $EM run sweep --first-seed 1 --repeat 2 --jobs 16 --time-limit $(( $(left 560) - 60 )) --pytest "\"$GPU_TESTS\"" | tee "$LOGS/sweep_seeds12.log" | grep -E "^(TOTAL|BUILD)|first:"
+    wait
+    keep ;;
+  seeds-b)
+    restore
+    eval $EM run sweep-double --only test_e20,test_e22 --jobs 2 --pytest "\"$GPU_TESTS\"" | tee "$LOGS/sweep_double_ties.log" | grep -E "^(TOTAL|BUILD)|first:"
+    eval $EM run rsweep --first-seed 1 --repeat 2 --jobs 16 --time-limit $(( $(left 560) - 60 )) --pytest "\"$GPU_TESTS\"" | tee "$LOGS/rsweep_seeds12.log" | grep -E "^(TOTAL|BUILD)|first:" ;;
+  *) echo "usage: bash docs/device/stop35.sh one|speed|sweeps|double|seeds-a|seeds-b"; exit 2 ;;
 esac
 tar -czf "$FINAL_OUT/logs.tar.gz" -C "$LOGS" .
 echo "phase $1 done in $(( $(date +%s) - start )) s"

@@ -116,6 +116,15 @@ class ErrorModel:
     def larger_error(self, first, second):
         return torch.maximum(torch.as_tensor(first), torch.as_tensor(second))
 
+    def tie_step_error(self, a, b, bound_in_u):
+        """A derivative's step ([a > b], [a == b]: the gradients of abs, min and max) is exact wherever
+        the kernel's operands compare as the exact ones do. Within their error bounds of a tie they may
+        compare the other way (x / (|y| + 1) rounds onto z in max(x / (|y| + 1), z), say), and then the
+        gradient may go to either side, or half to each: the step may be off by 1 there (1 / u), and is
+        exact elsewhere."""
+        gap = torch.as_tensor(a - b).abs()
+        return (gap <= SAFETY * (self.u + 2.0**-53) * per_element(gap, bound_in_u)).double() / self.u
+
     # ---- row reductions (rowwise ops) ----
 
     def sum_roundings(self, n):
