@@ -609,17 +609,6 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
             return hole(f"_r[{node.index}]" if style == "cpp" else f"_r{node.index}")
         if isinstance(node, RowLen):
             return hole(ROW_LENGTH)
-        if style == "triton" and (
-            isinstance(node, Power) or (isinstance(node, Call) and node.func == "pow" and isinstance(node.args[1], Num))
-        ):
-            # ParsedExpr.triton() prints x ** 2 as "(x) * (x)" and x ** -1 as "1.0 / (x)" but ranks
-            # them as atoms, so "a / x ** 2" came out as "a / (x) * (x)": bracket the whole power.
-            base = node.base if isinstance(node, Power) else node.args[0]
-            slot = Var(f"{_PLACEHOLDER}{len(holes)}")
-            holes.append(emit(base, style, acc_type=acc_type, acc=acc))
-            alone = Power(slot, node.exponent) if isinstance(node, Power) else Call("pow", (slot, node.args[1]))
-            text = _HOLE.sub(lambda m: holes[int(m.group(1))], ParsedExpr("", (), alone).triton(acc))
-            return hole(f"({text})")
         if isinstance(node, Reduce):
             if style != "canonical":
                 raise ValueError("reductions are emitted through RowwiseBackward.emit()")

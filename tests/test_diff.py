@@ -286,8 +286,8 @@ def test_abs_at_zero_and_nan():
 
 
 def test_triton_powers_are_bracketed():
-    # ParsedExpr.triton() prints x ** 2 as "(x) * (x)" ranked as an atom: "a / (y) * (y)" is a, not
-    # a / y**2 (kernelgen.expr, reported); diff.emit brackets every Triton power.
+    # The Triton emitter prints x ** 2 as "(x) * (x)" and ranks it like a product, so a power under a
+    # division keeps its brackets: "a / (y) * (y)" would be a, not a / y**2.
     tree = parse("a / y ** 2 + a / pow(y, 3) - a / y ** -1", ("a", "y")).tree
     assert emit(tree, "triton") == "a / ((y) * (y)) + a / ((y) * (y) * (y)) - a / (1.0 / (y))"
     values = {"a": rand(16, lo=0.5, hi=2.0, seed=1), "y": rand(16, lo=0.5, hi=2.0, seed=2)}
