@@ -38,13 +38,13 @@ OPS: dict[str, tuple[str, str, list[str]]] = {
 @dataclass(frozen=True)
 class Edit:
     """Replace ``old`` by ``new`` in ``path`` (relative to the package root, ``{pkg}`` for the Python
-    package): in every one of its ``count`` occurrences, or only the first when ``first_only``."""
+    package): in every one of its ``count`` occurrences (each anchored on text that marks the place
+    meant, so that a template change that adds an occurrence stops the mutant instead of moving it)."""
 
     path: str
     old: str
     new: str
     count: int = 1
-    first_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,8 @@ class Mutant:
     edits: tuple[Edit, ...]
 
 
-def _e(path: str, old: str, new: str, count: int = 1, first_only: bool = False) -> Edit:
-    return Edit(path, old, new, count, first_only)
+def _e(path: str, old: str, new: str, count: int = 1) -> Edit:
+    return Edit(path, old, new, count)
 
 
 EW_H = "{pkg}/csrc/ew/ew.h"
@@ -87,13 +87,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ew-term", "ew", "formula", "a term dropped (+ 0.01 * c)",
            (_e(EW_H, " + acc_t(0.01) * c;", ";"),)),
     Mutant("ew-constant", "ew", "formula", "a constant off by 1% (0.01 becomes 0.0101)",
-           (_e(EW_H, "acc_t(0.01)", "acc_t(0.0101)", count=2, first_only=True),)),  # the formula's, not its gradient's
+           (_e(EW_H, " + acc_t(0.01) * c;", " + acc_t(0.0101) * c;"),)),
     Mutant("ew-last-element", "ew", "cpu", "the last element skipped (CPU loop)",
-           (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {", "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {",
-               count=2, first_only=True),)),  # the forward's loop (the backward's follows it)
+           (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {\n        out_ptr[i] =",
+               "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {\n        out_ptr[i] ="),)),
     Mutant("ew-tail", "ew", "cuda", "the tail skipped (the last element after the whole packs)",
-           (_e(EW_CUH, "if (blockIdx.x == 0 && i < n) {", "if (blockIdx.x == 0 && i < n - 1) {", count=2,
-               first_only=True),)),  # the forward kernel's (the backward's grad_kernel follows it)
+           (_e(EW_CUH, "if (blockIdx.x == 0 && i < n) {\n    out[i] =", "if (blockIdx.x == 0 && i < n - 1) {\n    out[i] ="),)),
     Mutant("ew-last-pack", "ew", "cuda", "the last pack skipped",
            (_e(EW_CUH, "    if (p < n_packs) {\n      pack_t result;", "    if (p < n_packs - 1) {\n      pack_t result;"),)),
     # the generated backward (ew_grad in ew.h, which its CPU loop and CUDA kernel share; the grad kernel)
@@ -203,7 +202,7 @@ def apply(root: Path, mutant: Mutant, package: str = PACKAGE) -> list[Path]:
         found = text.count(edit.old)
         if found != edit.count:
             raise MutantDoesNotApply(f"{mutant.id}: {edit.path} has {found} occurrences of {edit.old!r}, expected {edit.count}")
-        path.write_text(text.replace(edit.old, edit.new, 1 if edit.first_only else -1))
+        path.write_text(text.replace(edit.old, edit.new))
         changed.append(path)
     return changed
 
