@@ -341,14 +341,14 @@ class ElementwiseSuite(Suite):
         inputs = [self.sample((n + offset,), dtype, "cuda", generator)[offset:] for _ in self.op.inputs]
         self.assert_matches(self.op.call(*inputs), inputs)
 
-    @pytest.mark.large
-    @requires_cuda
-    def test_more_than_2_pow_31_elements(self):
-        # int32 indexing would overflow here. Uses the smallest supported dtype, and checks the head,
-        # a window across the 2**31 boundary and the tail against the reference.
-        dtype = min(self.op.dtypes, key=lambda d: d.itemsize)
-        n = 2**31 + 2**20 + 3
-        need = (len(self.op.inputs) + 1) * n * dtype.itemsize
+    #: More elements than an int32 index reaches, and the windows the large tests check: the head, across
+    #: the 2**31 boundary, and the tail.
+    LARGE_N = 2**31 + 2**20 + 3
+    LARGE_WINDOWS = [(0, 4096), (2**31 - 4096, 2**31 + 4096), (LARGE_N - 4096, LARGE_N)]
+
+    def large_inputs(self, dtype, arrays):
+        """The op's inputs with LARGE_N elements each, or a skip if the GPU cannot hold ``arrays`` of them."""
+        need = arrays * self.LARGE_N * dtype.itemsize
         free, _ = torch.cuda.mem_get_info()
         if free < need * 1.1:
             pytest.skip(f"needs {need / 2**30:.1f} GiB of free GPU memory, {free / 2**30:.1f} GiB free")
@@ -356,9 +356,31 @@ class ElementwiseSuite(Suite):
         for i in range(len(self.op.inputs)):
             generator = seeded(i, "cuda")
             if self.op.positive_domain:
-                inputs.append(torch.empty(n, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=generator))
+                inputs.append(torch.empty(self.LARGE_N, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=generator))
             else:
-                inputs.append(torch.empty(n, dtype=dtype, device="cuda").normal_(generator=generator))
+                inputs.append(torch.empty(self.LARGE_N, dtype=dtype, device="cuda").normal_(generator=generator))
+        return inputs
+
+    @pytest.mark.large
+    @requires_cuda
+    def test_more_than_2_pow_31_elements(self):
+        # int32 indexing would overflow here. Uses the smallest supported dtype, and checks the head,
+        # a window across the 2**31 boundary and the tail against the reference.
+        dtype = min(self.op.dtypes, key=lambda d: d.itemsize)
+        inputs = self.large_inputs(dtype, len(self.op.inputs) + 1)
         out = self.op.call(*inputs)
-        for start, stop in [(0, 4096), (2**31 - 4096, 2**31 + 4096), (n - 4096, n)]:
+        for start, stop in self.LARGE_WINDOWS:
             self.assert_matches(out[start:stop], [x[start:stop] for x in inputs])
+
+    @pytest.mark.large
+    @requires_cuda
+    def test_backward_op_more_than_2_pow_31_elements(self):
+        # The backward kernel's indexing past 2**31: every gradient within its bound in the same windows.
+        self._needs_backward()
+        dtype = min(self.op.dtypes, key=lambda d: d.itemsize)
+        self._needs_a_wider_reference(dtype)
+        inputs = self.large_inputs(dtype, 2 * len(self.op.inputs) + 1)  # the inputs, grad and the gradients
+        grad = torch.empty(self.LARGE_N, dtype=dtype, device="cuda").normal_(generator=seeded(len(inputs), "cuda"))
+        grads = self.op.backward(grad, *inputs, [True] * len(inputs))
+        for start, stop in self.LARGE_WINDOWS:
+            self.assert_gradients_match([g[start:stop] for g in grads], grad[start:stop], [x[start:stop] for x in inputs])
