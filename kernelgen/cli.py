@@ -25,8 +25,10 @@ from .fsutil import Terminated, terminate_as_exception
 from .spec import (
     ABIS,
     BACKENDS,
+    BACKWARDS,
     DEFAULT_ABI,
     DEFAULT_ARCH_LIST,
+    DEFAULT_BACKWARD,
     DEFAULT_ROWWISE_EXPR,
     DTYPES,
     EXPR_KINDS,
@@ -41,7 +43,7 @@ from .spec import (
 _PARAM_FLAGS = {
     "op_name": "OP_NAME", "kind": "--kind", "inputs": "--inputs", "expr": "--expr",
     "dtypes": "--dtypes", "arch_list": "--arch-list", "namespace": "--namespace", "backend": "--backend",
-    "abi": "--abi", "weights": "--weights", "epilogue": "--epilogue", "bias": "--bias",
+    "abi": "--abi", "weights": "--weights", "epilogue": "--epilogue", "bias": "--bias", "backward": "--backward",
 }
 
 
@@ -80,6 +82,10 @@ def _op_options(func: Any) -> Any:
         click.option("--backend", type=_Choice(BACKENDS), default=None,
                      help="cuda: a CUDA C++ kernel compiled into the package's _C [default]; triton: a Triton kernel, "
                           "no C++ (elementwise and rowwise)."),
+        click.option("--backward", type=_Choice(BACKWARDS), default=None,
+                     help="fused: a backward op kernelgen generates from the expression, where it has one "
+                          "(elementwise, CUDA C++, stable ABI), else the vjp stub [default]; vjp: always the stub "
+                          "(the AUTOGRAD STUB in ops/<op>.py: torch.func.vjp of reference()), no backward op."),
         click.option("--inputs", default=None, help="elementwise, rowwise: comma-separated input names, e.g. a,b,c."),
         click.option("--weights", default=None, help="rowwise: comma-separated names of 1-D weights of the row's "
                      "length, e.g. w,b."),
@@ -174,7 +180,7 @@ def _collect_op(
     op_name: str | None, kind: str | None, inputs: str | None, expr: str | None, dtypes: str | None,
     arch_list: str | None, namespace: str | None, defaults: bool, backend: str | None = None,
     abi: str | None = None, weights: str | None = None, *, epilogue: str | None = None, bias: bool | None = None,
-    check: Callable[[OpSpec], object] | None = None,
+    backward: str | None = None, check: Callable[[OpSpec], object] | None = None,
 ) -> OpSpec:
     """Prompt for what is missing (on a terminal) and validate everything into an OpSpec.
 
@@ -199,7 +205,7 @@ def _collect_op(
             dtypes=values["dtypes"] if values["dtypes"] is not None else ",".join(DTYPES),
             arch_list=values["arch_list"] if values["arch_list"] is not None else DEFAULT_ARCH_LIST,
             namespace=namespace, backend=backend or "cuda", abi=abi or DEFAULT_ABI, weights=values["weights"],
-            epilogue=epilogue, bias=bool(bias),
+            epilogue=epilogue, bias=bool(bias), backward=backward or DEFAULT_BACKWARD,
         )
         if check is not None:
             check(op)
@@ -287,7 +293,8 @@ def _placeholder_kind(weights: str | None, epilogue: str | None, bias: bool | No
 @click.option("--answers", "answers_file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Regenerate a package from a recorded .copier-answers.yml.")
 @click.option("--op", "first_op", default=None, help="Name of the package's first op [default: NAME]: `kernelgen new myteam-ops --op muladd ...`.")
 def new(
-    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, weights: str | None,
+    op_name: str | None, kind: str | None, backend: str | None, backward: str | None, inputs: str | None,
+    weights: str | None,
     expr: str | None, epilogue: str | None, bias: bool | None, dtypes: str | None, arch_list: str | None,
     namespace: str | None, abi: str | None, output: Path, force: bool, defaults: bool, answers_file: Path | None,
     first_op: str | None,
@@ -310,18 +317,19 @@ def new(
     """
     started = time.perf_counter()
     if answers_file is not None:
-        if any(value is not None for value in (op_name, kind, backend, inputs, weights, expr, epilogue, bias,
-                                               dtypes, arch_list, namespace, abi, first_op)):
+        if any(value is not None for value in (op_name, kind, backend, backward, inputs, weights, expr, epilogue,
+                                               bias, dtypes, arch_list, namespace, abi, first_op)):
             raise click.UsageError("--answers regenerates a whole package: give no OP_NAME or op options with it")
         pkg = api.read_answers(answers_file)
     elif first_op is None:
         pkg = PackageSpec.for_new_op(_collect_op(op_name, kind, inputs, expr, dtypes, arch_list, namespace, defaults,
-                                                 backend, abi, weights, epilogue=epilogue, bias=bias))
+                                                 backend, abi, weights, epilogue=epilogue, bias=bias,
+                                                 backward=backward))
     else:
         if op_name is None:
             raise click.UsageError("missing NAME (the package's name; --op names its first op)")
         op = _collect_op(first_op, kind, inputs, expr, dtypes, arch_list, PackageSpec.namespace_for(op_name, namespace),
-                         defaults, backend, abi, weights, epilogue=epilogue, bias=bias)
+                         defaults, backend, abi, weights, epilogue=epilogue, bias=bias, backward=backward)
         pkg = PackageSpec.for_new_op(op, name=op_name)
     fsutil.OUTCOME.done = f"the package {pkg.name} was written"
     result = api.new(pkg, output, force=force)
@@ -340,7 +348,8 @@ def new(
 @click.option("--package", "package_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."), show_default=True, help="The kernelgen package to add the op to.")
 @click.option("--dry-run", is_flag=True, help="Show what would change and write nothing.")
 def add(
-    op_name: str | None, kind: str | None, backend: str | None, inputs: str | None, weights: str | None,
+    op_name: str | None, kind: str | None, backend: str | None, backward: str | None, inputs: str | None,
+    weights: str | None,
     expr: str | None, epilogue: str | None, bias: bool | None,
     dtypes: str | None, arch_list: str | None, namespace: str | None, abi: str | None, defaults: bool,
     package_dir: Path, dry_run: bool,
@@ -356,7 +365,8 @@ def add(
     recorded = api.load_package(root).spec
     recorded.check_settings(namespace=namespace, arch_list=arch_list, abi=abi)
     op = _collect_op(op_name, kind, inputs, expr, dtypes, recorded.arch_list, recorded.namespace, defaults,
-                     backend, recorded.abi, weights, epilogue=epilogue, bias=bias, check=recorded.with_op)
+                     backend, recorded.abi, weights, epilogue=epilogue, bias=bias, backward=backward,
+                     check=recorded.with_op)
     fsutil.OUTCOME.done = f"the op {op.op_name} was added to {_display(root)}"
     result = api.add(op, root, dry_run=dry_run, show_plan=_print_changes)
     verb = "would add" if dry_run else "added"

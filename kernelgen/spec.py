@@ -43,6 +43,11 @@ KINDS: dict[str, str] = {
 
 #: Where an op's kernel comes from: CUDA C++ compiled into the package's _C, or Triton (Python).
 BACKENDS: tuple[str, ...] = ("cuda", "triton")
+#: How an op's backward is made: "fused", a backward op kernelgen generates from the expression where it
+#: has one for the op's kind, backend and ABI (see OpSpec.fused_backward), else the vjp stub; "vjp", always
+#: the stub (ops/<op>.py differentiates reference() with torch.func.vjp; no backward op is generated).
+BACKWARDS: tuple[str, ...] = ("fused", "vjp")
+DEFAULT_BACKWARD = "fused"
 #: The kinds the Triton backend generates.
 TRITON_KINDS: tuple[str, ...] = ("elementwise", "rowwise")
 #: The kinds whose ops take user-named inputs and an expression.
@@ -410,6 +415,7 @@ class OpSpec:
     weights: tuple[str, ...] = ()  # rowwise: the 1-D (C,) tensors broadcast over the rows
     epilogue: str = "acc"  # matmul: the canonical expression applied to each element of A @ B
     bias: bool = False  # matmul: the op takes a 1-D bias of N, which the epilogue reads as `bias`
+    backward: str = DEFAULT_BACKWARD  # "fused" or "vjp" (see BACKWARDS)
     epilogue_parsed: ParsedExpr | None = field(default=None, compare=False, repr=False)
 
     @classmethod
@@ -428,6 +434,7 @@ class OpSpec:
         weights: str | list[str] | tuple[str, ...] | None = None,
         epilogue: str | None = None,
         bias: bool = False,
+        backward: str = DEFAULT_BACKWARD,
     ) -> OpSpec:
         op_name = normalize_op_name(name)
         abi = parse_abi(abi)
@@ -435,6 +442,8 @@ class OpSpec:
             raise SpecError(_unknown("unknown kind", kind, KINDS), "kind")
         if backend not in BACKENDS:
             raise SpecError(_unknown("unknown backend", backend, BACKENDS), "backend")
+        if backward not in BACKWARDS:
+            raise SpecError(_unknown("unknown backward", backward, BACKWARDS), "backward")
         if backend == "triton" and kind not in TRITON_KINDS:
             raise SpecError(
                 f"the Triton backend generates {', '.join(TRITON_KINDS)} ops, not {kind}: a {kind} op is "
@@ -462,7 +471,8 @@ class OpSpec:
             if expr is None:
                 expr = " + ".join(input_names)
             parsed = parse_expr(expr, input_names)
-            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend, abi)
+            return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend, abi,
+                       backward=backward)
         if kind == "rowwise":
             input_names = parse_inputs(inputs if inputs is not None else "x")
             weight_names = parse_weights(weights, input_names)
@@ -478,7 +488,7 @@ class OpSpec:
                     f"--expr {parsed.source!r} has no row reduction (sum, mean, or max/min of one argument); "
                     "without one it is an elementwise op: use --kind elementwise", "expr")
             return cls(name, op_name, kind, ns, dtype_tuple, arch, input_names, parsed.source, parsed, backend,
-                       abi, weight_names)
+                       abi, weight_names, backward=backward)
         if inputs is not None or expr is not None:
             raise SpecError(f"--inputs and --expr are only for --kind {' or '.join(EXPR_KINDS)}, not {kind}", "kind")
         # --bias alone adds the bias: the epilogue a linear layer needs
@@ -490,7 +500,7 @@ class OpSpec:
                 f"package is on the {abi} ABI: put the op in a package made with --abi stable",
                 "epilogue" if epilogue is not None else "bias")
         return cls(name, op_name, kind, ns, dtype_tuple, arch, abi=abi, epilogue=parsed_epilogue.source, bias=bias,
-                   epilogue_parsed=parsed_epilogue)
+                   backward=backward, epilogue_parsed=parsed_epilogue)
 
     @property
     def sm90(self) -> bool:
@@ -511,9 +521,11 @@ class OpSpec:
     @property
     def fused_backward(self) -> bool:
         """An op whose backward is a generated kernel (``<op>_backward``, its gradients written from the
-        expression by :mod:`kernelgen.diff`): an elementwise CUDA C++ op on the stable ABI. The others
-        differentiate their reference with torch.func.vjp (issue 29 brings them in turn)."""
-        return self.kind == "elementwise" and self.backend == "cuda" and self.abi == "stable"
+        expression by :mod:`kernelgen.diff`): an elementwise CUDA C++ op on the stable ABI, unless it
+        was created with ``backward="vjp"`` (--backward vjp). The others differentiate their reference
+        with torch.func.vjp (issue 29 brings them in turn)."""
+        return (self.backward == "fused" and self.kind == "elementwise" and self.backend == "cuda"
+                and self.abi == "stable")
 
     @property
     def fused(self) -> bool:
@@ -534,6 +546,8 @@ class OpSpec:
             data["epilogue"] = self.epilogue
             if self.bias:
                 data["bias"] = True
+        if self.backward != DEFAULT_BACKWARD:  # recorded only when not the default, so older records stay valid
+            data["backward"] = self.backward
         return data
 
     def source_basenames(self) -> frozenset[str]:
@@ -706,6 +720,7 @@ class PackageSpec:
                 weights=field_of(raw, "weights", list, required=False),
                 epilogue=field_of(raw, "epilogue", str, required=False),
                 bias=_recorded_flag(raw, "bias", f"{where}: ops[{index}]"),
+                backward=field_of(raw, "backward", str, required=False) or DEFAULT_BACKWARD,
             ))
         first, *rest = ops
         spec = cls(name, package, first.namespace, first.arch_list, (first,), abi)
@@ -735,6 +750,7 @@ class PackageSpec:
             "kinds": sorted({op.kind for op in self.ops}),
             "has_triton": any(op.backend == "triton" for op in self.ops),
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
+            "fused_backward_ops": [op.op_name for op in self.ops if op.fused_backward],
         })
         return data
 
@@ -744,6 +760,7 @@ class PackageSpec:
         data.update({"op_name": op.op_name, "kind": op.kind, "dtypes": list(op.dtypes), "backend": op.backend})
         data["op_cpp"] = op.cpp_namespace
         data["fused_backward"] = op.fused_backward
+        data["backward"] = op.backward
         if op.kind in EXPR_KINDS:
             # The templates see the inputs and weights as the identifiers of the generated code, and
             # `names` maps each back to the user's name (the public signature, schema and messages).
@@ -760,7 +777,8 @@ _TYPE_WORDS: dict[type, str] = {str: "string", list: "list of strings", dict: "m
 
 #: The answers-file field each SpecError param comes from (ops[i].<field> for the per-op ones).
 _ANSWERS_FIELDS = {"op_name": "name", "name": "name"}
-_OP_FIELDS = frozenset(["name", "kind", "inputs", "expr", "dtypes", "backend", "weights", "epilogue", "bias"])
+_OP_FIELDS = frozenset(["name", "kind", "inputs", "expr", "dtypes", "backend", "weights", "epilogue", "bias",
+                        "backward"])
 
 
 def _recorded_flag(raw: dict[str, object], key: str, where: str) -> bool:

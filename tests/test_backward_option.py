@@ -1,0 +1,203 @@
+"""--backward {fused,vjp}: the generated backward op by default, the vjp stub on request (issue 29)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import tree
+
+from kernelgen.cli import main
+from kernelgen.errors import AnswersError
+from kernelgen.spec import OpSpec, PackageSpec
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(main, list(args))
+
+
+def _new(tmp_path: Path, name: str, *options: str) -> Path:
+    result = invoke("new", name, *options, "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    return tmp_path / name
+
+
+def _cpp(root: Path, package: str, op: str) -> str:
+    """Every C++/CUDA source and header of the op ``op`` (csrc/<op>/), concatenated."""
+    return "".join(path.read_text() for path in sorted((root / package / "csrc" / op).rglob("*")) if path.is_file())
+
+
+def _assert_stub(root: Path, package: str, op: str) -> None:
+    """The op registers the vjp of its reference and has no backward op anywhere."""
+    ops = (root / package / "ops" / f"{op}.py").read_text()
+    assert "torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)" in ops
+    assert "AUTOGRAD STUB" in ops and "torch.func.vjp(in_opmath, *saved)" in ops
+    assert "--backward vjp" in ops  # the stub says why it is there
+    assert "_BACKWARD" not in ops and f"{op}_backward.default" not in ops
+    cpp = _cpp(root, package, op)
+    assert f"{op}_backward" not in cpp and f"{op}_grad" not in cpp
+    test = (root / "tests" / f"test_{op}.py").read_text()
+    assert "backward=" not in test and "grad_error_bound" not in test
+    compile(ops, "ops.py", "exec")
+    compile(test, "test.py", "exec")
+
+
+def _assert_generated_backward(root: Path, package: str, op: str) -> None:
+    ops = (root / package / "ops" / f"{op}.py").read_text()
+    assert "register_fake(_BACKWARD)" in ops and f"{op}_backward.default(" in ops and "def _backward_vjp" in ops
+    cpp = _cpp(root, package, op)
+    assert f"{op}_backward(Tensor _grad" in cpp and f"{op}_grad" in cpp
+    test = (root / "tests" / f"test_{op}.py").read_text()
+    assert f"backward=torch.ops.{package}.{op}_backward.default" in test and "grad_error_bound" in test
+
+
+def test_vjp_keeps_the_stub_and_generates_no_backward_op(tmp_path):
+    root = _new(tmp_path, "gate", "--inputs", "x,g", "--expr", "x * sigmoid(g)", "--backward", "vjp")
+    _assert_stub(root, "gate", "gate")
+    answers = yaml.safe_load((root / ".copier-answers.yml").read_text())
+    assert answers["ops"][0]["backward"] == "vjp"
+    readme = (root / "README.md").read_text()
+    assert "This op was made with `--backward vjp`" in readme and "(the AUTOGRAD STUB)" in readme
+
+
+@pytest.mark.parametrize("options", [(), ("--backward", "fused")])
+def test_the_default_is_the_generated_backward_and_is_not_recorded(tmp_path, options):
+    root = _new(tmp_path, "gate", "--inputs", "x,g", "--expr", "x * sigmoid(g)", *options)
+    _assert_generated_backward(root, "gate", "gate")
+    answers = yaml.safe_load((root / ".copier-answers.yml").read_text())
+    assert "backward" not in answers["ops"][0]  # older records and the examples stay as they are
+    readme = (root / "README.md").read_text()
+    assert "`gate_grad` in `gate/csrc/gate/gate.h`" in readme and "--backward vjp" not in readme
+
+
+def test_the_same_op_differs_only_where_the_backward_is(tmp_path):
+    """--backward vjp on an elementwise CUDA op on the stable ABI renders what the op's kind renders
+    without a generated backward: the shared files are the same but for the README and the record."""
+    fused = _new(tmp_path / "a", "gate", "--inputs", "x,g", "--expr", "x * sigmoid(g)")
+    vjp = _new(tmp_path / "b", "gate", "--inputs", "x,g", "--expr", "x * sigmoid(g)", "--backward", "vjp")
+    before, after = tree(fused), tree(vjp)
+    assert set(before) == set(after)  # the same files: the backward lives inside the op's own sources
+    changed = {rel for rel in before if before[rel] != after[rel]}
+    assert changed == {
+        ".copier-answers.yml", ".kernelgen/generated.json.gz", "README.md", "gate/ops/gate.py", "tests/test_gate.py",
+        "gate/csrc/gate/gate.cpp", "gate/csrc/gate/gate.h", "gate/csrc/gate/gate_checks.h",
+        "gate/csrc/gate/cuda/gate_cuda.cpp", "gate/csrc/gate/cuda/gate_kernel.cu", "gate/csrc/gate/cuda/gate_kernel.h",
+    }
+
+
+@pytest.mark.parametrize("options", [
+    ("--backend", "triton", "--inputs", "x", "--expr", "x * sigmoid(x)"),
+    ("--kind", "rowwise", "--inputs", "x", "--expr", "x - max(x)"),
+    ("--kind", "matmul", "--bias"),
+    ("--abi", "full", "--inputs", "x", "--expr", "x * sigmoid(x)"),
+])
+def test_vjp_is_accepted_where_the_stub_is_the_only_backward(tmp_path, options):
+    """Where kernelgen has no generated backward, vjp is what fused gives; the answer is still recorded,
+    so that the op keeps its stub when kernelgen learns to generate one for it."""
+    root = _new(tmp_path, "op1", *options, "--backward", "vjp")
+    ops = (root / "op1" / "ops" / "op1.py").read_text()
+    assert "torch.library.register_autograd(_OP, _backward" in ops and "_BACKWARD" not in ops
+    assert yaml.safe_load((root / ".copier-answers.yml").read_text())["ops"][0]["backward"] == "vjp"
+
+
+def test_a_plain_matmul_keeps_its_analytic_backward(tmp_path):
+    """A @ B's backward is two products by the op itself, no generated backward op: vjp leaves it."""
+    fused = _new(tmp_path / "a", "mm", "--kind", "matmul")
+    vjp = _new(tmp_path / "b", "mm", "--kind", "matmul", "--backward", "vjp")
+    ops = (vjp / "mm" / "ops" / "mm.py").read_text()
+    assert ops == (fused / "mm" / "ops" / "mm.py").read_text() and "dL/dA = dL/dC @ B^T" in ops
+
+
+@pytest.mark.parametrize(("value", "line"), [
+    ("fast", "Error: Invalid value for '--backward': 'fast' is not one of 'fused', 'vjp'."),
+    ("vpj", "Error: Invalid value for '--backward': 'vpj' is not one of 'fused', 'vjp'; did you mean 'vjp'?"),
+    ("", "Error: Invalid value for '--backward': '' is not one of 'fused', 'vjp'."),
+])
+def test_a_bad_value_is_a_one_line_usage_error(tmp_path, value, line):
+    result = invoke("new", "gate", "--inputs", "x", "--expr", "x", "--backward", value, "--defaults", "-o", str(tmp_path))
+    assert result.exit_code == 2, result.output
+    assert result.output.strip().splitlines()[-1] == line
+    assert "Traceback" not in result.output
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_add_with_vjp_and_update_keep_it(tmp_path):
+    lib = _new(tmp_path, "team-ops", "--op", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--namespace", "team")
+    result = invoke("add", "gate", "--inputs", "x,g", "--expr", "x * sigmoid(g)", "--backward", "vjp", "--defaults",
+                    "--package", str(lib))
+    assert result.exit_code == 0, result.output
+    result = invoke("add", "gelu", "--inputs", "x", "--expr", "x * sigmoid(1.702 * x)", "--defaults", "--package", str(lib))
+    assert result.exit_code == 0, result.output
+    _assert_stub(lib, "team_ops", "gate")
+    for op in ("muladd", "gelu"):  # the package's other ops keep their generated backward
+        ops = (lib / "team_ops" / "ops" / f"{op}.py").read_text()
+        assert f"torch.ops.team.{op}_backward.default(" in ops
+    answers = yaml.safe_load((lib / ".copier-answers.yml").read_text())
+    assert [op.get("backward") for op in answers["ops"]] == [None, "vjp", None]
+    listed = invoke("ops", "--json", str(lib))
+    assert '"backward": "vjp"' in listed.output
+
+    # The recorded answer is read back: update re-renders the same files (nothing to do) ...
+    result = invoke("update", str(lib))
+    assert result.exit_code == 0 and "is up to date" in result.output, result.output
+    # ... and `new --answers` regenerates the package byte for byte.
+    again = invoke("new", "--answers", str(lib / ".copier-answers.yml"), "-o", str(tmp_path / "again"))
+    assert again.exit_code == 0, again.output
+    assert tree(tmp_path / "again" / "team-ops") == tree(lib)
+
+
+def test_add_refuses_a_bad_value_and_writes_nothing(tmp_path):
+    lib = _new(tmp_path, "team-ops", "--op", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--namespace", "team")
+    before = tree(lib)
+    result = invoke("add", "gate", "--inputs", "x", "--expr", "x", "--backward", "none", "--defaults", "--package", str(lib))
+    assert result.exit_code == 2 and "Invalid value for '--backward'" in result.output.strip().splitlines()[-1]
+    assert tree(lib) == before
+
+
+def test_opspec_backward():
+    fused = OpSpec.create("gate", inputs="x", expr="x")
+    vjp = OpSpec.create("gate", inputs="x", expr="x", backward="vjp")
+    assert fused.fused_backward and not vjp.fused_backward
+    assert "backward" not in fused.record() and vjp.record()["backward"] == "vjp"
+    assert not OpSpec.create("gate", inputs="x", expr="x", abi="full").fused_backward
+    with pytest.raises(Exception, match=r"unknown backward 'vpj'; did you mean 'vjp'\?"):
+        OpSpec.create("gate", inputs="x", expr="x", backward="vpj")
+    pkg = PackageSpec.for_new_op(vjp)
+    assert pkg.render_data()["fused_backward_ops"] == []
+    assert PackageSpec.for_new_op(fused).render_data()["fused_backward_ops"] == ["gate"]
+    assert PackageSpec.from_answers(pkg.answers()).ops[0].backward == "vjp"
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    ("fast", "ops[0].backward: unknown backward 'fast'; choose from fused, vjp"),
+    (3, "'backward' must be a string, not int"),
+])
+def test_a_bad_recorded_backward_names_the_field(value, message):
+    data = PackageSpec.for_new_op(OpSpec.create("gate", inputs="x", expr="x")).answers()
+    data["ops"][0]["backward"] = value  # type: ignore[index]
+    with pytest.raises(AnswersError, match=re.escape(message)):
+        PackageSpec.from_answers(data)
+
+
+@pytest.mark.build
+def test_a_vjp_op_builds_cpu_only_and_passes_its_tests(tmp_path):
+    """The stub path on the stable ABI, compiled (CPU-only: the registration is the same) and run by
+    the op's own tests: gradcheck of the vjp, and the generated-backward tests skipped."""
+    pytest.importorskip("torch", reason="building a generated op needs torch")
+    root = _new(tmp_path, "gate", "--inputs", "x,g", "--expr", "x * sigmoid(g) + tanh(x)", "--dtypes", "fp32,fp64",
+                "--backward", "vjp")
+    env = {key: value for key, value in os.environ.items() if key != "KERNELGEN_REQUIRE_CUDA"}
+    build = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=root, capture_output=True,
+                           text=True, timeout=900, env={**env, "KERNELGEN_CPU_ONLY": "1"})
+    assert build.returncode == 0, build.stdout[-3000:] + build.stderr[-3000:]
+    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"], cwd=root,
+                           capture_output=True, text=True, timeout=900)
+    assert tests.returncode == 0, tests.stdout[-5000:]
+    assert " passed" in tests.stdout and " failed" not in tests.stdout
+    assert "gate's backward is the vjp of its reference" in tests.stdout  # the backward-op tests skip
