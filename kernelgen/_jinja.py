@@ -20,6 +20,7 @@ from ._version import __version__
 from .error_model import error_bound_python, gradient_error_bound_python, ulps_literal
 from .expr import parse
 from .nodes import Num
+from .spec import ABI_SPELLINGS
 
 #: Bump when the generated code changes; recorded in every generated op.
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
@@ -56,16 +57,13 @@ from .nodes import Num
 TEMPLATE_VERSION = "13"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
-#: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it.
+#: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it
+#: (spec.ABI_SPELLINGS, which the templates see as `spell`).
 DTYPE_INFO: dict[str, dict[str, str]] = {
-    "float32": {"at": "at::kFloat", "stable": "ScalarType::Float", "torch": "torch.float32", "c": "float",
-                "c_stable": "float"},
-    "float64": {"at": "at::kDouble", "stable": "ScalarType::Double", "torch": "torch.float64", "c": "double",
-                "c_stable": "double"},
-    "float16": {"at": "at::kHalf", "stable": "ScalarType::Half", "torch": "torch.float16", "c": "at::Half",
-                "c_stable": "torch::headeronly::Half"},
-    "bfloat16": {"at": "at::kBFloat16", "stable": "ScalarType::BFloat16", "torch": "torch.bfloat16",
-                 "c": "at::BFloat16", "c_stable": "torch::headeronly::BFloat16"},
+    name: {"at": at, "stable": stable, "torch": f"torch.{name}", "c": ABI_SPELLINGS["full"]["c"][name],
+           "c_stable": ABI_SPELLINGS["stable"]["c"][name]}
+    for name, at, stable in (("float32", "at::kFloat", "ScalarType::Float"), ("float64", "at::kDouble", "ScalarType::Double"),
+                             ("float16", "at::kHalf", "ScalarType::Half"), ("bfloat16", "at::kBFloat16", "ScalarType::BFloat16"))
 }
 
 # The answers a package records: the package-level ones. The per-op questions of copier.yml

@@ -48,6 +48,16 @@ BACKENDS: tuple[str, ...] = ("cuda", "triton")
 #: the stub (ops/<op>.py differentiates reference() with torch.func.vjp; no backward op is generated).
 BACKWARDS: tuple[str, ...] = ("fused", "vjp")
 DEFAULT_BACKWARD = "fused"
+#: How each ABI spells what the C++ templates name, handed to every template as ``spell``: the prefix of
+#: the CUDA error-check macros (<prefix>_CHECK, <prefix>_KERNEL_LAUNCH_CHECK), the op-math type of a
+#: dtype, the library macro the extension registers with, and each dtype's C++ element type.
+ABI_SPELLINGS: dict[str, dict[str, Any]] = {
+    "stable": {"cuda": "STD_CUDA", "opmath_type": "opmath::opmath_type", "library": "STABLE_TORCH_LIBRARY",
+               "c": {"float32": "float", "float64": "double", "float16": "torch::headeronly::Half",
+                     "bfloat16": "torch::headeronly::BFloat16"}},
+    "full": {"cuda": "C10_CUDA", "opmath_type": "at::opmath_type", "library": "TORCH_LIBRARY",
+             "c": {"float32": "float", "float64": "double", "float16": "at::Half", "bfloat16": "at::BFloat16"}},
+}
 #: The kinds the Triton backend generates.
 TRITON_KINDS: tuple[str, ...] = ("elementwise", "rowwise")
 #: The kinds whose ops take user-named inputs and an expression.
@@ -751,6 +761,7 @@ class PackageSpec:
             "has_triton": any(op.backend == "triton" for op in self.ops),
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
             "fused_backward_ops": [op.op_name for op in self.ops if op.fused_backward],
+            "spell": ABI_SPELLINGS[self.abi],
         })
         return data
 
