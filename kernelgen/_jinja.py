@@ -20,7 +20,6 @@ from ._version import __version__
 from .error_model import error_bound_python, gradient_error_bound_python, ulps_literal
 from .expr import parse
 from .nodes import Num
-from .spec import ABI_SPELLINGS
 
 #: Bump when the generated code changes; recorded in every generated op.
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
@@ -56,14 +55,13 @@ from .spec import ABI_SPELLINGS
 #:    stays in ops/<op>.py as _backward_vjp.
 TEMPLATE_VERSION = "13"
 
-#: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator, the torch name, and
-#: the C++ element type as the full ("c") and the stable ("c_stable", torch/headeronly) code spell it
-#: (spec.ABI_SPELLINGS, which the templates see as `spell`).
+#: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
+#: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
 DTYPE_INFO: dict[str, dict[str, str]] = {
-    name: {"at": at, "stable": stable, "torch": f"torch.{name}", "c": ABI_SPELLINGS["full"]["c"][name],
-           "c_stable": ABI_SPELLINGS["stable"]["c"][name]}
-    for name, at, stable in (("float32", "at::kFloat", "ScalarType::Float"), ("float64", "at::kDouble", "ScalarType::Double"),
-                             ("float16", "at::kHalf", "ScalarType::Half"), ("bfloat16", "at::kBFloat16", "ScalarType::BFloat16"))
+    "float32": {"at": "at::kFloat", "stable": "ScalarType::Float", "torch": "torch.float32"},
+    "float64": {"at": "at::kDouble", "stable": "ScalarType::Double", "torch": "torch.float64"},
+    "float16": {"at": "at::kHalf", "stable": "ScalarType::Half", "torch": "torch.float16"},
+    "bfloat16": {"at": "at::kBFloat16", "stable": "ScalarType::BFloat16", "torch": "torch.bfloat16"},
 }
 
 # The answers a package records: the package-level ones. The per-op questions of copier.yml
