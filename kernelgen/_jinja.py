@@ -17,9 +17,10 @@ from jinja2.ext import Extension
 
 from . import diff
 from ._version import __version__
-from .error_model import error_bound_python, gradient_error_bound_python, ulps_literal
+from .error_model import (error_bound_python, gradient_error_bound_python,
+                          rowwise_gradient_error_bound_python, ulps_literal)
 from .expr import parse
-from .nodes import Num
+from .nodes import Num, RowRef
 
 #: Bump when the generated code changes; recorded in every generated op.
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
@@ -53,7 +54,10 @@ from .nodes import Num
 #: 13: an elementwise CUDA C++ op on the stable ABI has a generated backward, <op>_backward (its gradients
 #:    written from the expression by kernelgen.diff, one pass on CPU and CUDA); the vjp of reference()
 #:    stays in ops/<op>.py as _backward_vjp.
-TEMPLATE_VERSION = "13"
+#: 14: a rowwise CUDA C++ op on the stable ABI has a generated backward too: GradOp in its <op>.h (the
+#:    backward's reductions and every column's gradient), the kernels in csrc/kernelgen/rowwise.cuh and
+#:    rowwise_cpu.h; the weights' gradients are column sums of per-slot partial sums (no atomics).
+TEMPLATE_VERSION = "14"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -135,6 +139,58 @@ def backward(context: Any, source: str, inputs: list[str]) -> dict[str, Any]:
 
 
 @pass_context
+def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
+    """A rowwise expression's backward (:func:`kernelgen.diff.rowwise_vjp`) as C++ over the identifiers of
+    the generated code. The backward is itself a rowwise op whose columns are ``_grad`` (the output's
+    gradient), the inputs and the weights: ``reductions`` (each with ``func``, ``cpp``, ``canonical``,
+    ``forward`` and the columns it ``reads``), then per element the ``grads`` of the inputs and the
+    weights' contributions of one row, over the shared terms ``bindings``; ``reads`` are the columns the
+    gradients read. The row length (:class:`kernelgen.diff.RowLen`, rare) is printed as ``_r[N]``, the
+    slot after the N reductions, which the kernels fill with the row length."""
+    users, to_ident = _user_names(context, inputs)
+    user_weights, weight_idents = _user_names(context, weights)
+    parsed = parse(source, users, weights=user_weights, rowwise=True).renamed({**to_ident, **weight_idents})
+    backward = diff.rowwise_vjp(parsed)
+    length = RowRef(len(backward.stages))
+
+    def for_cpp(tree: Any) -> Any:
+        return diff.transform(tree, lambda node: length if isinstance(node, diff.RowLen) else None)
+
+    columns = [diff.GRAD, *parsed.inputs, *parsed.weights]
+    plans = {**backward.input_plan, **backward.weight_plan}
+    trees = [for_cpp(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)]
+    bindings, grads = diff.emit_cse(trees, "cpp", acc_type="acc_t")
+    read = set().union(*(diff.variables(tree) for tree in trees))
+    return {
+        "columns": columns,
+        "reductions": [
+            {
+                "func": stage.func, "forward": stage.forward, "canonical": stage.canonical,
+                "cpp": diff.emit(for_cpp(stage.arg), "cpp", acc_type="acc_t"),
+                "reads": [name in diff.variables(stage.arg) for name in columns],
+            }
+            for stage in backward.stages
+        ],
+        "bindings": bindings,
+        "grads": grads,
+        "reads": [name in read for name in columns],
+        "uses_length": any(isinstance(node, diff.RowLen) for tree in (*plans.values(), *(s.arg for s in backward.stages))
+                           for node in diff.walk(tree)),
+        "canonical": [diff.canonical(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)],
+    }
+
+
+@pass_context
+def rowwise_gradient_error_bound(context: Any, source: str, inputs: list[str], weights: list[str]) -> str:
+    """The source of the generated tests' grad_error_bound() for a rowwise op (:func:`kernelgen.
+    error_model.rowwise_gradient_error_bound_python`), over the identifiers of the generated code."""
+    users, to_ident = _user_names(context, inputs)
+    user_weights, weight_idents = _user_names(context, weights)
+    parsed = parse(source, users, weights=user_weights, rowwise=True)
+    return rowwise_gradient_error_bound_python(parsed, names={**to_ident, **weight_idents})
+
+
+@pass_context
 def gradient_error_bound(context: Any, source: str, inputs: list[str]) -> str:
     """The source of the generated tests' grad_error_bound() (:func:`kernelgen.error_model.
     gradient_error_bound_python`), over the identifiers of the generated code."""
@@ -185,6 +241,8 @@ class KernelgenExtension(Extension):
         environment.globals["kg_error_bound"] = error_bound
         environment.globals["kg_backward"] = backward
         environment.globals["kg_gradient_error_bound"] = gradient_error_bound
+        environment.globals["kg_rowwise_backward"] = rowwise_backward
+        environment.globals["kg_rowwise_gradient_error_bound"] = rowwise_gradient_error_bound
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_dtype"] = DTYPE_INFO
         environment.globals["kg_version"] = __version__

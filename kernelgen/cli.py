@@ -84,7 +84,7 @@ def _op_options(func: Any) -> Any:
                           "no C++ (elementwise and rowwise)."),
         click.option("--backward", type=_Choice(BACKWARDS), default=None,
                      help="fused: a backward op kernelgen generates from the expression, where it has one "
-                          "(elementwise, CUDA C++, stable ABI), else the vjp stub [default]; vjp: always the stub "
+                          "(elementwise and rowwise, CUDA C++, stable ABI), else the vjp stub [default]; vjp: always the stub "
                           "(the AUTOGRAD STUB in ops/<op>.py: torch.func.vjp of reference()), no backward op."),
         click.option("--inputs", default=None, help="elementwise, rowwise: comma-separated input names, e.g. a,b,c."),
         click.option("--weights", default=None, help="rowwise: comma-separated names of 1-D weights of the row's "

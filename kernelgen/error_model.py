@@ -314,3 +314,55 @@ def gradient_error_bound_python(parsed: ParsedExpr, function: str = "grad_error_
     lines = [f"def {function}({params}):", doc, *emitter.lines]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines) + "\n"
+
+
+def rowwise_gradient_error_bound_python(parsed: ParsedExpr, function: str = "grad_error_bound",
+                                        *, names: Mapping[str, str] | None = None) -> str:
+    """The source of ``def function(_m, _grad, <inputs>, <weights>)`` for a rowwise expression: the bounds
+    E (in units of _m.u) on the rounding errors of its gradients as :func:`kernelgen.diff.rowwise_vjp`
+    derives them, one per input (per element, the shape of the rows) and then one per weight (per column:
+    the weight's gradient sums its per-element contributions over the rows, ``_m.sum_of_column``),
+    returned as a tuple in that order. ``_grad`` and the inputs arrive as 2-D float64 tensors of rows, the
+    weights 1-D; the backward's reductions (the forward's it recomputes, and its own) are walked like the
+    forward's, through their plan."""
+    if not parsed.rowwise:
+        raise ValueError("rowwise_gradient_error_bound_python() takes a rowwise expression")
+    names = dict(names or {})
+    backward = diff.rowwise_vjp(parsed)
+    emitter = _Emitter({}, names, memo=True)
+    inputs = [names.get(name, name) for name in parsed.inputs]
+    weights = [names.get(name, name) for name in parsed.weights]
+    params = ", ".join(["_m", diff.GRAD, *inputs, *weights])
+    doc = (
+        f'    """The bounds on the rounding errors of the gradients of {clip(parsed.source, 40)}, in units of\n'
+        '    _m.u: one per input (per element) and one per weight (per column, summed over the rows). One\n'
+        '    line per step of each derivative (kernelgen writes them from the expression;\n'
+        '    testing/error_model.py of the package says what each term means)."""'
+    )
+    length = len(backward.stages)
+    for index, stage in enumerate(backward.stages):
+        value, error = emitter.visit(_row_length_as_ref(stage.arg, length))
+        emitter.lines.append(
+            f"    _r{index}, _q{index} = _m.{_ROW_METHODS[stage.func]}({value}, {error})"
+            f"  # {clip(stage.canonical, _COMMENT_LIMIT)}"
+        )
+    results = []
+    for name in parsed.inputs:
+        _, error = emitter.visit(_row_length_as_ref(backward.input_plan.get(name, Num(0.0)), length))
+        results.append(error if error is not None else "0.0")
+    for name in parsed.weights:
+        value, error = emitter.visit(_row_length_as_ref(backward.weight_plan.get(name, Num(0.0)), length))
+        results.append(f"_m.sum_of_column({value}, {error}, {inputs[0]})[1]")
+    lines = [f"def {function}({params}):", doc]
+    if any(isinstance(node, diff.RowLen) for tree in (*backward.input_plan.values(), *backward.weight_plan.values(),
+                                                         *(stage.arg for stage in backward.stages))
+           for node in diff.walk(tree)):
+        lines.append(f"    _r{length}, _q{length} = {inputs[0]}.new_full(({inputs[0]}.shape[0], 1), {inputs[0]}.shape[-1]), 0.0")
+    lines.extend(emitter.lines)
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return "\n".join(lines) + "\n"
+
+
+def _row_length_as_ref(tree: Node, index: int) -> Node:
+    """``tree`` with the row length (:class:`kernelgen.diff.RowLen`) read as per-row value ``index``."""
+    return diff.transform(tree, lambda node: RowRef(index) if isinstance(node, diff.RowLen) else None)

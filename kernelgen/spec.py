@@ -531,10 +531,10 @@ class OpSpec:
     @property
     def fused_backward(self) -> bool:
         """An op whose backward is a generated kernel (``<op>_backward``, its gradients written from the
-        expression by :mod:`kernelgen.diff`): an elementwise CUDA C++ op on the stable ABI, unless it
-        was created with ``backward="vjp"`` (--backward vjp). The others differentiate their reference
-        with torch.func.vjp (issue 29 brings them in turn)."""
-        return (self.backward == "fused" and self.kind == "elementwise" and self.backend == "cuda"
+        expression by :mod:`kernelgen.diff`): an elementwise or rowwise CUDA C++ op on the stable ABI,
+        unless it was created with ``backward="vjp"`` (--backward vjp). The others differentiate their
+        reference with torch.func.vjp."""
+        return (self.backward == "fused" and self.kind in ("elementwise", "rowwise") and self.backend == "cuda"
                 and self.abi == "stable")
 
     @property
