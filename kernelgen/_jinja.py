@@ -20,7 +20,7 @@ from ._version import __version__
 from .error_model import (error_bound_python, gradient_error_bound_python,
                           rowwise_gradient_error_bound_python, ulps_literal)
 from .expr import parse
-from .nodes import Num, RowRef
+from .nodes import Num, RowRef, Var
 
 #: Bump when the generated code changes; recorded in every generated op.
 #: 2: the CUDA side is split into <op>_cuda.cpp (tensor code) and <op>_kernel.cu (kernel on raw
@@ -138,6 +138,14 @@ def backward(context: Any, source: str, inputs: list[str]) -> dict[str, Any]:
     return {"bindings": bindings, "grads": finals, "canonical": [diff.canonical(tree) for tree in trees]}
 
 
+#: The placeholder name of a max/min stage's argument in a mask (see :func:`rowwise_backward`).
+_MASK_ARG = "_mask_arg"
+
+
+def _calls_a_mask(tree: Any) -> bool:
+    return any(name.startswith(_MASK_ARG) for name in diff.variables(tree))
+
+
 @pass_context
 def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
     """A rowwise expression's backward (:func:`kernelgen.diff.rowwise_vjp`) as C++ over the identifiers of
@@ -158,18 +166,47 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
 
     columns = [diff.GRAD, *parsed.inputs, *parsed.weights]
     plans = {**backward.input_plan, **backward.weight_plan}
-    trees = [for_cpp(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)]
+    # A mask [f == r_k] of a max or min stage k calls that stage's argument function (a placeholder
+    # name here, the call after printing), which is not inlined (OPMATH_NOINLINE_FN): f is then computed
+    # by the same machine code as the reduction that found r_k, and equals it bitwise where it should.
+    masked: set[int] = set()
+
+    def mask_calls(node: Any) -> Any:
+        if (isinstance(node, diff.Compare) and node.op == "==" and isinstance(node.right, RowRef)
+                and node.right.index < len(backward.stages)
+                and backward.stages[node.right.index].func in ("max", "min")
+                and node.left == backward.stages[node.right.index].arg):
+            masked.add(node.right.index)
+            return diff.Compare("==", Var(f"{_MASK_ARG}{node.right.index}"), node.right)
+        return None
+
+    def for_kernel(tree: Any) -> Any:
+        return for_cpp(diff.transform(tree, mask_calls))
+
+    call_args = ", ".join(columns) + ", _r"
+
+    def with_calls(text: str) -> str:
+        return re.sub(rf"\b{_MASK_ARG}(\d+)\b",
+                      lambda m: f"{context.get('op_name')}_grad_reduce{m.group(1)}_arg<acc_t>({call_args})", text)
+
+    trees = [for_kernel(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)]
+    stage_args = [for_kernel(stage.arg) for stage in backward.stages]
     bindings, grads = diff.emit_cse(trees, "cpp", acc_type="acc_t")
+    bindings = [(name, with_calls(text)) for name, text in bindings]
+    grads = [with_calls(text) for text in grads]
     read = set().union(*(diff.variables(tree) for tree in trees))
+    if any(_calls_a_mask(tree) for tree in trees):
+        read.update(columns)  # a mask's call reads every column
     return {
         "columns": columns,
         "reductions": [
             {
                 "func": stage.func, "forward": stage.forward, "canonical": stage.canonical,
-                "cpp": diff.emit(for_cpp(stage.arg), "cpp", acc_type="acc_t"),
-                "reads": [name in diff.variables(stage.arg) for name in columns],
+                "cpp": with_calls(diff.emit(arg, "cpp", acc_type="acc_t")),
+                "reads": [name in diff.variables(arg) or _calls_a_mask(arg) for name in columns],
+                "noinline": index in masked,
             }
-            for stage in backward.stages
+            for index, (stage, arg) in enumerate(zip(backward.stages, stage_args, strict=True))
         ],
         "bindings": bindings,
         "grads": grads,

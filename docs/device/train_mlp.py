@@ -3,10 +3,12 @@
 
     python docs/device/train_mlp.py examples/myteam-ops [--norm layernorm] [--device cuda] [--dtype float32]
                                     [--steps 200] [--json out.json]
+    python docs/device/train_mlp.py examples/myteam-ops --norm rmsnorm --norm-package examples/rmsnorm
 
 The model is a two-layer MLP with a normalisation between the layers, on random data with a fixed
 seed: ``h = linear_gelu(x, w1, b1)`` (the matmul with its fused bias and GELU epilogue), ``h = norm(h,
-g[, beta])`` (a rowwise op of the library: layernorm, or an RMSNorm where the library has one), ``y = h
+g[, beta])`` (a rowwise op of the library: layernorm; or of another built package, --norm-package: the
+RMSNorm of examples/rmsnorm), ``y = h
 @ w2`` (the library's matmul), and a mean squared error against random targets, trained with Adam.
 The same model runs twice from the same initial weights: once through the library's ops (their
 forward kernels and whatever backward each registers: a generated fused one, or the vjp of its
@@ -29,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("package", type=Path, help="a built library package (examples/myteam-ops)")
     parser.add_argument("--norm", default="layernorm", help="the rowwise op between the layers: (x, w) or (x, w, b)")
+    parser.add_argument("--norm-package", type=Path, help="a built package that holds --norm (default: the library)")
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--steps", type=int, default=200)
@@ -40,11 +43,16 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    answers = (args.package / ".copier-answers.yml").read_text().splitlines()
-    module_name = next(line.split(":", 1)[1].strip() for line in answers if line.startswith("package:"))
-    sys.path.insert(0, str(args.package.resolve()))
-    library = importlib.import_module(module_name)
-    ops = {name: importlib.import_module(f"{module_name}.ops.{name}") for name in ("linear_gelu", args.norm, "matmul")}
+    def load(package: Path):
+        answers = (package / ".copier-answers.yml").read_text().splitlines()
+        module_name = next(line.split(":", 1)[1].strip() for line in answers if line.startswith("package:"))
+        sys.path.insert(0, str(package.resolve()))
+        return module_name, importlib.import_module(module_name)
+
+    module_name, library = load(args.package)
+    norm_module, norm_library = load(args.norm_package) if args.norm_package else (module_name, library)
+    ops = {name: importlib.import_module(f"{module_name}.ops.{name}") for name in ("linear_gelu", "matmul")}
+    ops[args.norm] = importlib.import_module(f"{norm_module}.ops.{args.norm}")
     norm_inputs = ops[args.norm].reference.__code__.co_argcount
     if norm_inputs not in (2, 3):
         sys.exit(f"train_mlp: --norm {args.norm} takes {norm_inputs} tensors; it needs (x, w) or (x, w, b)")
@@ -81,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             losses.append(loss.item())
         return losses
 
-    ours = train(getattr(library, "linear_gelu"), getattr(library, args.norm), getattr(library, "matmul"))
+    ours = train(getattr(library, "linear_gelu"), getattr(norm_library, args.norm), getattr(library, "matmul"))
     eager = train(ops["linear_gelu"].reference, ops[args.norm].reference, ops["matmul"].reference)
     worst = max(abs(a - b) / max(abs(b), 1e-12) for a, b in zip(ours, eager))
     print(f"{args.steps} Adam steps, batch {args.batch}, width {d}, {args.dtype} on {device}; norm: {args.norm}")

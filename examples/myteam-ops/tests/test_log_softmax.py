@@ -33,6 +33,27 @@ def error_bound(_m, x):
     return _e4
 
 
+def grad_error_bound(_m, _grad, x):
+    """The bounds on the rounding errors of the gradients of x - max(x) - log(sum(exp(x - max(x)))), in units of
+    _m.u: one per input (per element) and one per weight (per column, summed over the rows). One
+    line per step of each derivative (kernelgen writes them from the expression;
+    testing/error_model.py of the package says what each term means)."""
+    _r0, _q0 = _m.sum_of_row(_grad, None)  # sum(_grad)
+    _r1, _q1 = _m.max_of_row(x, None)  # max(x)
+    _t0 = x - _r1  # x - _r1
+    _e0 = _q1 + _m.one_rounding(_t0)
+    _t1 = torch.exp(_t0)  # exp(x - _r1)
+    _e1 = _t1 * _e0 + _m.function_error('exp', _t0, _t1)
+    _r2, _q2 = _m.sum_of_row(_t1, _e1)  # sum(exp(x - max(x)))
+    _t2 = _r0 / _r2  # _r0 / _r2
+    _e2 = _q0 / _r2.abs() + (_t2 / _r2).abs() * _q2 + _m.division_error(_t2)
+    _t3 = _t2 * _t1  # _r0 / _r2 * exp(x - _r1)
+    _e3 = _t1.abs() * _e2 + _t2.abs() * _e1 + _m.one_rounding(_t3)
+    _t4 = _grad - _t3  # _grad - _r0 / _r2 * exp(x - _r1)
+    _e4 = _e3 + _m.one_rounding(_t4)
+    return (_e4,)
+
+
 class TestLogSoftmax(RowwiseSuite):
     """Every test of the rowwise suite, run on log_softmax. Cases of your own go here as methods
     named test_* (self.op, self.assert_matches and the suite's makers of arguments are at hand)."""
@@ -47,4 +68,6 @@ class TestLogSoftmax(RowwiseSuite):
         dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16),
         inputs=("x",),
         positive_domain=True,
+        backward=torch.ops.myteam.log_softmax_backward.default,
+        grad_error_bound=grad_error_bound,
     )

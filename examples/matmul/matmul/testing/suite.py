@@ -50,9 +50,9 @@ class OpUnderTest:
     #: Whether the expression is real and smooth only for positive arguments (the inputs are then drawn
     #: from [0.5, 2.5) instead of a standard normal).
     positive_domain: bool = False
-    #: The generated backward op (``torch.ops.matmul.<op>_backward.default``: the gradients of the inputs
-    #: flagged in its last argument) and the bound on its rounding errors, one per input, or None where the
-    #: op's backward is the vjp of its reference.
+    #: The generated backward op (``torch.ops.matmul.<op>_backward.default``: the gradients of the inputs,
+    #: and of a rowwise op's weights, flagged in its last argument) and the bound on their rounding errors,
+    #: one per input (and weight), or None where the op's backward is the vjp of its reference.
     backward: Any = None
     grad_error_bound: Callable[..., tuple] | None = None
 

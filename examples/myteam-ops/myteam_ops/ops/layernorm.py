@@ -74,14 +74,29 @@ def _setup_context(ctx, inputs, output) -> None:
     ctx.save_for_backward(*inputs)
 
 
+_BACKWARD = "myteam::layernorm_backward"
+
+
+@torch.library.register_fake(_BACKWARD)
+def _layernorm_backward_fake(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The gradient of each argument asked for has that argument's shape: an input's, or a weight's.
+    return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t, need in zip((x, w, b,), _needs) if need]
+
+
 def _backward(ctx, grad_out: torch.Tensor):
-    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by
-    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
-    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
-    # PyTorch kernels. When the backward matters for speed, write a fused backward kernel: declare
-    # a second op (say layernorm_backward) in csrc/ the same way as layernorm, and call it here.
-    # ------------------------------------------------------------------------------------------
+    # The generated backward: layernorm_backward computes, in one pass over the rows, the gradient of
+    # every input and weight that needs one (ctx.needs_input_grad), from the derivatives kernelgen wrote
+    # from the expression into csrc/layernorm/layernorm.h (layernorm_grad and its reductions). It saves
+    # nothing but the arguments: it computes the forward's per-row values again from the row it holds.
+    # To differentiate reference() instead, register _backward_vjp below.
+    needs = list(ctx.needs_input_grad)
+    grads = iter(torch.ops.myteam.layernorm_backward.default(grad_out, *ctx.saved_tensors, needs))
+    return tuple(next(grads) if need else None for need in needs)
+
+
+def _backward_vjp(ctx, grad_out: torch.Tensor):
+    # The vector-Jacobian product of reference(), computed by torch.func.vjp in op-math precision
+    # (float32 for float16/bfloat16 inputs): correct for any expression, and several PyTorch kernels.
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -156,6 +156,16 @@ class ErrorModel:
     def min_of_row(self, t, t_error):
         return t.amin(-1, keepdim=True), per_element(t, t_error).amax(-1, keepdim=True)
 
+    def sum_of_column(self, t, t_error, like):
+        """A weight's gradient: the sums over the rows (the first dimension of `like`) of its per-element
+        contributions t, whose elements have errors t_error, and their errors. The backward kernels add a
+        column in chains of at most n - 1 additions for n rows (each slot of rows adds its rows in order,
+        then the slots' partial sums are added), with the same rounding analysis as sum_roundings."""
+        t = torch.broadcast_to(torch.as_tensor(t, dtype=like.dtype, device=like.device), like.shape)
+        chain_length = max(t.shape[0] - 1, 0)
+        roundings = min(chain_length, LAMBDA * math.sqrt(chain_length))
+        return t.sum(0), per_element(t, t_error).sum(0) + roundings * t.abs().sum(0)
+
     # ---- the dot product (matmul ops) ----
 
     def dot_error(self, a, b):

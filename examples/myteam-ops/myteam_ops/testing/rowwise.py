@@ -8,6 +8,8 @@ the reason, when no GPU is visible or the op has no CUDA implementation here.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -141,6 +143,8 @@ class RowwiseSuite(Suite):
         assert torch.autograd.gradcheck(self.op.overload, args, eps=1e-6, atol=1e-5, rtol=1e-4)
 
     def test_backward_matches_reference(self, device, dtype):
+        if self.op.backward is not None:
+            pytest.skip(f"{self.op.name}'s generated backward is held to its error bounds (test_backward_op_*)")
         args = [t.requires_grad_() for t in self.make_args((9, 130), dtype, device, seed=9)]
         grad_out = self.make_args((9, 130), dtype, device, seed=10)[0]
         grads = torch.autograd.grad(self.op.call(*args), args, grad_out)
@@ -150,6 +154,140 @@ class RowwiseSuite(Suite):
         for got, want in zip(grads, ref_grads):
             # a weight's gradient sums over the rows: allow for that sum's rounding
             torch.testing.assert_close(got, want.to(dtype), **{k: 4 * v for k, v in TOLERANCES[dtype].items()})
+
+    # ---- the generated backward (an op with backward=...) ----
+
+    def _needs_backward(self):
+        if self.op.backward is None:
+            pytest.skip(f"{self.op.name}'s backward is the vjp of its reference")
+
+    @staticmethod
+    def _needs_a_wider_reference(dtype):
+        # The exact gradients are the vjp of reference() in float64: exact enough for a float32 or 16-bit
+        # op, not for a float64 one (autograd's own rounding is as large as the op's). The float64
+        # gradients are checked by test_gradcheck instead.
+        if dtype == torch.float64:
+            pytest.skip("float64 gradients are checked by gradcheck: the float64 vjp of reference() is no more exact than the op")
+
+    def exact_gradients(self, grad, args):
+        """The exact gradients of the inputs and the weights (the vjp of reference() in float64 on the same,
+        already rounded values) and the error each element of each may have (the error model of the
+        derivatives; a weight's sums its contributions over the rows)."""
+        error_model = self.op.error_model(grad.dtype)
+        exact = [t.double().requires_grad_() for t in args]
+        exact_grad = grad.double()
+        wants = torch.autograd.grad(self.op.reference(*exact), exact, exact_grad, allow_unused=True)
+        wants = [torch.zeros_like(t) if w is None else w for t, w in zip(exact, wants)]
+        n_inputs, cols = len(self.op.inputs), grad.shape[-1]
+        rows = [t.detach().reshape(-1, cols) for t in exact[:n_inputs]]
+        bounds = self.op.grad_error_bound(error_model, exact_grad.reshape(-1, cols), *rows, *(t.detach() for t in exact[n_inputs:]))
+        checks = []
+        for j, (want, bound) in enumerate(zip(wants, bounds)):
+            shape = rows[0].shape if j < n_inputs else want.shape
+            bound = torch.broadcast_to(torch.as_tensor(bound, dtype=torch.float64, device=want.device), shape).reshape(want.shape)
+            checks.append((want, error_model.allowed_error(want, bound)))
+        return checks
+
+    def assert_gradients_match(self, grads, grad, args):
+        for got, (want, allowed_err) in zip(grads, self.exact_gradients(grad, args), strict=True):
+            assert got.shape == want.shape and got.dtype == grad.dtype and got.is_contiguous()
+            mismatches = Mismatches(got)
+            mismatches.check_piece(got.reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
+            mismatches.check()
+
+    def backward_args(self, shape, dtype, device, seed):
+        """The arguments and the output's gradient of one backward call."""
+        return self.make_args(shape, dtype, device, seed=seed), self.sample(shape, dtype, device, seeded(seed + 1000, device))
+
+    @pytest.mark.parametrize("shape", [(5, 1), (3, 33), (7, 1000), (2, 3, 129), (2, 4099), (3, 16384), (2, 16385), (2, 65537)], ids=str)
+    def test_backward_op_matches_the_exact_gradients(self, device, dtype, shape):
+        """Every gradient of the generated backward, the weights' included, within its error bound of the exact one."""
+        self._needs_backward()
+        self._needs_a_wider_reference(dtype)
+        args, grad = self.backward_args(shape, dtype, device, seed=31)
+        grads = self.op.backward(grad, *args, [True] * len(args))
+        assert len(grads) == len(args)
+        self.assert_gradients_match(grads, grad, args)
+
+    @pytest.mark.parametrize("shape", [(20000, 64), (1500, 4100), (700, 16400)], ids=str)
+    def test_backward_op_weight_gradients_over_many_rows(self, device, dtype, shape):
+        """More rows than the GPU has row slots, so that each slot adds up the weights' contributions of
+        several rows (the register kernel, and the multi-pass one at 16400 where the weights' running sums
+        do not fit in registers)."""
+        self._needs_backward()
+        self._needs_a_weight()
+        self._needs_a_wider_reference(dtype)
+        if device == "cpu" and shape[-1] > 64:
+            pytest.skip("the GPU's row slots: on CPU, (20000, 64) already spans many tasks")
+        args, grad = self.backward_args(shape, dtype, device, seed=41)
+        self.assert_gradients_match(self.op.backward(grad, *args, [True] * len(args)), grad, args)
+
+    @pytest.mark.parametrize("shape", [(0, 7), (3, 0), (2, 0, 5)], ids=str)
+    def test_backward_op_empty(self, device, shape):
+        """No rows, or empty rows: gradients of the arguments' shapes, and a weight's is zero (a sum over no rows)."""
+        self._needs_backward()
+        args, grad = self.backward_args(shape, self.op.dtypes[0], device, seed=42)
+        grads = self.op.backward(grad, *args, [True] * len(args))
+        for got, arg in zip(grads, args, strict=True):
+            assert got.shape == arg.shape and got.dtype == arg.dtype
+        for got in grads[len(self.op.inputs):]:
+            assert torch.equal(got, torch.zeros_like(got))
+
+    def test_backward_op_returns_the_gradients_asked_for(self, device):
+        """ctx.needs_input_grad: each subset of the inputs and weights gets exactly its gradients, in order,
+        bitwise equal to those of a call that asks for all."""
+        self._needs_backward()
+        args, grad = self.backward_args((37, 1000), self.op.dtypes[0], device, seed=33)
+        every = self.op.backward(grad, *args, [True] * len(args))
+        for mask in range(2 ** len(args)):
+            needs = [bool(mask >> j & 1) for j in range(len(args))]
+            got = self.op.backward(grad, *args, needs)
+            assert len(got) == sum(needs)
+            for g, want in zip(got, [e for e, need in zip(every, needs) if need]):
+                assert torch.equal(g, want)
+
+    @pytest.mark.parametrize("cols", [1000, 65537])
+    def test_backward_op_bitwise_deterministic(self, device, dtype, cols):
+        """The weights' gradients are sums over the rows in a fixed order (no atomics): the same bits every call."""
+        self._needs_backward()
+        args, grad = self.backward_args((300, cols), dtype, device, seed=43)
+        first = self.op.backward(grad, *args, [True] * len(args))
+        for _ in range(3):
+            again = self.op.backward(grad, *args, [True] * len(args))
+            assert all(torch.equal(a, b) for a, b in zip(again, first))
+
+    def test_backward_through_autograd_with_a_non_contiguous_grad(self, device, dtype):
+        """autograd calls the generated backward: transposed inputs, a non-contiguous output gradient and
+        arguments that do not all require grad still give the exact gradients within their bounds."""
+        self._needs_backward()
+        self._needs_a_wider_reference(dtype)
+        n_inputs = len(self.op.inputs)
+        base = self.make_args((130, 67), dtype, device, seed=35)
+        args = [t.t() for t in base[:n_inputs]] + self.make_args((67, 130), dtype, device, seed=35)[n_inputs:]
+        # the first input and the last argument require grad (all of them when there are two or fewer)
+        leaves = [t.detach().requires_grad_(j == 0 or j == len(args) - 1) for j, t in enumerate(args)]
+        grad = self.make_args((130, 67), dtype, device, seed=36)[0].t()
+        assert not grad.is_contiguous() and not leaves[0].is_contiguous()
+        out = self.op.call(*leaves)
+        wanted = [t for t in leaves if t.requires_grad]
+        got = torch.autograd.grad(out, wanted, grad)
+        expected = self.exact_gradients(grad, [t.detach() for t in leaves])
+        for g, (want, allowed_err) in zip(got, [e for e, t in zip(expected, leaves) if t.requires_grad], strict=True):
+            mismatches = Mismatches(g)
+            mismatches.check_piece(g.reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
+            mismatches.check()
+
+    def test_backward_op_opcheck(self, device):
+        self._needs_backward()
+        args, grad = self.backward_args((5, 9), self.op.dtypes[0], device, seed=37)
+        torch.library.opcheck(self.op.backward, (grad, *args, [True] * len(args)))
+
+    def test_backward_op_error_wrong_grad_shape(self, device):
+        self._needs_backward()
+        args, _ = self.backward_args((4, 6), self.op.dtypes[0], device, seed=39)
+        grad = self.make_args((6, 4), self.op.dtypes[0], device, seed=40)[0]
+        with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: grad is ")):
+            self.op.backward(grad, *args, [True] * len(args))
 
     @pytest.mark.parametrize("requires_grad", [False, True])
     def test_opcheck(self, device, requires_grad):
@@ -303,3 +441,37 @@ class RowwiseSuite(Suite):
         for start, stop in [(0, 4), (boundary - 2, boundary + 2), (rows - 4, rows)]:
             window = [t[start:stop] for t in args[:n_inputs]] + args[n_inputs:]
             self.assert_matches(out[start:stop], window)
+
+    @pytest.mark.large
+    @requires_cuda
+    def test_backward_op_more_than_2_pow_31_elements(self):
+        # The backward kernel's row offsets past 2**31: rows of 1024 in the smallest supported dtype, every
+        # input's gradient checked within its bound on the first rows, across element 2**31 and on the last
+        # rows (the weights' gradients sum over all rows: their bound is checked in the tests above).
+        self._needs_backward()
+        n_inputs = len(self.op.inputs)
+        dtype = min(self.op.dtypes, key=lambda d: d.itemsize)
+        cols = 1024
+        rows = 2**31 // cols + 3
+        need = (2 * n_inputs + 1) * rows * cols * dtype.itemsize
+        free, _ = torch.cuda.mem_get_info()
+        if free < need * 1.1:
+            pytest.skip(f"needs {need / 2**30:.1f} GiB of free GPU memory, {free / 2**30:.1f} GiB free")
+        generator = seeded(18, "cuda")
+        args = [torch.empty((rows, cols), dtype=dtype, device="cuda") for _ in range(n_inputs + 1)]
+        for tensor in args:
+            if self.op.positive_domain:
+                tensor.uniform_(0.5, 2.5, generator=generator)
+            else:
+                tensor.normal_(generator=generator)
+        grad, args = args[0], args[1:]
+        args += [self.sample((cols,), dtype, "cuda", generator) for _ in self.op.weights]
+        grads = self.op.backward(grad, *args, [True] * n_inputs + [False] * len(self.op.weights))
+        boundary = 2**31 // cols
+        for start, stop in [(0, 4), (boundary - 2, boundary + 2), (rows - 4, rows)]:
+            window = [t[start:stop] for t in args[:n_inputs]] + args[n_inputs:]
+            expected = self.exact_gradients(grad[start:stop], window)[:n_inputs]
+            for got, (want, allowed_err) in zip(grads, expected, strict=True):
+                mismatches = Mismatches(got[start:stop])
+                mismatches.check_piece(got[start:stop].reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
+                mismatches.check()

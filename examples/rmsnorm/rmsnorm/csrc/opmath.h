@@ -18,6 +18,15 @@
 #else
 #define OPMATH_FN inline
 #endif
+// A step whose result is compared for equality with a value computed from it elsewhere (the argument of a
+// max or min reduction, and the backward's mask [f == max(f)] of the elements that reach it): one
+// compiled copy computes it everywhere. Inlined, each copy may contract a * b + c into a fused
+// multiply-add differently, and the mask could then miss every element of the row.
+#if defined(__CUDACC__)
+#define OPMATH_NOINLINE_FN __host__ __device__ __noinline__
+#else
+#define OPMATH_NOINLINE_FN __attribute__((noinline)) inline
+#endif
 
 namespace  {
 namespace opmath {

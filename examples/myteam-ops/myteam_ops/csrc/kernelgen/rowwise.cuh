@@ -106,10 +106,12 @@ constexpr int row_registers(int per_thread) {
 // kLongPerThread, halved while the row's values would take more than kRowRegisters, down to one pack.
 // A spilled row costs far more than the extra threads: the two-input RMSNorm in bfloat16 runs at 32%
 // of a copy's bandwidth when it spills.
-template <class Op, typename scalar_t, int kVec>
+// (kBudget: the registers the row may take; the backward with weights, at up to 128 registers a thread,
+// allows twice kRowRegisters.)
+template <class Op, typename scalar_t, int kVec, int kBudget = kRowRegisters>
 constexpr int per_thread() {
   int count = kLongPerThread;
-  while (count > kVec && row_registers<Op, scalar_t, kVec>(count) > kRowRegisters) {
+  while (count > kVec && row_registers<Op, scalar_t, kVec>(count) > kBudget) {
     count /= 2;
   }
   return count;
@@ -117,9 +119,9 @@ constexpr int per_thread() {
 
 // The longest row the register kernel takes for this type: kMaxRegisterCols, or fewer when the
 // row's values do not fit kWideThreads threads (4 float32 inputs: 8 per thread, 8192).
-template <class Op, typename scalar_t, int kVec>
+template <class Op, typename scalar_t, int kVec, int kBudget = kRowRegisters>
 constexpr int64_t max_register_cols() {
-  return std::min(kMaxRegisterCols, int64_t{per_thread<Op, scalar_t, kVec>()} * kWideThreads);
+  return std::min(kMaxRegisterCols, int64_t{per_thread<Op, scalar_t, kVec, kBudget>()} * kWideThreads);
 }
 
 // kVec elements moved as one 16-byte access (one ld.global.v4 / st.global.v4).
@@ -540,6 +542,389 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
       launch_rows<kVec>(in..., out, rows, cols, stream);
     } else {
       launch_rows<1>(in..., out, rows, cols, stream);
+    }
+  }
+};
+
+
+// ---- the backward ------------------------------------------------------------------------------
+// An op's backward is a rowwise op too (GradOp in csrc/<op>/<op>.h): its columns are the output's
+// gradient, the op's inputs and its weights; its reductions are the forward's per-row values that the
+// gradients read, computed again from the inputs, and the backward's own (a softmax's sum(g * y)); then,
+// per element, every column's gradient. The forward saves no per-row statistic for it: the backward
+// holds the row in registers anyway, so computing them again costs arithmetic, not memory traffic. The
+// kernels are the forward's, with two differences:
+//   * each input's gradient is a row like the output, written only where asked for (a null pointer);
+//   * a weight's gradient is the sum of its per-element contributions over all the rows, a column
+//     reduction. Each row slot (a row of a block) works through rows slot, slot + slots, ... and keeps
+//     its columns' sums in shared memory, each thread its own (the multi-pass kernel: in its own row of
+//     the buffer); it writes them once to a buffer of partial sums in the math type, one row per slot,
+//     and column_sum_kernel adds the slots up in a fixed order. No atomics: the weights' gradients are
+//     bitwise reproducible. The slots fill the GPU once (every SM's resident blocks), so the buffer is
+//     small, and their number depends only on the row length, the dtype and the GPU. An op with weights
+//     always runs this kernel, their gradients asked for or not (then nothing is written for them), so
+//     that its inputs' gradients are the same bits either way.
+
+// Where the gradients go: an input's row-shaped gradient, and a weight's partial sums (`slots` rows of
+// `cols` in the math type); null where a gradient is not asked for.
+template <class Op, typename scalar_t>
+struct GradOutputs {
+  static constexpr int kInputGrads = Op::kInputs - 1;  // column 0 is the output's gradient
+  scalar_t* input[kInputGrads];
+  typename Op::template math_t<scalar_t>* weight[Op::kWeights > 0 ? Op::kWeights : 1];
+};
+
+// The shared memory a block of the backward's register kernel keeps its weights' running sums in: one
+// math-type value per weight, element and thread. Laid out [weight][element][thread], so that the
+// threads of a warp touch 32 consecutive words (no bank conflicts).
+extern __shared__ __align__(16) unsigned char grad_sums_memory[];
+
+// The backward over rows held in registers (as rows_kernel); each row slot takes rows slot, slot +
+// gridDim.x * blockDim.y, ... and, with kWeightGrads, sums the weights' contributions over them.
+// With weights, a block's running sums take much of an SM's shared memory, so few blocks fit an SM
+// anyway: the kernel may then take up to 65536 / kBlockThreads registers a thread (minimum one block),
+// which keeps it from spilling.
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads, bool kWeightGrads,
+          std::size_t... I>
+__global__ void __launch_bounds__(kBlockThreads, kWeightGrads ? 1 : kWideThreads / kBlockThreads)
+grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows, int64_t cols) {
+  using Step = Steps<Op, scalar_t, kVec>;
+  using acc_t = typename Step::acc_t;
+  using pack_t = typename Step::pack_t;
+  constexpr int kPacks = kPerThread / kVec;
+  constexpr int kSlots = kBlockThreads / kWarp;
+  constexpr int kInputGrads = Op::kInputs - 1;
+  constexpr int kSums = kWeightGrads ? Op::kWeights : 0;
+  __shared__ acc_t scratch[Op::kReductions > 0 ? Op::kReductions : 1][kSlots];
+  const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
+  const int first = static_cast<int>(threadIdx.x) * kVec;
+  acc_t* const sums = reinterpret_cast<acc_t*>(grad_sums_memory);
+  const int block_threads = static_cast<int>(blockDim.x * blockDim.y);
+  const int me = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+#pragma unroll
+  for (int e = 0; e < kSums * kPerThread; ++e) {
+    sums[e * block_threads + me] = acc_t(0);
+  }
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  // `top` is the block's first row: the same for all its threads, so that all take every barrier.
+  for (int64_t top = static_cast<int64_t>(blockIdx.x) * blockDim.y; top < rows; top += stride) {
+    const int64_t row = top + threadIdx.y;
+    const int limit = row < rows ? static_cast<int>(cols) : 0;
+    const int64_t base = row * cols;
+    pack_t row_v[Step::kColumns][kPacks];
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int col = p * threads * kVec + first;
+      (Step::template clear<I>(row_v[I][p]), ...);
+      if (col < limit) {
+        (Step::template hold<I>(row_v[I][p], in, base, col), ...);
+      }
+    }
+    acc_t r[Op::kReductions + 1];
+    r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
+    acc_t unused[1];
+    Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused,
+                                               &scratch[0][0], threads, first, limit, cols, in...);
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int col = p * threads * kVec + first;
+      if (col < limit) {
+        pack_t weights[Step::kColumns];
+        Step::template load_weights<Step::kOutput>(weights, col, in...);
+        pack_t result[kInputGrads];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          acc_t v[Step::kColumns];
+          Step::template held_values<Step::kOutput>(v, row_v, weights, p, k);
+          acc_t d[Step::kColumns - 1];
+          Op::template grads<acc_t>(v, r, d);
+#pragma unroll
+          for (int j = 0; j < kInputGrads; ++j) {
+            result[j].v[k] = static_cast<scalar_t>(d[j]);
+          }
+#pragma unroll
+          for (int j = 0; j < kSums; ++j) {
+            sums[(j * kPerThread + p * kVec + k) * block_threads + me] += d[kInputGrads + j];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kInputGrads; ++j) {
+          if (out.input[j] != nullptr) {
+            *reinterpret_cast<pack_t*>(out.input[j] + base + col) = result[j];
+          }
+        }
+      }
+    }
+    if (threads > kWarp) {
+      __syncthreads();  // the next row's reductions reuse `scratch`, which slower warps may still be reading
+    }
+  }
+  if constexpr (kSums > 0) {
+    const int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+#pragma unroll
+    for (int j = 0; j < kSums; ++j) {
+      if (out.weight[j] != nullptr) {
+#pragma unroll
+        for (int p = 0; p < kPacks; ++p) {
+          const int col = p * threads * kVec + first;
+          if (col < cols) {
+#pragma unroll
+            for (int k = 0; k < kVec; ++k) {
+              out.weight[j][slot * cols + col + k] = sums[(j * kPerThread + p * kVec + k) * block_threads + me];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The backward over rows longer than the register kernel takes (as long_rows_kernel): block b takes
+// rows b, b + gridDim.x, ...; with kWeightGrads, row b of each weight's buffer holds the block's sums
+// (written at its first row, added to at the next ones, by the thread that owns the column each time).
+template <class Op, typename scalar_t, int kVec, bool kWeightGrads, std::size_t... I>
+__global__ void __launch_bounds__(kMaxThreads)
+grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows,
+                      int64_t cols) {
+  using Step = Steps<Op, scalar_t, kVec>;
+  using acc_t = typename Step::acc_t;
+  using pack_t = typename Step::pack_t;
+  constexpr int kSlots = kMaxThreads / kWarp;
+  constexpr int kInputGrads = Op::kInputs - 1;
+  __shared__ acc_t scratch[Op::kReductions > 0 ? Op::kReductions : 1][kSlots];
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const int64_t base = row * cols;
+    acc_t r[Op::kReductions + 1];
+    r[Op::kReductions] = static_cast<acc_t>(cols);
+    Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, &scratch[0][0], base,
+                                         cols, in...);
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+      pack_t packs[Step::kColumns];
+      Step::template load_columns<Step::kOutput>(packs, base, col, in...);
+      pack_t result[kInputGrads];
+      acc_t contribution[Op::kWeights > 0 ? Op::kWeights : 1][kVec];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc_t v[Step::kColumns];
+        Step::template loaded_values<Step::kOutput>(v, packs, k);
+        acc_t d[Step::kColumns - 1];
+        Op::template grads<acc_t>(v, r, d);
+#pragma unroll
+        for (int j = 0; j < kInputGrads; ++j) {
+          result[j].v[k] = static_cast<scalar_t>(d[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < Op::kWeights; ++j) {
+          contribution[j][k] = d[kInputGrads + j];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kInputGrads; ++j) {
+        if (out.input[j] != nullptr) {
+          *reinterpret_cast<pack_t*>(out.input[j] + base + col) = result[j];
+        }
+      }
+      if constexpr (kWeightGrads) {
+#pragma unroll
+        for (int j = 0; j < Op::kWeights; ++j) {
+          if (out.weight[j] != nullptr) {
+            acc_t* sum = out.weight[j] + static_cast<int64_t>(blockIdx.x) * cols + col;
+#pragma unroll
+            for (int k = 0; k < kVec; ++k) {
+              sum[k] = (row == blockIdx.x ? acc_t(0) : sum[k]) + contribution[j][k];
+            }
+          }
+        }
+      }
+    }
+    __syncthreads();  // the next row's reductions reuse `scratch`
+  }
+}
+
+// out[col] = the sum of partial[s * cols + col] over the slots s < slots: thread (x, y) of a block adds
+// slots y, y + kSumThreadsY, ... of column x, then the block adds its kSumThreadsY sums pairwise. The
+// order is fixed, so the result is bitwise reproducible.
+constexpr int kSumThreadsX = 32;
+constexpr int kSumThreadsY = 16;
+template <typename acc_t, typename scalar_t>
+__global__ void __launch_bounds__(kSumThreadsX * kSumThreadsY)
+column_sum_kernel(const acc_t* __restrict__ partial, int64_t slots, int64_t cols, scalar_t* __restrict__ out) {
+  __shared__ acc_t part[kSumThreadsY][kSumThreadsX + 1];
+  for (int64_t left = static_cast<int64_t>(blockIdx.x) * kSumThreadsX; left < cols;
+       left += static_cast<int64_t>(gridDim.x) * kSumThreadsX) {
+    const int64_t col = left + threadIdx.x;
+    acc_t total = acc_t(0);
+    if (col < cols) {
+      for (int64_t s = threadIdx.y; s < slots; s += kSumThreadsY) {
+        total += partial[s * cols + col];
+      }
+    }
+    part[threadIdx.y][threadIdx.x] = total;
+    __syncthreads();
+    for (int half = kSumThreadsY / 2; half > 0; half /= 2) {
+      if (static_cast<int>(threadIdx.y) < half) {
+        part[threadIdx.y][threadIdx.x] += part[threadIdx.y + half][threadIdx.x];
+      }
+      __syncthreads();
+    }
+    if (threadIdx.y == 0 && col < cols) {
+      out[col] = static_cast<scalar_t>(part[0][threadIdx.x]);
+    }
+    __syncthreads();  // `part` is written again for the next columns
+  }
+}
+
+// Resident threads per SM the kernels are built for: 64 registers each (__launch_bounds__).
+constexpr int kThreadsPerSM = 2048;
+// Shared memory a block may take without asking (cudaFuncAttributeMaxDynamicSharedMemorySize).
+constexpr int64_t kDefaultSharedBytes = 48 * 1024;
+
+// An attribute of the current device.
+inline int64_t device_attribute(cudaDeviceAttr attribute) {
+  int device = 0;
+  STD_CUDA_CHECK(cudaGetDevice(&device));
+  int value = 0;
+  STD_CUDA_CHECK(cudaDeviceGetAttribute(&value, attribute, device));
+  return value;
+}
+
+inline int64_t sm_count() { return device_attribute(cudaDevAttrMultiProcessorCount); }
+
+template <class Op, typename scalar_t, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
+struct GradLaunch;
+
+template <class Op, typename scalar_t, std::size_t... I>
+struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
+  using acc_t = typename Op::template math_t<scalar_t>;
+  static constexpr int kInputGrads = Op::kInputs - 1;
+
+  // A launch: the register kernel (threads per row, rows per block) or the multi-pass one, and the
+  // blocks; the slots (rows of each weight's partial sums) are blocks * rows per block.
+  struct Shape {
+    bool long_rows;
+    int threads;
+    int rows_per_block;
+    int64_t blocks;
+    int64_t sums_bytes;  // dynamic shared memory of a register-kernel block: the weights' running sums
+    int64_t slots() const { return blocks * rows_per_block; }
+  };
+  static constexpr int kVecAligned = kVectorBytes / sizeof(scalar_t);
+  static constexpr bool kWeightGrads = Op::kWeights > 0;
+  // Elements per thread and the longest row held in registers, as the forward's (per_thread() of this
+  // op's columns: the output's gradient, the inputs), with twice the registers for the row where the
+  // kernel may take 128 a thread (with weights); the same for the scalar path of misaligned rows.
+  static constexpr int kBudget = kWeightGrads ? 2 * kRowRegisters : kRowRegisters;
+  static constexpr int kPerThread = per_thread<Op, scalar_t, kVecAligned, kBudget>();
+  static constexpr int64_t kMaxCols = max_register_cols<Op, scalar_t, kVecAligned, kBudget>();
+
+  // Bytes of shared memory a block of `block_threads` keeps the weights' running sums in.
+  static int64_t sums_bytes(int64_t block_threads) {
+    return kWeightGrads ? int64_t{Op::kWeights} * kPerThread * block_threads * static_cast<int64_t>(sizeof(acc_t)) : 0;
+  }
+
+  using Kernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t);
+
+  // The register kernel for rows of `threads` threads. float32/float64 fix the thread count at compile
+  // time at kMaxThreads and kWideThreads, as the forward does.
+  template <int kVec>
+  static Kernel rows_kernel_for(int threads) {
+    if (threads == kWideThreads) {
+      return grad_rows_kernel<Op, scalar_t, kVec, kPerThread, (sizeof(scalar_t) > 2 ? kWideThreads : 0), kWideThreads,
+                              kWeightGrads, I...>;
+    }
+    if (sizeof(scalar_t) > 2 && threads == kMaxThreads) {
+      return grad_rows_kernel<Op, scalar_t, kVec, kPerThread, kMaxThreads, kMaxThreads, kWeightGrads, I...>;
+    }
+    return grad_rows_kernel<Op, scalar_t, kVec, kPerThread, 0, kMaxThreads, kWeightGrads, I...>;
+  }
+
+  // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB a kernel must ask).
+  static void allow_shared(Kernel kernel, int64_t bytes) {
+    if (bytes > kDefaultSharedBytes) {
+      STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    }
+  }
+
+  // The launch for `rows` rows of `cols`. The register kernel when the row fits it and its weights'
+  // running sums fit a block's shared memory, else the multi-pass kernel. With weights, the blocks fill
+  // the GPU once (as many as its SMs hold at once: the occupancy of the 16-byte kernel, which the
+  // scalar one, for misaligned rows, shares): each then takes several rows. Without, one block per
+  // rows_per_block rows (up to kMaxBlocks; the kernel loops past).
+  static Shape shape(int64_t rows, int64_t cols) {
+    const int64_t sms = sm_count();
+    if (cols <= kMaxCols) {
+      int threads = kWarp;
+      while (threads < kWideThreads && int64_t{threads} * kPerThread < cols) {
+        threads *= 2;
+      }
+      const int rows_per_block = std::max(1, kRowBlockThreads / threads);
+      const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block);
+      if (bytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
+        const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
+        int64_t blocks = kMaxBlocks;
+        if (kWeightGrads) {
+          const Kernel kernel = rows_kernel_for<kVecAligned>(threads);
+          allow_shared(kernel, bytes);
+          int per_sm = 0;
+          STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads * rows_per_block,
+                                                                       static_cast<size_t>(bytes)));
+          blocks = sms * std::max(1, per_sm);
+        }
+        return {false, threads, rows_per_block, std::max<int64_t>(1, std::min(needed, blocks)), bytes};
+      }
+    }
+    const int64_t blocks = kWeightGrads ? sms * (kThreadsPerSM / kMaxThreads) : kMaxBlocks;
+    return {true, kMaxThreads, 1, std::min(rows, blocks), 0};
+  }
+
+  // The rows of each weight's buffer of partial sums (see GradOutputs).
+  static int64_t slots(int64_t rows, int64_t cols) { return shape(rows, cols).slots(); }
+
+  template <int kVec>
+  static void launch(const Same<I, scalar_t>*... in, const GradOutputs<Op, scalar_t>& out, int64_t rows, int64_t cols,
+                     cudaStream_t stream) {
+    const Shape s = shape(rows, cols);
+    if (s.long_rows) {
+      grad_long_rows_kernel<Op, scalar_t, kVec, kWeightGrads, I...>
+          <<<static_cast<unsigned int>(s.blocks), kMaxThreads, 0, stream>>>(in..., out, rows, cols);
+    } else {
+      const Kernel kernel = rows_kernel_for<kVec>(s.threads);
+      allow_shared(kernel, s.sums_bytes);
+      kernel<<<static_cast<unsigned int>(s.blocks), dim3(s.threads, s.rows_per_block), static_cast<size_t>(s.sums_bytes),
+               stream>>>(in..., out, rows, cols);
+    }
+    STD_CUDA_KERNEL_LAUNCH_CHECK();  // a bad launch is reported here, not by a later CUDA call
+  }
+
+  // The gradients of `rows` rows of `cols` (in: the output's gradient, the inputs, the weights). grads:
+  // the inputs' gradients (rows x cols), then the weights' (cols), null where not asked for. partial:
+  // slots(rows, cols) x cols elements per weight whose gradient is asked for (in the order of the
+  // weights), or null when none is.
+  static void run(const Same<I, scalar_t>*... in, scalar_t* const* grads, acc_t* partial, int64_t rows, int64_t cols,
+                  cudaStream_t stream) {
+    GradOutputs<Op, scalar_t> out{};
+    bool aligned = cols % kVecAligned == 0 && (is_aligned(in) && ...);
+    for (int j = 0; j < kInputGrads; ++j) {
+      out.input[j] = grads[j];
+      aligned = aligned && (grads[j] == nullptr || is_aligned(grads[j]));
+    }
+    const int64_t slots = partial != nullptr ? shape(rows, cols).slots() : 0;
+    for (int j = 0, k = 0; j < Op::kWeights; ++j) {
+      out.weight[j] = partial != nullptr && grads[kInputGrads + j] != nullptr ? partial + (k++) * slots * cols : nullptr;
+    }
+    if (aligned) {
+      launch<kVecAligned>(in..., out, rows, cols, stream);
+    } else {
+      launch<1>(in..., out, rows, cols, stream);
+    }
+    for (int j = 0; j < Op::kWeights; ++j) {
+      if (out.weight[j] != nullptr) {
+        const int64_t blocks = std::min<int64_t>((cols + kSumThreadsX - 1) / kSumThreadsX, kMaxBlocks);
+        column_sum_kernel<acc_t, scalar_t><<<static_cast<unsigned int>(blocks), dim3(kSumThreadsX, kSumThreadsY), 0, stream>>>(
+            out.weight[j], slots, cols, grads[kInputGrads + j]);
+        STD_CUDA_KERNEL_LAUNCH_CHECK();
+      }
     }
   }
 };

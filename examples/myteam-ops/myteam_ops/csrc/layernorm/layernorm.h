@@ -83,4 +83,102 @@ struct Op {
   }
 };
 
+
+// ---- the backward -----------------------------------------------------------------------------
+// The gradients of layernorm given the gradient _grad of its output, written by kernelgen from the
+// expression above (its symbolic derivatives, reverse mode through the steps). The backward of a rowwise
+// op is itself a rowwise op, of the columns _grad, x, w, b: 4 reductions over the row
+// (the forward's per-row values the gradients read, computed again from the inputs, and the backward's
+// own), then, per element, the gradient of each input and each weight's contribution of this row (a
+// weight's gradient is the sum of its contributions over the rows). layernorm_grad_reduce<k>_arg and
+// layernorm_grad are called by the CPU loop and the CUDA kernels of layernorm_backward alike. If you
+// change the formula above, change these to match: the tests compare them with the exact gradients of
+// reference().
+constexpr int kGradReductions = 4;
+
+// _r[0] = mean(x) (the forward's _r[0])
+template <typename acc_t>
+using GradReduce0 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean0 = true;
+template <typename acc_t>
+OPMATH_FN acc_t layernorm_grad_reduce0_arg(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r) {
+  return x;
+}
+
+// _r[1] = mean((x - mean(x)) ** 2.0) (the forward's _r[1])
+template <typename acc_t>
+using GradReduce1 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean1 = true;
+template <typename acc_t>
+OPMATH_FN acc_t layernorm_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r) {
+  return opmath::square(x - _r[0]);
+}
+
+// _r[2] = mean(_grad * w)
+template <typename acc_t>
+using GradReduce2 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean2 = true;
+template <typename acc_t>
+OPMATH_FN acc_t layernorm_grad_reduce2_arg(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r) {
+  return _grad * w;
+}
+
+// _r[3] = mean(_grad * w * (x - mean(x)))
+template <typename acc_t>
+using GradReduce3 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean3 = true;
+template <typename acc_t>
+OPMATH_FN acc_t layernorm_grad_reduce3_arg(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r) {
+  return _grad * w * (x - _r[0]);
+}
+
+// Per element: _d[j] = the gradient of column j (x, w, b), a weight's for this row.
+template <typename acc_t>
+OPMATH_FN void layernorm_grad(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r, acc_t (&_d)[3]) {
+  const acc_t _t0 = opmath::rsqrt(_r[1] + acc_t(1e-05));
+  const acc_t _t1 = x - _r[0];
+  _d[0] = _grad * (_t0 * w) - _t0 * _r[2] - opmath::ipow<3>(_t0) * _r[3] * _t1;
+  _d[1] = _grad * (_t1 * _t0);
+  _d[2] = _grad;
+}
+
+// What the package's rowwise backward kernels (CPU and CUDA) need to know of it, as Op above: its
+// columns are _grad (0), then x (1), w (2), b (3).
+struct GradOp {
+  static constexpr int kInputs = 2;  // _grad and the inputs: rows
+  static constexpr int kWeights = 2;
+  static constexpr int kReductions = kGradReductions;
+  template <typename scalar_t>
+  using math_t = opmath::opmath_type<scalar_t>;
+  template <int R, typename acc_t>
+  using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>, GradReduce2<acc_t>, GradReduce3<acc_t>>;
+  static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1, kGradMean2, kGradMean3};
+  static constexpr bool kReads[kReductions + 1][4] = {
+      {false, true, false, false},  // _r[0]
+      {false, true, false, false},  // _r[1]
+      {true, false, true, false},  // _r[2]
+      {true, true, true, false},  // _r[3]
+      {true, true, true, false},  // the gradients
+  };
+  static constexpr int kKept = -1;
+
+  template <int R, typename acc_t>
+  static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
+    if constexpr (R == 0) {
+      return layernorm_grad_reduce0_arg<acc_t>(v[0], v[1], v[2], v[3], r);
+    } else if constexpr (R == 1) {
+      return layernorm_grad_reduce1_arg<acc_t>(v[0], v[1], v[2], v[3], r);
+    } else if constexpr (R == 2) {
+      return layernorm_grad_reduce2_arg<acc_t>(v[0], v[1], v[2], v[3], r);
+    } else {
+      return layernorm_grad_reduce3_arg<acc_t>(v[0], v[1], v[2], v[3], r);
+    }
+  }
+  // Every column's gradient at one element (r: the reductions, then the row length).
+  template <typename acc_t>
+  static OPMATH_FN void grads(const acc_t* v, const acc_t* r, acc_t (&d)[3]) {
+    layernorm_grad<acc_t>(v[0], v[1], v[2], v[3], r, d);
+  }
+};
+
 }  // namespace layernorm

@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "../kernelgen/rowwise_cpu.h"
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
@@ -41,6 +42,18 @@ void check_inputs(const Tensor& x) {
           dtype == ScalarType::BFloat16,
       "log_softmax: x has dtype ", kernelgen::dtype_name(dtype), ", but log_softmax supports float32, float64, float16, bfloat16");
   KG_CHECK(x.dim() >= 1, "log_softmax: x is a 0-dimensional tensor; it needs at least one dimension (the row)");
+}
+
+
+void check_backward_inputs(const Tensor& _grad, const Tensor& x, const std::vector<bool>& _needs) {
+  check_inputs(x);
+  KG_CHECK(_grad.device() == x.device() && _grad.scalar_type() == x.scalar_type() &&
+               _grad.sizes().equals(x.sizes()),
+           "log_softmax_backward: grad is ", kernelgen::dtype_name(_grad.scalar_type()), " of shape ", kernelgen::shape_of(_grad),
+           " on ", kernelgen::device_of(_grad.device()), ", but the inputs are ", kernelgen::dtype_name(x.scalar_type()),
+           " of shape ", kernelgen::shape_of(x), " on ", kernelgen::device_of(x.device()));
+  KG_CHECK(_needs.size() == 1, "log_softmax_backward: got ", std::to_string(_needs.size()),
+           " flags in _needs, but log_softmax has 1 argument (one flag each: the inputs, then the weights)");
 }
 
 namespace {
@@ -73,6 +86,60 @@ Tensor log_softmax_cpu(const Tensor& x) {
   return out;
 }
 
+
+// The backward: the gradients of the inputs and weights flagged in `_needs`, in order, from the output's
+// gradient `_grad` (GradOp in log_softmax.h: per row its reductions, then every column's gradient). A
+// weight's gradient sums its contributions over the rows: each task of rows adds them up in its own
+// partial sums, in row order, and the tasks' sums are added in order. The tasks are fixed blocks of rows,
+// whatever the number of threads, so the result is bitwise reproducible.
+std::vector<Tensor> log_softmax_backward_cpu(const Tensor& _grad, const Tensor& x, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, x, _needs);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor x_contig = torch::stable::contiguous(x);
+  const Tensor* _args[1] = {&x};
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 1; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(_args[_j]->sizes(), x.scalar_type(), std::nullopt, x.device()));
+    }
+  }
+  const int64_t cols = x.size(x.dim() - 1);
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  if (rows == 0 || _grads.empty()) {
+    for (int _j = 0, _k = 0; _j < 1; ++_j) {
+      if (_needs[_j]) {
+        if (_j >= 1) {
+          torch::stable::zero_(_grads[_k]);  // a sum over no rows
+        }
+        ++_k;
+      }
+    }
+    return _grads;
+  }
+  THO_DISPATCH_V2(x.scalar_type(), "log_softmax_backward_cpu", AT_WRAP([&] {
+    using acc_t = opmath::opmath_type<scalar_t>;
+    const scalar_t* _grad_ptr = _grad_contig.const_data_ptr<scalar_t>();
+    const scalar_t* x_ptr = x_contig.const_data_ptr<scalar_t>();
+    // Argument j's gradient, or null where it is not asked for.
+    scalar_t* _out_ptr[1] = {};
+    for (int _j = 0, _k = 0; _j < 1; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    const int64_t grain = std::max<int64_t>(1, kGrainElements / cols);
+    const int64_t tasks = (rows + grain - 1) / grain;
+    torch::stable::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        acc_t* partial[1] = {};
+        kg::rowwise::CpuGradRows<GradOp, scalar_t>::run(_grad_ptr, x_ptr, _out_ptr, partial, task * grain,
+                                                        std::min(rows, (task + 1) * grain), cols);
+      }
+    });
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace log_softmax
 
@@ -80,9 +147,12 @@ Tensor log_softmax_cpu(const Tensor& x) {
 // without (a!) annotations promise that the op does not mutate or alias its inputs.
 STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
   m.def("log_softmax(Tensor x) -> Tensor");
+  // The gradients of the inputs and weights flagged in `_needs`, in order: the op's autograd backward (ops/log_softmax.py).
+  m.def("log_softmax_backward(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]");
 }
 
 // The CPU implementation (the CUDA one is registered in cuda/log_softmax_cuda.cpp), boxed by TORCH_BOX.
 STABLE_TORCH_LIBRARY_IMPL(myteam, CPU, m) {
   m.impl("log_softmax", TORCH_BOX(&log_softmax::log_softmax_cpu));
+  m.impl("log_softmax_backward", TORCH_BOX(&log_softmax::log_softmax_backward_cpu));
 }

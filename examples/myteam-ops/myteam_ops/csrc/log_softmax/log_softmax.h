@@ -81,4 +81,85 @@ struct Op {
   }
 };
 
+
+// ---- the backward -----------------------------------------------------------------------------
+// The gradients of log_softmax given the gradient _grad of its output, written by kernelgen from the
+// expression above (its symbolic derivatives, reverse mode through the steps). The backward of a rowwise
+// op is itself a rowwise op, of the columns _grad, x: 3 reductions over the row
+// (the forward's per-row values the gradients read, computed again from the inputs, and the backward's
+// own), then, per element, the gradient of each input. log_softmax_grad_reduce<k>_arg and
+// log_softmax_grad are called by the CPU loop and the CUDA kernels of log_softmax_backward alike. If you
+// change the formula above, change these to match: the tests compare them with the exact gradients of
+// reference().
+constexpr int kGradReductions = 3;
+
+// _r[0] = sum(_grad)
+template <typename acc_t>
+using GradReduce0 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean0 = false;
+template <typename acc_t>
+OPMATH_FN acc_t log_softmax_grad_reduce0_arg(acc_t _grad, acc_t x, const acc_t* _r) {
+  return _grad;
+}
+
+// _r[1] = max(x) (the forward's _r[0])
+template <typename acc_t>
+using GradReduce1 = opmath::MaxOp<acc_t>;
+constexpr bool kGradMean1 = false;
+template <typename acc_t>
+OPMATH_FN acc_t log_softmax_grad_reduce1_arg(acc_t _grad, acc_t x, const acc_t* _r) {
+  return x;
+}
+
+// _r[2] = sum(exp(x - max(x))) (the forward's _r[1])
+template <typename acc_t>
+using GradReduce2 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean2 = false;
+template <typename acc_t>
+OPMATH_FN acc_t log_softmax_grad_reduce2_arg(acc_t _grad, acc_t x, const acc_t* _r) {
+  return opmath::exp(x - _r[1]);
+}
+
+// Per element: _d[j] = the gradient of column j (x).
+template <typename acc_t>
+OPMATH_FN void log_softmax_grad(acc_t _grad, acc_t x, const acc_t* _r, acc_t (&_d)[1]) {
+  _d[0] = _grad - _r[0] / _r[2] * opmath::exp(x - _r[1]);
+}
+
+// What the package's rowwise backward kernels (CPU and CUDA) need to know of it, as Op above: its
+// columns are _grad (0), then x (1).
+struct GradOp {
+  static constexpr int kInputs = 2;  // _grad and the inputs: rows
+  static constexpr int kWeights = 0;
+  static constexpr int kReductions = kGradReductions;
+  template <typename scalar_t>
+  using math_t = opmath::opmath_type<scalar_t>;
+  template <int R, typename acc_t>
+  using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>, GradReduce2<acc_t>>;
+  static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1, kGradMean2};
+  static constexpr bool kReads[kReductions + 1][2] = {
+      {true, false},  // _r[0]
+      {false, true},  // _r[1]
+      {false, true},  // _r[2]
+      {true, true},  // the gradients
+  };
+  static constexpr int kKept = -1;
+
+  template <int R, typename acc_t>
+  static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
+    if constexpr (R == 0) {
+      return log_softmax_grad_reduce0_arg<acc_t>(v[0], v[1], r);
+    } else if constexpr (R == 1) {
+      return log_softmax_grad_reduce1_arg<acc_t>(v[0], v[1], r);
+    } else {
+      return log_softmax_grad_reduce2_arg<acc_t>(v[0], v[1], r);
+    }
+  }
+  // Every column's gradient at one element (r: the reductions, then the row length).
+  template <typename acc_t>
+  static OPMATH_FN void grads(const acc_t* v, const acc_t* r, acc_t (&d)[1]) {
+    log_softmax_grad<acc_t>(v[0], v[1], r, d);
+  }
+};
+
 }  // namespace log_softmax

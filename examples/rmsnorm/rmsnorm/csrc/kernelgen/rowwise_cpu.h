@@ -89,6 +89,59 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
   }
 };
 
+// The backward of a rowwise op: GradOp in csrc/<op>/<op>.h, a rowwise op whose columns are the output's
+// gradient, the op's inputs and its weights. For each row, its reductions (the loop above), then every
+// column's gradient per element: an input's is written to its row of `grads[j]` (null: not asked for); a
+// weight's contribution is added to `partial[j]` (null: not asked for), one partial sum per column over
+// rows [begin, end), in row order. The caller adds the tasks' partial sums up in a fixed order, so the
+// weights' gradients do not depend on how the rows were shared among threads.
+template <class Op, typename scalar_t, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
+struct CpuGradRows;
+
+template <class Op, typename scalar_t, std::size_t... I>
+struct CpuGradRows<Op, scalar_t, std::index_sequence<I...>> {
+  using Rows = CpuRows<Op, scalar_t>;
+  using acc_t = typename Rows::acc_t;
+  static constexpr int kInputGrads = Op::kInputs - 1;  // column 0 is the output's gradient
+
+  static void run(const Same<I, scalar_t>*... in, scalar_t* const* grads, acc_t* const* partial, int64_t begin,
+                  int64_t end, int64_t cols) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t base = row * cols;
+      acc_t r[Op::kReductions + 1];
+      r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
+      Rows::reduce_all(std::make_integer_sequence<int, Op::kReductions>{}, r, row, base, cols, in...);
+      for (int64_t col = 0; col < cols; ++col) {
+        const acc_t v[Rows::kColumns] = {Rows::template value<I>(in, row, base, col, cols)...};
+        acc_t d[Rows::kColumns - 1];
+        Op::template grads<acc_t>(v, r, d);
+        for (int j = 0; j < kInputGrads; ++j) {
+          if (grads[j] != nullptr) {
+            grads[j][base + col] = static_cast<scalar_t>(d[j]);
+          }
+        }
+        for (int j = 0; j < Op::kWeights; ++j) {
+          if (partial[j] != nullptr) {
+            partial[j][col] += d[kInputGrads + j];
+          }
+        }
+      }
+    }
+  }
+};
+
+// out[col] = the sum over s < slots of partial[s * cols + col], added in order of s.
+template <typename acc_t, typename scalar_t>
+void sum_columns(const acc_t* partial, int64_t slots, int64_t cols, scalar_t* out) {
+  for (int64_t col = 0; col < cols; ++col) {
+    acc_t total = acc_t(0);
+    for (int64_t s = 0; s < slots; ++s) {
+      total += partial[s * cols + col];
+    }
+    out[col] = static_cast<scalar_t>(total);
+  }
+}
+
 }  // namespace
 }  // namespace rowwise
 }  // namespace kg

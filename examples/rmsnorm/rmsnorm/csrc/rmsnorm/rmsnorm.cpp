@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "../kernelgen/rowwise_cpu.h"
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
@@ -55,6 +56,18 @@ void check_inputs(const Tensor& x, const Tensor& w) {
   }
 }
 
+
+void check_backward_inputs(const Tensor& _grad, const Tensor& x, const Tensor& w, const std::vector<bool>& _needs) {
+  check_inputs(x, w);
+  KG_CHECK(_grad.device() == x.device() && _grad.scalar_type() == x.scalar_type() &&
+               _grad.sizes().equals(x.sizes()),
+           "rmsnorm_backward: grad is ", kernelgen::dtype_name(_grad.scalar_type()), " of shape ", kernelgen::shape_of(_grad),
+           " on ", kernelgen::device_of(_grad.device()), ", but the inputs are ", kernelgen::dtype_name(x.scalar_type()),
+           " of shape ", kernelgen::shape_of(x), " on ", kernelgen::device_of(x.device()));
+  KG_CHECK(_needs.size() == 2, "rmsnorm_backward: got ", std::to_string(_needs.size()),
+           " flags in _needs, but rmsnorm has 2 arguments (one flag each: the inputs, then the weights)");
+}
+
 namespace {
 
 // Rows per task of torch::stable::parallel_for, chosen so that a task holds about this many elements:
@@ -87,6 +100,78 @@ Tensor rmsnorm_cpu(const Tensor& x, const Tensor& w) {
   return out;
 }
 
+
+// The backward: the gradients of the inputs and weights flagged in `_needs`, in order, from the output's
+// gradient `_grad` (GradOp in rmsnorm.h: per row its reductions, then every column's gradient). A
+// weight's gradient sums its contributions over the rows: each task of rows adds them up in its own
+// partial sums, in row order, and the tasks' sums are added in order. The tasks are fixed blocks of rows,
+// whatever the number of threads, so the result is bitwise reproducible.
+std::vector<Tensor> rmsnorm_backward_cpu(const Tensor& _grad, const Tensor& x, const Tensor& w, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, x, w, _needs);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor x_contig = torch::stable::contiguous(x);
+  const Tensor w_contig = torch::stable::contiguous(w);
+  const Tensor* _args[2] = {&x, &w};
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 2; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(_args[_j]->sizes(), x.scalar_type(), std::nullopt, x.device()));
+    }
+  }
+  const int64_t cols = x.size(x.dim() - 1);
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  if (rows == 0 || _grads.empty()) {
+    for (int _j = 0, _k = 0; _j < 2; ++_j) {
+      if (_needs[_j]) {
+        if (_j >= 1) {
+          torch::stable::zero_(_grads[_k]);  // a sum over no rows
+        }
+        ++_k;
+      }
+    }
+    return _grads;
+  }
+  THO_DISPATCH_V2(x.scalar_type(), "rmsnorm_backward_cpu", AT_WRAP([&] {
+    using acc_t = opmath::opmath_type<scalar_t>;
+    const scalar_t* _grad_ptr = _grad_contig.const_data_ptr<scalar_t>();
+    const scalar_t* x_ptr = x_contig.const_data_ptr<scalar_t>();
+    const scalar_t* w_ptr = w_contig.const_data_ptr<scalar_t>();
+    // Argument j's gradient, or null where it is not asked for.
+    scalar_t* _out_ptr[2] = {};
+    for (int _j = 0, _k = 0; _j < 2; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+      }
+    }
+    const int64_t grain = std::max<int64_t>(1, kGrainElements / cols);
+    const int64_t tasks = (rows + grain - 1) / grain;
+    // Per weight asked for, one row of `cols` partial sums per task.
+    int _sums = 0;
+    for (int _j = 1; _j < 2; ++_j) {
+      _sums += _out_ptr[_j] != nullptr ? 1 : 0;
+    }
+    std::vector<acc_t> _partial(static_cast<std::size_t>(_sums * tasks * cols), acc_t(0));
+    torch::stable::parallel_for(0, tasks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t task = begin; task < end; ++task) {
+        acc_t* partial[1] = {};
+        for (int _j = 0, _k = 0; _j < 1; ++_j) {
+          if (_out_ptr[1 + _j] != nullptr) {
+            partial[_j] = _partial.data() + ((_k++) * tasks + task) * cols;
+          }
+        }
+        kg::rowwise::CpuGradRows<GradOp, scalar_t>::run(_grad_ptr, x_ptr, w_ptr, _out_ptr, partial, task * grain,
+                                                        std::min(rows, (task + 1) * grain), cols);
+      }
+    });
+    for (int _j = 0, _k = 0; _j < 1; ++_j) {
+      if (_out_ptr[1 + _j] != nullptr) {
+        kg::rowwise::sum_columns(_partial.data() + (_k++) * tasks * cols, tasks, cols, _out_ptr[1 + _j]);
+      }
+    }
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace rmsnorm
 
@@ -94,9 +179,12 @@ Tensor rmsnorm_cpu(const Tensor& x, const Tensor& w) {
 // without (a!) annotations promise that the op does not mutate or alias its inputs.
 STABLE_TORCH_LIBRARY_FRAGMENT(rmsnorm, m) {
   m.def("rmsnorm(Tensor x, Tensor w) -> Tensor");
+  // The gradients of the inputs and weights flagged in `_needs`, in order: the op's autograd backward (ops/rmsnorm.py).
+  m.def("rmsnorm_backward(Tensor _grad, Tensor x, Tensor w, bool[] _needs) -> Tensor[]");
 }
 
 // The CPU implementation (the CUDA one is registered in cuda/rmsnorm_cuda.cpp), boxed by TORCH_BOX.
 STABLE_TORCH_LIBRARY_IMPL(rmsnorm, CPU, m) {
   m.impl("rmsnorm", TORCH_BOX(&rmsnorm::rmsnorm_cpu));
+  m.impl("rmsnorm_backward", TORCH_BOX(&rmsnorm::rmsnorm_backward_cpu));
 }

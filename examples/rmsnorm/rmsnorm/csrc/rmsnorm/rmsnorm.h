@@ -69,4 +69,76 @@ struct Op {
   }
 };
 
+
+// ---- the backward -----------------------------------------------------------------------------
+// The gradients of rmsnorm given the gradient _grad of its output, written by kernelgen from the
+// expression above (its symbolic derivatives, reverse mode through the steps). The backward of a rowwise
+// op is itself a rowwise op, of the columns _grad, x, w: 2 reductions over the row
+// (the forward's per-row values the gradients read, computed again from the inputs, and the backward's
+// own), then, per element, the gradient of each input and each weight's contribution of this row (a
+// weight's gradient is the sum of its contributions over the rows). rmsnorm_grad_reduce<k>_arg and
+// rmsnorm_grad are called by the CPU loop and the CUDA kernels of rmsnorm_backward alike. If you
+// change the formula above, change these to match: the tests compare them with the exact gradients of
+// reference().
+constexpr int kGradReductions = 2;
+
+// _r[0] = mean(x * x) (the forward's _r[0])
+template <typename acc_t>
+using GradReduce0 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean0 = true;
+template <typename acc_t>
+OPMATH_FN acc_t rmsnorm_grad_reduce0_arg(acc_t _grad, acc_t x, acc_t w, const acc_t* _r) {
+  return x * x;
+}
+
+// _r[1] = mean(_grad * w * x)
+template <typename acc_t>
+using GradReduce1 = opmath::SumOp<acc_t>;
+constexpr bool kGradMean1 = true;
+template <typename acc_t>
+OPMATH_FN acc_t rmsnorm_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t w, const acc_t* _r) {
+  return _grad * w * x;
+}
+
+// Per element: _d[j] = the gradient of column j (x, w), a weight's for this row.
+template <typename acc_t>
+OPMATH_FN void rmsnorm_grad(acc_t _grad, acc_t x, acc_t w, const acc_t* _r, acc_t (&_d)[2]) {
+  const acc_t _t0 = opmath::rsqrt(_r[0] + acc_t(1e-06));
+  _d[0] = _grad * (_t0 * w) - opmath::ipow<3>(_t0) * _r[1] * x;
+  _d[1] = _grad * (x * _t0);
+}
+
+// What the package's rowwise backward kernels (CPU and CUDA) need to know of it, as Op above: its
+// columns are _grad (0), then x (1), w (2).
+struct GradOp {
+  static constexpr int kInputs = 2;  // _grad and the inputs: rows
+  static constexpr int kWeights = 1;
+  static constexpr int kReductions = kGradReductions;
+  template <typename scalar_t>
+  using math_t = opmath::opmath_type<scalar_t>;
+  template <int R, typename acc_t>
+  using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>>;
+  static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1};
+  static constexpr bool kReads[kReductions + 1][3] = {
+      {false, true, false},  // _r[0]
+      {true, true, true},  // _r[1]
+      {true, true, true},  // the gradients
+  };
+  static constexpr int kKept = -1;
+
+  template <int R, typename acc_t>
+  static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
+    if constexpr (R == 0) {
+      return rmsnorm_grad_reduce0_arg<acc_t>(v[0], v[1], v[2], r);
+    } else {
+      return rmsnorm_grad_reduce1_arg<acc_t>(v[0], v[1], v[2], r);
+    }
+  }
+  // Every column's gradient at one element (r: the reductions, then the row length).
+  template <typename acc_t>
+  static OPMATH_FN void grads(const acc_t* v, const acc_t* r, acc_t (&d)[2]) {
+    rmsnorm_grad<acc_t>(v[0], v[1], v[2], r, d);
+  }
+};
+
 }  // namespace rmsnorm

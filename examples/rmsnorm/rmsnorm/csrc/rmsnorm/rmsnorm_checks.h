@@ -2,6 +2,8 @@
 // rmsnorm_checks.h: the input checks, defined in rmsnorm.cpp and called by the CPU and
 // CUDA implementations before they touch any data.
 
+#include <vector>
+
 #include "../stable_utils.h"
 
 namespace rmsnorm {
@@ -11,5 +13,9 @@ namespace rmsnorm {
 // one device, dtype and shape, and every weight is 1-D, as long as a row, of the inputs' dtype and
 // on their device.
 void check_inputs(const kernelgen::Tensor& x, const kernelgen::Tensor& w);
+
+// check_inputs, and that the output's gradient _grad has the inputs' shape, dtype and device and _needs
+// holds one flag per input and weight: the checks of rmsnorm_backward.
+void check_backward_inputs(const kernelgen::Tensor& _grad, const kernelgen::Tensor& x, const kernelgen::Tensor& w, const std::vector<bool>& _needs);
 
 }  // namespace rmsnorm

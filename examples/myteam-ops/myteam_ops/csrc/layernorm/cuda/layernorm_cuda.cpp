@@ -7,6 +7,7 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <optional>
+#include <vector>
 
 #include "../../stable_cuda.h"
 #include "../../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK
@@ -45,9 +46,70 @@ Tensor layernorm_cuda(const Tensor& x, const Tensor& w, const Tensor& b) {
   return out;
 }
 
+
+// The backward (see layernorm_backward_cpu): one kernel launch computes every gradient asked for;
+// a second, small one adds up each weight's partial sums.
+std::vector<Tensor> layernorm_backward_cuda(const Tensor& _grad, const Tensor& x, const Tensor& w, const Tensor& b, std::vector<bool> _needs) {
+  check_backward_inputs(_grad, x, w, b, _needs);
+  const int32_t device_index = x.get_device_index();
+  const kernelgen::DeviceGuard device_guard(device_index);
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor x_contig = torch::stable::contiguous(x);
+  const Tensor w_contig = torch::stable::contiguous(w);
+  const Tensor b_contig = torch::stable::contiguous(b);
+  const Tensor* _args[3] = {&x, &w, &b};
+  std::vector<Tensor> _grads;
+  for (int _j = 0; _j < 3; ++_j) {
+    if (_needs[_j]) {
+      _grads.push_back(torch::stable::empty(_args[_j]->sizes(), x.scalar_type(), std::nullopt, x.device()));
+    }
+  }
+  const int64_t cols = x.size(x.dim() - 1);
+  const int64_t rows = cols == 0 ? 0 : x.numel() / cols;
+  if (rows == 0 || _grads.empty()) {
+    for (int _j = 0, _k = 0; _j < 3; ++_j) {
+      if (_needs[_j]) {
+        if (_j >= 1) {
+          torch::stable::zero_(_grads[_k]);  // a sum over no rows
+        }
+        ++_k;
+      }
+    }
+    return _grads;  // nothing to launch: a launch with zero blocks is an error
+  }
+  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  THO_DISPATCH_V2(x.scalar_type(), "layernorm_backward_cuda", AT_WRAP([&] {
+    using acc_t = partial_t<scalar_t>;  // the math type (layernorm_kernel.h)
+    // Argument j's gradient, or null where it is not asked for (the kernel then writes none).
+    scalar_t* _out_ptr[3] = {};
+    int _sums = 0;  // weights whose gradient is asked for
+    for (int _j = 0, _k = 0; _j < 3; ++_j) {
+      if (_needs[_j]) {
+        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
+        _sums += _j >= 1 ? 1 : 0;
+      }
+    }
+    // The weights' partial sums, one row per slot of the launch: a small buffer (the slots fill the GPU
+    // once), freed when this function returns; the caching allocator keeps it for the stream's later work.
+    Tensor _partial;
+    acc_t* partial = nullptr;
+    if (_sums > 0) {
+      const int64_t slots = layernorm_backward_slots<scalar_t>(rows, cols);
+      const std::vector<int64_t> shape = {_sums * slots * cols};
+      _partial = torch::stable::empty(shape, sizeof(acc_t) == 8 ? ScalarType::Double : ScalarType::Float, std::nullopt,
+                                      x.device());
+      partial = _partial.mutable_data_ptr<acc_t>();
+    }
+    launch_layernorm_backward<scalar_t>(_grad_contig.const_data_ptr<scalar_t>(), x_contig.const_data_ptr<scalar_t>(), w_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(), _out_ptr,
+                                         partial, rows, cols, stream);
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
+}
+
 }  // namespace
 }  // namespace layernorm
 
 STABLE_TORCH_LIBRARY_IMPL(myteam, CUDA, m) {
   m.impl("layernorm", TORCH_BOX(&layernorm::layernorm_cuda));
+  m.impl("layernorm_backward", TORCH_BOX(&layernorm::layernorm_backward_cuda));
 }

@@ -23,4 +23,31 @@ template void launch_softmax<double>(const double*, double*, int64_t, int64_t, c
 template void launch_softmax<torch::headeronly::Half>(const torch::headeronly::Half*, torch::headeronly::Half*, int64_t, int64_t, cudaStream_t);
 template void launch_softmax<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, int64_t, int64_t, cudaStream_t);
 
+
+template <typename scalar_t>
+int64_t softmax_backward_slots(int64_t rows, int64_t cols) {
+  return kg::rowwise::GradLaunch<GradOp, scalar_t>::slots(rows, cols);
+}
+
+template <typename scalar_t>
+void launch_softmax_backward(const scalar_t* grad, const scalar_t* x, scalar_t* const* grads,
+                            partial_t<scalar_t>* partial, int64_t rows, int64_t cols, cudaStream_t stream) {
+  static_assert(std::is_same_v<partial_t<scalar_t>, GradOp::math_t<scalar_t>>, "the partial sums are in the math type");
+  kg::rowwise::GradLaunch<GradOp, scalar_t>::run(grad, x, grads, partial, rows, cols, stream);
+}
+
+// The backward's instantiations (GradOp in ../softmax.h).
+template int64_t softmax_backward_slots<float>(int64_t, int64_t);
+template void launch_softmax_backward<float>(const float*, const float*, float* const*,
+                                            partial_t<float>*, int64_t, int64_t, cudaStream_t);
+template int64_t softmax_backward_slots<double>(int64_t, int64_t);
+template void launch_softmax_backward<double>(const double*, const double*, double* const*,
+                                            partial_t<double>*, int64_t, int64_t, cudaStream_t);
+template int64_t softmax_backward_slots<torch::headeronly::Half>(int64_t, int64_t);
+template void launch_softmax_backward<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half* const*,
+                                            partial_t<torch::headeronly::Half>*, int64_t, int64_t, cudaStream_t);
+template int64_t softmax_backward_slots<torch::headeronly::BFloat16>(int64_t, int64_t);
+template void launch_softmax_backward<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16* const*,
+                                            partial_t<torch::headeronly::BFloat16>*, int64_t, int64_t, cudaStream_t);
+
 }  // namespace softmax
