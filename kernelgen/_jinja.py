@@ -17,8 +17,12 @@ from jinja2.ext import Extension
 
 from . import diff
 from ._version import __version__
-from .error_model import (error_bound_python, gradient_error_bound_python,
-                          rowwise_gradient_error_bound_python, ulps_literal)
+from .error_model import (
+    error_bound_python,
+    gradient_error_bound_python,
+    rowwise_gradient_error_bound_python,
+    ulps_literal,
+)
 from .expr import parse
 from .nodes import Num, RowRef, Var
 

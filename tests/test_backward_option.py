@@ -93,7 +93,7 @@ def test_the_same_op_differs_only_where_the_backward_is(tmp_path):
 
 @pytest.mark.parametrize("options", [
     ("--backend", "triton", "--inputs", "x", "--expr", "x * sigmoid(x)"),
-    ("--kind", "rowwise", "--inputs", "x", "--expr", "x - max(x)"),
+    ("--kind", "rowwise", "--backend", "triton", "--inputs", "x", "--expr", "x - max(x)"),
     ("--kind", "matmul", "--bias"),
     ("--abi", "full", "--inputs", "x", "--expr", "x * sigmoid(x)"),
 ])
@@ -104,6 +104,35 @@ def test_vjp_is_accepted_where_the_stub_is_the_only_backward(tmp_path, options):
     ops = (root / "op1" / "ops" / "op1.py").read_text()
     assert "torch.library.register_autograd(_OP, _backward" in ops and "_BACKWARD" not in ops
     assert yaml.safe_load((root / ".copier-answers.yml").read_text())["ops"][0]["backward"] == "vjp"
+
+
+def test_a_rowwise_op_gets_a_generated_backward_and_vjp_keeps_the_stub(tmp_path):
+    """A rowwise CUDA C++ op on the stable ABI: GradOp and <op>_grad in its header, <op>_backward registered
+    for CPU and CUDA and called from autograd, the README pointing at them; --backward vjp keeps the stub."""
+    options = ("--kind", "rowwise", "--inputs", "x", "--weights", "w", "--expr", "x * rsqrt(mean(x * x) + 1e-6) * w")
+    root = _new(tmp_path / "a", "rms", *options)
+    header = (root / "rms" / "csrc" / "rms" / "rms.h").read_text()
+    assert "struct GradOp {" in header and "OPMATH_FN void rms_grad(acc_t _grad, acc_t x, acc_t w, const acc_t* _r, acc_t (&_d)[2])" in header
+    cpp = _cpp(root, "rms", "rms")
+    assert 'm.def("rms_backward(Tensor _grad, Tensor x, Tensor w, bool[] _needs) -> Tensor[]");' in cpp
+    assert cpp.count('m.impl("rms_backward"') == 2 and "launch_rms_backward" in cpp
+    ops = (root / "rms" / "ops" / "rms.py").read_text()
+    assert "torch.ops.rms.rms_backward.default(grad_out, *ctx.saved_tensors, needs)" in ops and "_backward_vjp" in ops
+    assert "`rms_grad` and the `rms_grad_reduce<k>_arg` functions" in (root / "README.md").read_text()
+    assert "grad_error_bound=grad_error_bound" in (root / "tests" / "test_rms.py").read_text()
+    _assert_stub(_new(tmp_path / "b", "rms", *options, "--backward", "vjp"), "rms", "rms")
+
+
+def test_a_rowwise_mask_calls_the_argument_of_its_reduction(tmp_path):
+    """The gradient of a max or min that is not a softmax-style stabilizer reads the mask [f == max(f)]: it
+    calls the reduction's own argument function, which is not inlined, so that f is the same bits in both
+    places. A softmax's max needs no mask, and keeps everything inlined."""
+    masked = _new(tmp_path / "a", "msub", "--kind", "rowwise", "--inputs", "x,y", "--expr", "x * y - max(x * y)")
+    header = (masked / "msub" / "csrc" / "msub" / "msub.h").read_text()
+    assert "OPMATH_NOINLINE_FN acc_t msub_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t y, const acc_t* _r)" in header
+    assert "(msub_grad_reduce1_arg<acc_t>(_grad, x, y, _r) == _r[1] ? acc_t(1.0) : acc_t(0.0))" in header
+    softmax = _new(tmp_path / "b", "sm", "--kind", "rowwise", "--inputs", "x", "--expr", "exp(x - max(x)) / sum(exp(x - max(x)))")
+    assert "OPMATH_NOINLINE_FN acc_t" not in (softmax / "sm" / "csrc" / "sm" / "sm.h").read_text()
 
 
 def test_a_plain_matmul_keeps_its_analytic_backward(tmp_path):

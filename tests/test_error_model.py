@@ -29,7 +29,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from kernelgen import diff
 from kernelgen._jinja import KernelgenExtension
 from kernelgen.cli import main
-from kernelgen.error_model import DERIVATIVES, FUNCTION_ULPS, error_bound_python, gradient_error_bound_python
+from kernelgen.error_model import (
+    DERIVATIVES,
+    FUNCTION_ULPS,
+    error_bound_python,
+    gradient_error_bound_python,
+    rowwise_gradient_error_bound_python,
+)
 from kernelgen.expr import FUNCTIONS, REDUCTIONS, parse
 from kernelgen.paths import template_dir
 from kernelgen.spec import check_input_name
@@ -276,6 +282,85 @@ def test_the_gradient_bound_holds_for_pytorch_float32_evaluation(inputs, text):
 def test_the_gradient_bound_is_within_1000x_of_the_largest_error(inputs, text):
     """Not vacuous: on these gradients the worst element uses more than 0.1% of its bound in float32."""
     assert 1e-3 < _gradient_worst_ratio(inputs, text, dtypes=(torch.float32,)) <= 1
+
+
+#: Rowwise expressions with a generated backward: inputs, weights, expression.
+ROWWISE_GRADIENTS = {
+    "rmsnorm": ("x", "w", "x * rsqrt(mean(x * x) + 1e-6) * w"),
+    "layernorm": ("x", "w,b", "(x - mean(x)) * rsqrt(mean((x - mean(x)) * (x - mean(x))) + 1e-5) * w + b"),
+    "softmax": ("x", "", "exp(x - max(x)) / sum(exp(x - max(x)))"),
+    "log_softmax": ("x", "", "x - max(x) - log(sum(exp(x - max(x))))"),
+    "resrms": ("x,res", "w", "(x + res) * rsqrt(mean((x + res) * (x + res)) + 1e-6) * w"),
+    "wsoftmax": ("x", "w", "exp(x * w - max(x * w)) / sum(exp(x * w - max(x * w)))"),
+    "maxsub": ("x,y", "", "x * y - max(x * y) + min(y)"),
+    "rowlen": ("x", "", "x * sum(x - sum(x))"),
+}
+
+
+def _rowwise_gradient_worst_ratio(name: str, dtypes=(torch.float32, torch.float16, torch.bfloat16)) -> float:
+    """Evaluates the backward kernelgen derives for a rowwise expression (kernelgen.diff.rowwise_vjp, its
+    printed PyTorch form) in float32, as a correct fused backward would, the weights' gradients summed over
+    the rows; checks every input's and weight's gradient against its bound
+    (rowwise_gradient_error_bound_python) of the exact float64 autograd gradient of the reference, in each
+    dtype. Returns the largest error/bound ratio in float32."""
+    inputs, weights, text = ROWWISE_GRADIENTS[name]
+    parsed = parse(text, tuple(inputs.split(",")), weights=tuple(w for w in weights.split(",") if w), rowwise=True)
+    backward = diff.rowwise_vjp(parsed)
+    forms = backward.emit()
+    namespace = render_model(rowwise_gradient_error_bound_python(parsed))
+    funcs = {"sum": torch.sum, "mean": torch.mean, "max": torch.amax, "min": torch.amin}
+    plan = parsed.emit_plan()
+    gen = torch.Generator().manual_seed(36)
+    shape = (64, 1000)
+    xs = [torch.randn(shape, generator=gen, dtype=torch.float64) for _ in parsed.inputs]
+    ws = [torch.rand(shape[-1], generator=gen, dtype=torch.float64) + 0.5 for _ in parsed.weights]
+    grad = torch.randn(shape, generator=gen, dtype=torch.float64)
+    names = (*parsed.inputs, *parsed.weights)
+
+    def reference(*tensors):
+        scope = dict(zip(names, tensors, strict=True))
+        for index, r in enumerate(plan["reductions"]):
+            scope[f"_r{index}"] = funcs[r["func"]](eval(r["torch"], {"torch": torch}, scope), dim=-1, keepdim=True)
+        return eval(plan["output"]["torch"], {"torch": torch}, scope)
+
+    def derived(g, tensors):
+        scope = {**dict(zip(names, tensors, strict=True)), diff.GRAD: g, "_n": float(g.shape[-1])}
+        for index, stage in enumerate(forms["reductions"]):
+            arg = torch.broadcast_to(eval(stage["torch"], {"torch": torch}, scope), g.shape)
+            scope[f"_r{index}"] = funcs[stage["func"]](arg, dim=-1, keepdim=True)
+        for binding, value in forms["torch"]["bindings"]:
+            scope[binding] = eval(value, {"torch": torch}, scope)
+        out = [torch.broadcast_to(eval(forms["torch"]["inputs"][n], {"torch": torch}, scope), g.shape) for n in parsed.inputs]
+        return out + [torch.broadcast_to(eval(forms["torch"]["weights"][n], {"torch": torch}, scope), g.shape).sum(0)
+                      for n in parsed.weights]
+
+    worst = 0.0
+    for dtype in dtypes:
+        model = namespace["ErrorModel"](dtype)
+        rounded = [t.to(dtype) for t in (grad, *xs, *ws)]
+        exact = [t.double() for t in rounded]
+        leaves = [t.clone().requires_grad_() for t in exact[1:]]
+        wants = torch.autograd.grad(reference(*leaves), leaves, exact[0])
+        gots = derived(rounded[0].float(), [t.float() for t in rounded[1:]])
+        bounds = namespace["grad_error_bound"](model, *exact)
+        for got, want, bound in zip(gots, wants, bounds, strict=True):
+            bound = torch.broadcast_to(torch.as_tensor(bound, dtype=torch.float64), want.shape)
+            ratio = worst_ratio(namespace, got.to(dtype), want, model.allowed_error(want, bound))
+            worst = max(worst, ratio) if dtype == torch.float32 else worst
+    return worst
+
+
+@pytest.mark.parametrize("name", sorted(ROWWISE_GRADIENTS))
+def test_the_rowwise_gradient_bound_holds_for_a_float32_evaluation(name):
+    """Every gradient of a rowwise op's generated backward, a weight's column sum included, evaluated in
+    float32 as a fused backward does, is within its bound in float32, float16 and bfloat16."""
+    _rowwise_gradient_worst_ratio(name)
+
+
+@pytest.mark.parametrize("name", ["rmsnorm", "layernorm", "softmax"])
+def test_the_rowwise_gradient_bound_is_within_1000x_of_the_largest_error(name):
+    """Not vacuous: the worst element uses more than 0.1% of its bound in float32."""
+    assert 1e-3 < _rowwise_gradient_worst_ratio(name, dtypes=(torch.float32,)) <= 1
 
 
 def test_the_gradient_bound_allows_either_side_of_a_near_tie():

@@ -62,14 +62,15 @@ PYEOF
       2>&1 | grep -v Warning | tee "$LOGS/bench_rmsnorm.txt" ;;
   bench-sweep)
     restore
-    timeout $(( $(left 575) )) python3 docs/device/backward_bench.py .device/rbw36/rsweep-ops --ops ${BENCH_OPS:-resrms,csilu,wrms,xbyy,wsoftmax,resln,r00,r02,r04,r06,r07} \
+    timeout $(( $(left ${BENCH_END:-575}) )) python3 docs/device/backward_bench.py .device/rbw36/rsweep-ops --ops ${BENCH_OPS:-resrms,csilu,wrms,xbyy,wsoftmax,resln,r00,r02,r04,r06,r07} \
       --dtypes float32,bfloat16 --rounds 2 --json "$LOGS/bench_rbw36.json" 2>&1 | grep -v Warning | tee "$LOGS/bench_rbw36.txt" ;;
   sanitize)
     restore
     for tool in memcheck racecheck; do
-      ops=softmax,lnorm,resrms,rowlen,maxsub,winside,csilu; dt=float32,float16,bfloat16,float64
-      [ $tool = racecheck ] && dt=float32,bfloat16
-      timeout $(( $(left 200) )) compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+      ops=${SAN_OPS:-softmax,lnorm,resrms,rowlen,maxsub,winside,csilu}; dt=${SAN_DTYPES:-float32,float16,bfloat16,float64}
+      end=${SAN_END:-200}
+      [ $tool = racecheck ] && ops=${RACE_OPS:-$ops} && dt=${RACE_DTYPES:-float32,bfloat16} && end=${RACE_END:-300}
+      timeout $(( $(left $end) )) compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
         .device/rw36/softmax --ops $ops --dtypes $dt > "$LOGS/sanitize_$tool.log" 2>&1
       echo "$tool: rc=$? $(grep -c 'backward calls done' "$LOGS/sanitize_$tool.log") ops; $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/sanitize_$tool.log" | tail -1)"
     done

@@ -581,12 +581,12 @@ extern __shared__ __align__(16) unsigned char grad_sums_memory[];
 
 // The backward over rows held in registers (as rows_kernel); each row slot takes rows slot, slot +
 // gridDim.x * blockDim.y, ... and, with kWeightGrads, sums the weights' contributions over them.
-// With weights, a block's running sums take much of an SM's shared memory, so few blocks fit an SM
-// anyway: the kernel may then take up to 65536 / kBlockThreads registers a thread (minimum one block),
-// which keeps it from spilling.
-template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads, bool kWeightGrads,
-          std::size_t... I>
-__global__ void __launch_bounds__(kBlockThreads, kWeightGrads ? 1 : kWideThreads / kBlockThreads)
+// kMinBlocks: the blocks of kBlockThreads an SM must hold at once, which caps the registers a thread
+// (65536 / (kMinBlocks * kBlockThreads)). The wide variant with weights holds 32 elements a thread and
+// takes up to 128 registers (one block): its running sums take much of an SM's shared memory anyway.
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads, int kMinBlocks,
+          bool kWeightGrads, std::size_t... I>
+__global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
 grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows, int64_t cols) {
   using Step = Steps<Op, scalar_t, kVec>;
   using acc_t = typename Step::acc_t;
@@ -610,14 +610,14 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
   for (int64_t top = static_cast<int64_t>(blockIdx.x) * blockDim.y; top < rows; top += stride) {
     const int64_t row = top + threadIdx.y;
     const int limit = row < rows ? static_cast<int>(cols) : 0;
-    const int64_t base = row * cols;
+    const int64_t row_base = row * cols;
     pack_t row_v[Step::kColumns][kPacks];
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       const int col = p * threads * kVec + first;
       (Step::template clear<I>(row_v[I][p]), ...);
       if (col < limit) {
-        (Step::template hold<I>(row_v[I][p], in, base, col), ...);
+        (Step::template hold<I>(row_v[I][p], in, row_base, col), ...);
       }
     }
     acc_t r[Op::kReductions + 1];
@@ -629,13 +629,13 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
     for (int p = 0; p < kPacks; ++p) {
       const int col = p * threads * kVec + first;
       if (col < limit) {
-        pack_t weights[Step::kColumns];
-        Step::template load_weights<Step::kOutput>(weights, col, in...);
+        pack_t weight_packs[Step::kColumns];
+        Step::template load_weights<Step::kOutput>(weight_packs, col, in...);
         pack_t result[kInputGrads];
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
           acc_t v[Step::kColumns];
-          Step::template held_values<Step::kOutput>(v, row_v, weights, p, k);
+          Step::template held_values<Step::kOutput>(v, row_v, weight_packs, p, k);
           acc_t d[Step::kColumns - 1];
           Op::template grads<acc_t>(v, r, d);
 #pragma unroll
@@ -650,7 +650,7 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
 #pragma unroll
         for (int j = 0; j < kInputGrads; ++j) {
           if (out.input[j] != nullptr) {
-            *reinterpret_cast<pack_t*>(out.input[j] + base + col) = result[j];
+            *reinterpret_cast<pack_t*>(out.input[j] + row_base + col) = result[j];
           }
         }
       }
@@ -694,14 +694,14 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
   __shared__ acc_t scratch[Op::kReductions > 0 ? Op::kReductions : 1][kSlots];
   const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t base = row * cols;
+    const int64_t row_base = row * cols;
     acc_t r[Op::kReductions + 1];
     r[Op::kReductions] = static_cast<acc_t>(cols);
-    Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, &scratch[0][0], base,
+    Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, &scratch[0][0], row_base,
                                          cols, in...);
     for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
       pack_t packs[Step::kColumns];
-      Step::template load_columns<Step::kOutput>(packs, base, col, in...);
+      Step::template load_columns<Step::kOutput>(packs, row_base, col, in...);
       pack_t result[kInputGrads];
       acc_t contribution[Op::kWeights > 0 ? Op::kWeights : 1][kVec];
 #pragma unroll
@@ -722,7 +722,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
 #pragma unroll
       for (int j = 0; j < kInputGrads; ++j) {
         if (out.input[j] != nullptr) {
-          *reinterpret_cast<pack_t*>(out.input[j] + base + col) = result[j];
+          *reinterpret_cast<pack_t*>(out.input[j] + row_base + col) = result[j];
         }
       }
       if constexpr (kWeightGrads) {
@@ -807,36 +807,53 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     int rows_per_block;
     int64_t blocks;
     int64_t sums_bytes;  // dynamic shared memory of a register-kernel block: the weights' running sums
+    bool narrow;         // the narrow variant (kNarrowPerThread elements a thread)
     int64_t slots() const { return blocks * rows_per_block; }
   };
   static constexpr int kVecAligned = kVectorBytes / sizeof(scalar_t);
   static constexpr bool kWeightGrads = Op::kWeights > 0;
   // Elements per thread and the longest row held in registers, as the forward's (per_thread() of this
-  // op's columns: the output's gradient, the inputs), with twice the registers for the row where the
-  // kernel may take 128 a thread (with weights); the same for the scalar path of misaligned rows.
+  // op's columns: the output's gradient, the inputs); the same for the scalar path of misaligned rows.
+  // With weights, the wide variant allows the row twice the registers (the kernel takes up to 128 a
+  // thread), so that rows of 16384 stay in registers. float32 and float64 rows that fit 512 threads at
+  // half kRowRegisters take the narrow variant instead (64 registers, up to 2048 threads an SM): on an
+  // H100, LayerNorm's and RMSNorm's backward in float32 at rows of 1024 and 4096 reach 83-88% of a copy
+  // with 8 elements a thread, 60-81% with 32.
   static constexpr int kBudget = kWeightGrads ? 2 * kRowRegisters : kRowRegisters;
   static constexpr int kPerThread = per_thread<Op, scalar_t, kVecAligned, kBudget>();
+  static constexpr int kMinBlocks = kWeightGrads ? 1 : 2;
+  static constexpr bool kHasNarrow = kWeightGrads && sizeof(scalar_t) > 2;
+  static constexpr int kNarrowPerThread = kHasNarrow ? per_thread<Op, scalar_t, kVecAligned, kRowRegisters / 2>() : kPerThread;
   static constexpr int64_t kMaxCols = max_register_cols<Op, scalar_t, kVecAligned, kBudget>();
 
   // Bytes of shared memory a block of `block_threads` keeps the weights' running sums in.
-  static int64_t sums_bytes(int64_t block_threads) {
-    return kWeightGrads ? int64_t{Op::kWeights} * kPerThread * block_threads * static_cast<int64_t>(sizeof(acc_t)) : 0;
+  static int64_t sums_bytes(int64_t block_threads, int per_thread) {
+    return kWeightGrads ? int64_t{Op::kWeights} * per_thread * block_threads * static_cast<int64_t>(sizeof(acc_t)) : 0;
   }
 
   using Kernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t);
 
   // The register kernel for rows of `threads` threads. float32/float64 fix the thread count at compile
   // time at kMaxThreads and kWideThreads, as the forward does.
-  template <int kVec>
+  template <int kVec, int kPer, int kMin>
   static Kernel rows_kernel_for(int threads) {
     if (threads == kWideThreads) {
-      return grad_rows_kernel<Op, scalar_t, kVec, kPerThread, (sizeof(scalar_t) > 2 ? kWideThreads : 0), kWideThreads,
+      return grad_rows_kernel<Op, scalar_t, kVec, kPer, (sizeof(scalar_t) > 2 ? kWideThreads : 0), kWideThreads, 1,
                               kWeightGrads, I...>;
     }
     if (sizeof(scalar_t) > 2 && threads == kMaxThreads) {
-      return grad_rows_kernel<Op, scalar_t, kVec, kPerThread, kMaxThreads, kMaxThreads, kWeightGrads, I...>;
+      return grad_rows_kernel<Op, scalar_t, kVec, kPer, kMaxThreads, kMaxThreads, kMin, kWeightGrads, I...>;
     }
-    return grad_rows_kernel<Op, scalar_t, kVec, kPerThread, 0, kMaxThreads, kWeightGrads, I...>;
+    return grad_rows_kernel<Op, scalar_t, kVec, kPer, 0, kMaxThreads, kMin, kWeightGrads, I...>;
+  }
+  template <int kVec>
+  static Kernel rows_kernel_for(int threads, bool narrow) {
+    if constexpr (kHasNarrow) {
+      if (narrow) {
+        return rows_kernel_for<kVec, kNarrowPerThread, 2>(threads);
+      }
+    }
+    return rows_kernel_for<kVec, kPerThread, kMinBlocks>(threads);
   }
 
   // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB a kernel must ask).
@@ -854,28 +871,30 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   static Shape shape(int64_t rows, int64_t cols) {
     const int64_t sms = sm_count();
     if (cols <= kMaxCols) {
+      const bool narrow = kHasNarrow && cols <= int64_t{kNarrowPerThread} * kMaxThreads;
+      const int per_thread = narrow ? kNarrowPerThread : kPerThread;
       int threads = kWarp;
-      while (threads < kWideThreads && int64_t{threads} * kPerThread < cols) {
+      while (threads < kWideThreads && int64_t{threads} * per_thread < cols) {
         threads *= 2;
       }
       const int rows_per_block = std::max(1, kRowBlockThreads / threads);
-      const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block);
+      const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block, per_thread);
       if (bytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
         const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
         int64_t blocks = kMaxBlocks;
         if (kWeightGrads) {
-          const Kernel kernel = rows_kernel_for<kVecAligned>(threads);
+          const Kernel kernel = rows_kernel_for<kVecAligned>(threads, narrow);
           allow_shared(kernel, bytes);
           int per_sm = 0;
           STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads * rows_per_block,
                                                                        static_cast<size_t>(bytes)));
           blocks = sms * std::max(1, per_sm);
         }
-        return {false, threads, rows_per_block, std::max<int64_t>(1, std::min(needed, blocks)), bytes};
+        return {false, threads, rows_per_block, std::max<int64_t>(1, std::min(needed, blocks)), bytes, narrow};
       }
     }
     const int64_t blocks = kWeightGrads ? sms * (kThreadsPerSM / kMaxThreads) : kMaxBlocks;
-    return {true, kMaxThreads, 1, std::min(rows, blocks), 0};
+    return {true, kMaxThreads, 1, std::min(rows, blocks), 0, false};
   }
 
   // The rows of each weight's buffer of partial sums (see GradOutputs).
@@ -889,7 +908,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       grad_long_rows_kernel<Op, scalar_t, kVec, kWeightGrads, I...>
           <<<static_cast<unsigned int>(s.blocks), kMaxThreads, 0, stream>>>(in..., out, rows, cols);
     } else {
-      const Kernel kernel = rows_kernel_for<kVec>(s.threads);
+      const Kernel kernel = rows_kernel_for<kVec>(s.threads, s.narrow);
       allow_shared(kernel, s.sums_bytes);
       kernel<<<static_cast<unsigned int>(s.blocks), dim3(s.threads, s.rows_per_block), static_cast<size_t>(s.sums_bytes),
                stream>>>(in..., out, rows, cols);

@@ -107,17 +107,17 @@ struct CpuGradRows<Op, scalar_t, std::index_sequence<I...>> {
   static void run(const Same<I, scalar_t>*... in, scalar_t* const* grads, acc_t* const* partial, int64_t begin,
                   int64_t end, int64_t cols) {
     for (int64_t row = begin; row < end; ++row) {
-      const int64_t base = row * cols;
+      const int64_t row_base = row * cols;
       acc_t r[Op::kReductions + 1];
       r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
-      Rows::reduce_all(std::make_integer_sequence<int, Op::kReductions>{}, r, row, base, cols, in...);
+      Rows::reduce_all(std::make_integer_sequence<int, Op::kReductions>{}, r, row, row_base, cols, in...);
       for (int64_t col = 0; col < cols; ++col) {
-        const acc_t v[Rows::kColumns] = {Rows::template value<I>(in, row, base, col, cols)...};
         acc_t d[Rows::kColumns - 1];
+        const acc_t v[Rows::kColumns] = {Rows::template value<I>(in, row, row_base, col, cols)...};
         Op::template grads<acc_t>(v, r, d);
         for (int j = 0; j < kInputGrads; ++j) {
           if (grads[j] != nullptr) {
-            grads[j][base + col] = static_cast<scalar_t>(d[j]);
+            grads[j][row_base + col] = static_cast<scalar_t>(d[j]);
           }
         }
         for (int j = 0; j < Op::kWeights; ++j) {
