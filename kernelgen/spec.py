@@ -48,6 +48,11 @@ BACKENDS: tuple[str, ...] = ("cuda", "triton")
 #: the stub (ops/<op>.py differentiates reference() with torch.func.vjp; no backward op is generated).
 BACKWARDS: tuple[str, ...] = ("fused", "vjp")
 DEFAULT_BACKWARD = "fused"
+#: The template version from which kernelgen generates each kind's backward. An op recorded by an older
+#: version, with no `backward` answer, had the vjp of its reference, which follows any edit of its
+#: formula; a backward generated now from the recorded expression would not. So reading such a record
+#: (`kernelgen update`, `new --answers`) keeps the stub: ``backward: vjp``.
+FUSED_BACKWARD_SINCE: dict[str, int] = {"elementwise": 13, "rowwise": 14}
 #: How each ABI spells what the C++ templates name, handed to every template as ``spell``: the prefix of
 #: the CUDA error-check macros (<prefix>_CHECK, <prefix>_KERNEL_LAUNCH_CHECK), the op-math type of a
 #: dtype, the library macro the extension registers with, and each dtype's C++ element type.
@@ -707,6 +712,7 @@ class PackageSpec:
             abi = LEGACY_ABI
         elif abi not in ABIS:
             raise AnswersError(f"{where}: 'abi' must be one of {', '.join(ABIS)}, not {_short(abi)}")
+        recorded_version = _version_number(data.get("_template_version"))
         raw_ops = data.get("ops")
         if not isinstance(raw_ops, list) or not raw_ops:
             raise AnswersError(f"{where}: 'ops' must be a non-empty list of ops")
@@ -730,7 +736,8 @@ class PackageSpec:
                 weights=field_of(raw, "weights", list, required=False),
                 epilogue=field_of(raw, "epilogue", str, required=False),
                 bias=_recorded_flag(raw, "bias", f"{where}: ops[{index}]"),
-                backward=field_of(raw, "backward", str, required=False) or DEFAULT_BACKWARD,
+                backward=field_of(raw, "backward", str, required=False) or _recorded_default_backward(
+                    kind, field_of(raw, "backend", str, required=False) or "cuda", abi, recorded_version),
             ))
         first, *rest = ops
         spec = cls(name, package, first.namespace, first.arch_list, (first,), abi)
@@ -782,6 +789,22 @@ class PackageSpec:
         if op.kind == "matmul":
             data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90, "fused": op.fused})
         return data
+
+
+def _version_number(value: object) -> int:
+    """A recorded ``_template_version`` as a number; 0 where it is missing or not a whole number."""
+    text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+    return int(text) if text.isdigit() else 0
+
+
+def _recorded_default_backward(kind: str, backend: str, abi: str, recorded_version: int) -> str:
+    """The backward of a recorded op with no `backward` answer: the default, except for an op kernelgen
+    would now generate a backward for (CUDA C++, stable ABI) that was recorded before it did
+    (FUSED_BACKWARD_SINCE), which keeps the stub."""
+    since = FUSED_BACKWARD_SINCE.get(kind)
+    if since is not None and backend == "cuda" and abi == "stable" and recorded_version < since:
+        return "vjp"
+    return DEFAULT_BACKWARD
 
 
 _TYPE_WORDS: dict[type, str] = {str: "string", list: "list of strings", dict: "mapping"}

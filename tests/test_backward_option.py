@@ -63,7 +63,8 @@ def test_vjp_keeps_the_stub_and_generates_no_backward_op(tmp_path):
     answers = yaml.safe_load((root / ".copier-answers.yml").read_text())
     assert answers["ops"][0]["backward"] == "vjp"
     readme = (root / "README.md").read_text()
-    assert "This op was made with `--backward vjp`" in readme and "(the AUTOGRAD STUB)" in readme
+    assert "This op keeps the stub (`backward: vjp` in `.copier-answers.yml`: made with `--backward vjp`" in readme
+    assert "(the AUTOGRAD STUB)" in readme
 
 
 @pytest.mark.parametrize("options", [(), ("--backward", "fused")])
@@ -201,6 +202,22 @@ def test_opspec_backward():
     assert pkg.render_data()["fused_backward_ops"] == []
     assert PackageSpec.for_new_op(fused).render_data()["fused_backward_ops"] == ["gate"]
     assert PackageSpec.from_answers(pkg.answers()).ops[0].backward == "vjp"
+
+
+def test_an_op_recorded_before_its_kind_had_a_generated_backward_keeps_the_stub():
+    """Its formula may carry edits the recorded expression does not, and its backward, the vjp of
+    reference(), follows them: reading the record (update, new --answers) keeps it, as backward: vjp."""
+    def record(version):
+        return {"_template_version": version, "name": "lib", "package": "lib", "namespace": "lib", "abi": "stable",
+                "ops": [{"name": "act", "kind": "elementwise", "inputs": ["x"], "expr": "x * sigmoid(x)"},
+                        {"name": "rms", "kind": "rowwise", "inputs": ["x"], "weights": ["w"], "expr": "x * rsqrt(mean(x * x) + 1e-6) * w"},
+                        {"name": "act_tl", "kind": "elementwise", "backend": "triton", "inputs": ["x"], "expr": "x"}]}
+    backwards = {version: [op.backward for op in PackageSpec.from_answers(record(version)).ops] for version in ("10", "13", "14")}
+    assert backwards == {"10": ["vjp", "vjp", "fused"], "13": ["fused", "vjp", "fused"], "14": ["fused", "fused", "fused"]}
+    assert PackageSpec.from_answers(record("13")).answers()["ops"][1]["backward"] == "vjp"  # recorded from now on
+    full = {**record("10"), "abi": "full"}
+    full["ops"] = [full["ops"][0]]  # the full ABI has no rowwise C++ ops
+    assert [op.backward for op in PackageSpec.from_answers(full).ops] == ["fused"]  # it has no generated backward
 
 
 @pytest.mark.parametrize(("value", "message"), [
