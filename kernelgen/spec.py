@@ -791,18 +791,22 @@ class PackageSpec:
         return data
 
 
-def _version_number(value: object) -> int:
-    """A recorded ``_template_version`` as a number; 0 where it is missing or not a whole number."""
+def _version_number(value: object) -> int | None:
+    """A recorded ``_template_version`` as a number: None where there is none (a mapping kernelgen made in
+    memory, PackageSpec.answers()), 0 where it is not a whole number."""
+    if value is None:
+        return None
     text = str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
     return int(text) if text.isdigit() else 0
 
 
-def _recorded_default_backward(kind: str, backend: str, abi: str, recorded_version: int) -> str:
+def _recorded_default_backward(kind: str, backend: str, abi: str, recorded_version: int | None) -> str:
     """The backward of a recorded op with no `backward` answer: the default, except for an op kernelgen
     would now generate a backward for (CUDA C++, stable ABI) that was recorded before it did
     (FUSED_BACKWARD_SINCE), which keeps the stub."""
     since = FUSED_BACKWARD_SINCE.get(kind)
-    if since is not None and backend == "cuda" and abi == "stable" and recorded_version < since:
+    if since is not None and recorded_version is not None and backend == "cuda" and abi == "stable" \
+            and recorded_version < since:
         return "vjp"
     return DEFAULT_BACKWARD
 
