@@ -12,7 +12,7 @@ import re
 import pytest
 import torch
 
-from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded
+from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded, without_compile_caches
 
 __all__ = ["ElementwiseSuite", "OpUnderTest"]
 
@@ -227,19 +227,20 @@ class ElementwiseSuite(Suite):
 
     def test_torch_compile_fullgraph(self, device):
         torch._dynamo.reset()
-        dtype = self.op.dtypes[0]
-        inputs = [x.requires_grad_() for x in self.make_inputs((1000,), dtype, device, seed=8)]
+        with without_compile_caches():
+            dtype = self.op.dtypes[0]
+            inputs = [x.requires_grad_() for x in self.make_inputs((1000,), dtype, device, seed=8)]
 
-        def f(*xs):
-            return self.op.call(*xs) * 2
+            def f(*xs):
+                return self.op.call(*xs) * 2
 
-        compiled = torch.compile(f, fullgraph=True)
-        out = compiled(*inputs)
-        torch.testing.assert_close(out, f(*inputs), **TOLERANCES[dtype])
-        grads = torch.autograd.grad(out.sum(), inputs)
-        want = torch.autograd.grad(f(*inputs).sum(), inputs)
-        for got, ref in zip(grads, want):
-            torch.testing.assert_close(got, ref, **TOLERANCES[dtype])
+            compiled = torch.compile(f, fullgraph=True)
+            out = compiled(*inputs)
+            torch.testing.assert_close(out, f(*inputs), **TOLERANCES[dtype])
+            grads = torch.autograd.grad(out.sum(), inputs)
+            want = torch.autograd.grad(f(*inputs).sum(), inputs)
+            for got, ref in zip(grads, want):
+                torch.testing.assert_close(got, ref, **TOLERANCES[dtype])
 
     def test_bitwise_deterministic(self, device, dtype):
         inputs = self.make_inputs((1000003,), dtype, device, seed=9)

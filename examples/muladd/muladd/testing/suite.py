@@ -27,6 +27,13 @@ def seeded(seed, device="cpu"):
     return torch.Generator(device).manual_seed(seed + SEED_OFFSET)
 
 
+def without_compile_caches():
+    """A context in which torch.compile compiles afresh, without its on-disk caches: a graph compiled
+    earlier for another op of the same name (another build of this package, whose backward was the vjp
+    of reference(), say) is not reused for this one."""
+    return torch._inductor.config.patch(force_disable_caches=True)
+
+
 @dataclasses.dataclass(frozen=True)
 class OpUnderTest:
     """One op, as its test file describes it to the suite of its kind."""

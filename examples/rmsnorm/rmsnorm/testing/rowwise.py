@@ -13,7 +13,7 @@ import re
 import pytest
 import torch
 
-from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded
+from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded, without_compile_caches
 
 __all__ = ["OpUnderTest", "RowwiseSuite"]
 
@@ -298,19 +298,20 @@ class RowwiseSuite(Suite):
 
     def test_torch_compile_fullgraph(self, device):
         torch._dynamo.reset()
-        dtype = self.op.dtypes[0]
-        args = [t.requires_grad_() for t in self.make_args((6, 100), dtype, device, seed=12)]
+        with without_compile_caches():
+            dtype = self.op.dtypes[0]
+            args = [t.requires_grad_() for t in self.make_args((6, 100), dtype, device, seed=12)]
 
-        def f(*ts):
-            return self.op.call(*ts) * 2
+            def f(*ts):
+                return self.op.call(*ts) * 2
 
-        compiled = torch.compile(f, fullgraph=True)
-        out = compiled(*args)
-        torch.testing.assert_close(out, f(*args), **TOLERANCES[dtype])
-        grads = torch.autograd.grad(out.sum(), args)
-        want = torch.autograd.grad(f(*args).sum(), args)
-        for got, ref in zip(grads, want):
-            torch.testing.assert_close(got, ref, **TOLERANCES[dtype])
+            compiled = torch.compile(f, fullgraph=True)
+            out = compiled(*args)
+            torch.testing.assert_close(out, f(*args), **TOLERANCES[dtype])
+            grads = torch.autograd.grad(out.sum(), args)
+            want = torch.autograd.grad(f(*args).sum(), args)
+            for got, ref in zip(grads, want):
+                torch.testing.assert_close(got, ref, **TOLERANCES[dtype])
 
     @pytest.mark.parametrize("cols", [1000, 4099, 65537])
     def test_bitwise_deterministic(self, device, dtype, cols):
