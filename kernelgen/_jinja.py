@@ -61,7 +61,9 @@ from .nodes import Num, RowRef, Var
 #: 14: a rowwise CUDA C++ op on the stable ABI has a generated backward too: GradOp in its <op>.h (the
 #:    backward's reductions and every column's gradient), the kernels in csrc/kernelgen/rowwise.cuh and
 #:    rowwise_cpu.h; the weights' gradients are column sums of per-slot partial sums (no atomics).
-TEMPLATE_VERSION = "14"
+#: 15: a Triton elementwise or rowwise op has a generated backward too: <op>_backward (a triton_op) in its
+#:    ops/<op>.py, its kernel and its CPU implementation written from the expression by kernelgen.diff.
+TEMPLATE_VERSION = "15"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -139,7 +141,13 @@ def backward(context: Any, source: str, inputs: list[str]) -> dict[str, Any]:
     grads = diff.elementwise_vjp(parsed)
     trees = [grads.get(name, Num(0.0)) for name in parsed.inputs]
     bindings, finals = diff.emit_cse(trees, "cpp", acc_type="acc_t")
-    return {"bindings": bindings, "grads": finals, "canonical": [diff.canonical(tree) for tree in trees]}
+    out: dict[str, Any] = {"bindings": bindings, "grads": finals, "canonical": [diff.canonical(tree) for tree in trees],
+                           "zero": [isinstance(tree, Num) and tree.value == 0 for tree in trees]}
+    # The Triton kernel's and the CPU implementation's forms (a Triton op's backward).
+    for style in ("triton", "torch"):
+        style_bindings, style_grads = diff.emit_cse(trees, style, acc="ACC")
+        out[style] = {"bindings": style_bindings, "grads": style_grads}
+    return out
 
 
 #: The placeholder name of a max/min stage's argument in a mask (see :func:`rowwise_backward`).
@@ -222,6 +230,69 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
 
 
 @pass_context
+def rowwise_backward_python(context: Any, source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
+    """A rowwise expression's backward (:func:`kernelgen.diff.rowwise_vjp`) as Triton and PyTorch over the
+    identifiers of the generated code, for a Triton op's ``<op>_backward``: per style (``triton``,
+    ``torch``) the ``reductions`` (``func``, ``arg``: the per-element argument over the columns and the
+    earlier reductions ``_r<k>``, ``canonical``, ``masked``), the ``bindings`` the gradients share and
+    the ``grads`` of the inputs and the weights' contributions of one row, in order. The row length is
+    ``_n``. A mask ``[f == r_k]`` of a max or min stage k reads ``_a<k>``, the name the kernel gives that
+    stage's argument: the comparison then sees the very values the reduction saw, bit for bit."""
+    users, to_ident = _user_names(context, inputs)
+    user_weights, weight_idents = _user_names(context, weights)
+    parsed = parse(source, users, weights=user_weights, rowwise=True).renamed({**to_ident, **weight_idents})
+    backward = diff.rowwise_vjp(parsed)
+    plans = {**backward.input_plan, **backward.weight_plan}
+    masked: set[int] = set()
+
+    def mask_names(node: Any) -> Any:
+        if (isinstance(node, diff.Compare) and node.op == "==" and isinstance(node.right, RowRef)
+                and backward.stages[node.right.index].func in ("max", "min")
+                and node.left == backward.stages[node.right.index].arg):
+            masked.add(node.right.index)
+            return diff.Compare("==", Var(f"_a{node.right.index}"), node.right)
+        return None
+
+    trees = [diff.transform(plans.get(name, Num(0.0)), mask_names) for name in (*parsed.inputs, *parsed.weights)]
+    stage_args = [diff.transform(stage.arg, mask_names) for stage in backward.stages]
+    def masks_read(*nodes: Any) -> list[int]:
+        # the masked stages whose argument these read, directly or through another's argument
+        found: set[int] = set()
+        todo = list(nodes)
+        while todo:
+            names = diff.variables(todo.pop())
+            for k in masked:
+                if f"_a{k}" in names and k not in found:
+                    found.add(k)
+                    todo.append(stage_args[k])
+        return sorted(found)
+
+    out: dict[str, Any] = {
+        "canonical": [diff.canonical(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)],
+        "zero": [isinstance(tree, Num) and tree.value == 0 for tree in trees],
+        "masked": sorted(masked),
+        # per reduction, and for the gradients: the masked stages whose argument (_a<k>) they read
+        "reduction_masks": [masks_read(arg) for arg in stage_args],
+        "grad_masks": masks_read(*trees),
+        # a masked stage's argument with exact products (diff.emit): a kernel that computes it in two
+        # passes over the row gets the same bits in both
+        "exact_args": {k: diff.emit(stage_args[k], "triton", acc="ACC", exact_products=True) for k in sorted(masked)},
+    }
+    for style in ("triton", "torch"):
+        bindings, grads = diff.emit_cse(trees, style, acc="ACC")
+        out[style] = {
+            "reductions": [
+                {"func": stage.func, "arg": diff.emit(arg, style, acc="ACC"), "canonical": stage.canonical,
+                 "masked": index in masked}
+                for index, (stage, arg) in enumerate(zip(backward.stages, stage_args, strict=True))
+            ],
+            "bindings": bindings,
+            "grads": grads,
+        }
+    return out
+
+
+@pass_context
 def rowwise_gradient_error_bound(context: Any, source: str, inputs: list[str], weights: list[str]) -> str:
     """The source of the generated tests' grad_error_bound() for a rowwise op (:func:`kernelgen.
     error_model.rowwise_gradient_error_bound_python`), over the identifiers of the generated code."""
@@ -283,6 +354,7 @@ class KernelgenExtension(Extension):
         environment.globals["kg_backward"] = backward
         environment.globals["kg_gradient_error_bound"] = gradient_error_bound
         environment.globals["kg_rowwise_backward"] = rowwise_backward
+        environment.globals["kg_rowwise_backward_python"] = rowwise_backward_python
         environment.globals["kg_rowwise_gradient_error_bound"] = rowwise_gradient_error_bound
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}
         environment.globals["kg_dtype"] = DTYPE_INFO

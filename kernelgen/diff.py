@@ -576,14 +576,19 @@ def as_parsed(tree: Node, like: ParsedExpr, extra_inputs: Iterable[str] = ()) ->
     return ParsedExpr(probe.canonical, inputs, tree, like.weights, like.rowwise)
 
 
-def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = "ACC") -> str:
+def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = "ACC",
+         exact_products: bool = False) -> str:
     """The text of ``tree`` in ``style`` (``cpp``, ``torch``, ``triton`` or ``canonical``).
 
     Comparisons print as ``(a > b ? acc_t(1.0) : acc_t(0.0))`` (C++), ``(a > b).to(ACC)`` (Triton),
     ``(a > b).type_as(a)`` (PyTorch: the dtype of the non-literal operand) and ``[a > b]``
     (canonical, display only). Per-row values (:class:`RowRef`) print as ``_r[k]`` (C++) or ``_rk``,
     the row length as ``_n``. Reductions are not printed here (see :meth:`RowwiseBackward.emit`)
-    except in the canonical style."""
+    except in the canonical style.
+
+    ``exact_products`` (Triton only) prints every product, ``x ** 2`` to ``x ** 4`` included, as
+    ``libdevice.mul_rn``, which the compiler never contracts with an addition into an FMA: two copies of
+    such an expression in one kernel give the same bits wherever they are compiled."""
     if style not in _STYLES:
         raise ValueError(f"unknown style {style!r}; choose from {', '.join(_STYLES)}")
     holes: list[str] = []
@@ -609,6 +614,14 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
             return hole(f"_r[{node.index}]" if style == "cpp" else f"_r{node.index}")
         if isinstance(node, RowLen):
             return hole(ROW_LENGTH)
+        if exact_products and style == "triton":
+            factors = _product_factors(node)
+            if factors is not None:
+                texts = [emit(f, style, acc=acc, exact_products=True) for f in factors]
+                text = texts[0]
+                for other in texts[1:]:
+                    text = f"libdevice.mul_rn({text}, {other})"
+                return hole(text)
         if isinstance(node, Reduce):
             if style != "canonical":
                 raise ValueError("reductions are emitted through RowwiseBackward.emit()")
@@ -626,6 +639,21 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
     else:
         text = carrier.canonical
     return _HOLE.sub(lambda m: holes[int(m.group(1))], text)
+
+
+def _product_factors(node: Node) -> list[Node] | None:
+    """The factors of a product ``a * b`` or of a whole power 2 to 4 (``x ** 3``, ``pow(x, 3)``), or None."""
+    if isinstance(node, BinOp) and node.op == "*":
+        return [node.left, node.right]
+    exponent: float | None = None
+    base: Node | None = None
+    if isinstance(node, Power):
+        base, exponent = node.base, node.exponent
+    elif isinstance(node, Call) and node.func == "pow" and isinstance(node.args[1], Num):
+        base, exponent = node.args[0], node.args[1].value
+    if base is not None and exponent in (2.0, 3.0, 4.0):
+        return [base] * int(exponent)
+    return None
 
 
 def canonical(tree: Node) -> str:

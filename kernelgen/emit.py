@@ -71,7 +71,7 @@ class TorchStyle:
 class TritonStyle:
     """Triton language. Literals are materialized in the op-math dtype (a bare Python float would
     be a float32 constant, wrong in float64). exp, log, rsqrt and erf are Triton's own; sqrt is the
-    correctly rounded sqrt_rn (tl.sqrt is an approximation); tanh, sin, cos and pow come from
+    correctly rounded libdevice.sqrt_rn (tl.sqrt is an approximation; tl.sqrt_rn takes float32 only); tanh, sin, cos and pow come from
     libdevice, which picks the float or double routine from the argument's dtype, as opmath.h does
     for the CUDA kernel (Triton's own sin/cos are approximations that lose accuracy on large
     arguments)."""
@@ -91,7 +91,7 @@ class TritonStyle:
         if func in self._LIBDEVICE:
             return f"libdevice.{func}({', '.join(args)})"
         if func == "sqrt":
-            return f"tl.sqrt_rn({args[0]})"
+            return f"libdevice.sqrt_rn({args[0]})"
         if func == "sigmoid":
             return f"(1.0 / (1.0 + tl.exp(-({args[0]}))))"
         # torch.minimum/maximum propagate NaN; so must we (plain tl.minimum would not)
@@ -100,7 +100,7 @@ class TritonStyle:
 
     def power(self, base: str, exponent: float) -> str:
         if exponent == 0.5:
-            return f"tl.sqrt_rn({base})"
+            return f"libdevice.sqrt_rn({base})"
         if exponent in (2, 3, 4) and len(base) <= _MAX_REPEATED_BASE:
             # multiplications, not pow (Triton's compiler computes the repeated base once)
             return " * ".join([f"({base})"] * int(exponent))

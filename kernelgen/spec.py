@@ -52,7 +52,9 @@ DEFAULT_BACKWARD = "fused"
 #: version, with no `backward` answer, had the vjp of its reference, which follows any edit of its
 #: formula; a backward generated now from the recorded expression would not. So reading such a record
 #: (`kernelgen update`, `new --answers`) keeps the stub: ``backward: vjp``.
-FUSED_BACKWARD_SINCE: dict[str, int] = {"elementwise": 13, "rowwise": 14}
+FUSED_BACKWARD_SINCE: dict[tuple[str, str], int] = {
+    ("elementwise", "cuda"): 13, ("rowwise", "cuda"): 14, ("elementwise", "triton"): 15, ("rowwise", "triton"): 15,
+}
 #: How each ABI spells what the C++ templates name, handed to every template as ``spell``: the prefix of
 #: the CUDA error-check macros (<prefix>_CHECK, <prefix>_KERNEL_LAUNCH_CHECK), the op-math type of a
 #: dtype, the library macro the extension registers with, and each dtype's C++ element type.
@@ -536,11 +538,11 @@ class OpSpec:
     @property
     def fused_backward(self) -> bool:
         """An op whose backward is a generated kernel (``<op>_backward``, its gradients written from the
-        expression by :mod:`kernelgen.diff`): an elementwise or rowwise CUDA C++ op on the stable ABI,
-        unless it was created with ``backward="vjp"`` (--backward vjp). The others differentiate their
-        reference with torch.func.vjp."""
-        return (self.backward == "fused" and self.kind in ("elementwise", "rowwise") and self.backend == "cuda"
-                and self.abi == "stable")
+        expression by :mod:`kernelgen.diff`): an elementwise or rowwise op on the Triton backend, or on the
+        CUDA C++ backend on the stable ABI, unless it was created with ``backward="vjp"`` (--backward vjp).
+        The others (matmul, the full ABI) differentiate their reference with torch.func.vjp."""
+        return (self.backward == "fused" and self.kind in ("elementwise", "rowwise")
+                and (self.backend == "triton" or self.abi == "stable"))
 
     @property
     def fused(self) -> bool:
@@ -768,6 +770,8 @@ class PackageSpec:
             "has_triton": any(op.backend == "triton" for op in self.ops),
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
             "fused_backward_ops": [op.op_name for op in self.ops if op.fused_backward],
+            "triton_rowwise_backward": any(op.fused_backward and op.backend == "triton" and op.kind == "rowwise"
+                                           for op in self.ops),
             "spell": ABI_SPELLINGS[self.abi],
         })
         return data
@@ -802,10 +806,10 @@ def _version_number(value: object) -> int | None:
 
 def _recorded_default_backward(kind: str, backend: str, abi: str, recorded_version: int | None) -> str:
     """The backward of a recorded op with no `backward` answer: the default, except for an op kernelgen
-    would now generate a backward for (CUDA C++, stable ABI) that was recorded before it did
-    (FUSED_BACKWARD_SINCE), which keeps the stub."""
-    since = FUSED_BACKWARD_SINCE.get(kind)
-    if since is not None and recorded_version is not None and backend == "cuda" and abi == "stable" \
+    would now generate a backward for (Triton, or CUDA C++ on the stable ABI) that was recorded before it
+    did (FUSED_BACKWARD_SINCE), which keeps the stub."""
+    since = FUSED_BACKWARD_SINCE.get((kind, backend))
+    if since is not None and recorded_version is not None and (backend == "triton" or abi == "stable") \
             and recorded_version < since:
         return "vjp"
     return DEFAULT_BACKWARD

@@ -104,16 +104,16 @@ def expressions(seed: int, count: int) -> list[dict[str, object]]:
 
 
 def generate(out: Path, seed: int, count: int, name: str = "sweep-ops", min_inputs: int = 1,
-             only: set[str] | None = None) -> Path:
+             only: set[str] | None = None, backend: str = "cuda") -> Path:
     """One package ``name`` (namespace: its first word) of the expressions with at least ``min_inputs``
-    inputs (and, given ``only``, named in it), op eNN numbered as in the full list."""
+    inputs (and, given ``only``, named in it), op eNN numbered as in the full list, on ``backend``."""
     from kernelgen.render import generate as write_package
     from kernelgen.spec import OpSpec, PackageSpec
 
     items = expressions(seed, count)
     ops = [
         OpSpec.create(f"e{index:02d}", inputs=item["inputs"], expr=str(item["expr"]),  # type: ignore[arg-type]
-                      namespace=name.split("-")[0])
+                      namespace=name.split("-")[0], backend=backend)
         for index, item in enumerate(items)
     ]
     kept = [index for index, item in enumerate(items)
@@ -336,6 +336,7 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--name", default="sweep-ops", help="package name (the namespace is its first word)")
     g.add_argument("--min-inputs", type=int, default=1, help="only the expressions with this many inputs or more")
     g.add_argument("--only", default="", help="only these ops, comma-separated (e13,e31)")
+    g.add_argument("--backend", default="cuda", choices=("cuda", "triton"))
     r = sub.add_parser("run")
     r.add_argument("package", type=Path)
     r.add_argument("--sizes", default=f"{2**24},{2**28}")
@@ -356,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.command == "generate":
         only = set(args.only.split(",")) if args.only else None
-        print(f"wrote {generate(args.out, args.seed, args.count, args.name, args.min_inputs, only)}")
+        print(f"wrote {generate(args.out, args.seed, args.count, args.name, args.min_inputs, only, args.backend)}")
     elif args.command == "prewarm":
         prewarm(args.package, [int(v) for v in args.sizes.split(",")], args.dtypes.split(","), args.part)
     elif args.command == "force-packs":

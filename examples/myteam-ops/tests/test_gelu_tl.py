@@ -28,6 +28,29 @@ def error_bound(_m, x):
     return _e2
 
 
+def grad_error_bound(_m, _grad, x):
+    """The bounds on the rounding errors of the gradients of x * sigmoid(1.702 * x), in units of
+    _m.u, element by element, one per input: one line per step of each derivative (kernelgen writes
+    them from the expression; testing/error_model.py of the package says what each term means)."""
+    _t0 = 1.702 * x  # 1.702 * x
+    _e0 = x.abs() * _m.literal_rounding(1.702) + _m.one_rounding(_t0)
+    _t1 = torch.sigmoid(_t0)  # sigmoid(1.702 * x)
+    _e1 = _t1 * (1.0 - _t1) * _e0 + _m.function_error('sigmoid', _t0, _t1)
+    _t2 = 1.0 - _t1  # 1.0 - sigmoid(1.702 * x)
+    _e2 = _e1 + _m.one_rounding(_t2)
+    _t3 = _t1 * _t2  # sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x))
+    _e3 = _t2.abs() * _e1 + _t1.abs() * _e2 + _m.one_rounding(_t3)
+    _t4 = x * _t3  # x * (sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x)))
+    _e4 = x.abs() * _e3 + _m.one_rounding(_t4)
+    _t5 = 1.702 * _t4  # 1.702 * (x * (sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x))))
+    _e5 = _t4.abs() * _m.literal_rounding(1.702) + 1.702 * _e4 + _m.one_rounding(_t5)
+    _t6 = _t1 + _t5  # sigmoid(1.702 * x) + 1.702 * (x * (sigmoid(1.702 * x) * (1.0 - sigmoi...
+    _e6 = _e1 + _e5 + _m.one_rounding(_t6)
+    _t7 = _grad * _t6  # _grad * (sigmoid(1.702 * x) + 1.702 * (x * (sigmoid(1.702 * x) * (1.0...
+    _e7 = _grad.abs() * _e6 + _m.one_rounding(_t7)
+    return (_e7,)
+
+
 class TestGeluTl(TritonEagerChecks, ElementwiseSuite):
     """Every test of the elementwise suite, run on gelu_tl. Cases of your own go here as methods
     named test_* (self.op, self.assert_matches and the suite's makers of arguments are at hand)."""
@@ -41,4 +64,6 @@ class TestGeluTl(TritonEagerChecks, ElementwiseSuite):
         error_bound=error_bound,
         dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16),
         inputs=("x",),
+        backward=torch.ops.myteam.gelu_tl_backward.default,
+        grad_error_bound=grad_error_bound,
     )

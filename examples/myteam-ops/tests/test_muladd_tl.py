@@ -26,6 +26,17 @@ def error_bound(_m, a, b, c):
     return _e1
 
 
+def grad_error_bound(_m, _grad, a, b, c):
+    """The bounds on the rounding errors of the gradients of a * b + c, in units of
+    _m.u, element by element, one per input: one line per step of each derivative (kernelgen writes
+    them from the expression; testing/error_model.py of the package says what each term means)."""
+    _t0 = _grad * b  # _grad * b
+    _e0 = _m.one_rounding(_t0)
+    _t1 = _grad * a  # _grad * a
+    _e1 = _m.one_rounding(_t1)
+    return (_e0, _e1, 0.0)
+
+
 class TestMuladdTl(TritonEagerChecks, ElementwiseSuite):
     """Every test of the elementwise suite, run on muladd_tl. Cases of your own go here as methods
     named test_* (self.op, self.assert_matches and the suite's makers of arguments are at hand)."""
@@ -39,4 +50,6 @@ class TestMuladdTl(TritonEagerChecks, ElementwiseSuite):
         error_bound=error_bound,
         dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16),
         inputs=("a", "b", "c"),
+        backward=torch.ops.myteam.muladd_tl_backward.default,
+        grad_error_bound=grad_error_bound,
     )

@@ -34,6 +34,35 @@ def error_bound(_m, x):
     return _e4
 
 
+def grad_error_bound(_m, _grad, x):
+    """The bounds on the rounding errors of the gradients of exp(x - max(x)) / sum(exp(x - max(x))), in units of
+    _m.u: one per input (per element) and one per weight (per column, summed over the rows). One
+    line per step of each derivative (kernelgen writes them from the expression;
+    testing/error_model.py of the package says what each term means)."""
+    _r0, _q0 = _m.max_of_row(x, None)  # max(x)
+    _t0 = x - _r0  # x - _r0
+    _e0 = _q0 + _m.one_rounding(_t0)
+    _t1 = torch.exp(_t0)  # exp(x - _r0)
+    _e1 = _t1 * _e0 + _m.function_error('exp', _t0, _t1)
+    _r1, _q1 = _m.sum_of_row(_t1, _e1)  # sum(exp(x - max(x)))
+    _t2 = _grad * _t1  # _grad * exp(x - _r0)
+    _e2 = _grad.abs() * _e1 + _m.one_rounding(_t2)
+    _r2, _q2 = _m.sum_of_row(_t2, _e2)  # sum(_grad * exp(x - max(x)))
+    _t3 = _t1 / _r1  # exp(x - _r0) / _r1
+    _e3 = _e1 / _r1.abs() + (_t3 / _r1).abs() * _q1 + _m.division_error(_t3)
+    _t4 = _grad * _t3  # _grad * (exp(x - _r0) / _r1)
+    _e4 = _grad.abs() * _e3 + _m.one_rounding(_t4)
+    _t5 = _r1 ** 2.0  # _r1 ** 2.0
+    _e5 = (2.0 * _r1).abs() * _q1 + _m.power_error(_r1, 2.0, _t5)
+    _t6 = _r2 / _t5  # _r2 / _r1 ** 2.0
+    _e6 = _q2 / _t5.abs() + (_t6 / _t5).abs() * _e5 + _m.division_error(_t6)
+    _t7 = _t6 * _t1  # _r2 / _r1 ** 2.0 * exp(x - _r0)
+    _e7 = _t1.abs() * _e6 + _t6.abs() * _e1 + _m.one_rounding(_t7)
+    _t8 = _t4 - _t7  # _grad * (exp(x - _r0) / _r1) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+    _e8 = _e4 + _e7 + _m.one_rounding(_t8)
+    return (_e8,)
+
+
 class TestSoftmaxTl(TritonEagerChecks, RowwiseSuite):
     """Every test of the rowwise suite, run on softmax_tl. Cases of your own go here as methods
     named test_* (self.op, self.assert_matches and the suite's makers of arguments are at hand)."""
@@ -48,4 +77,6 @@ class TestSoftmaxTl(TritonEagerChecks, RowwiseSuite):
         dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16),
         inputs=("x",),
         positive_domain=True,
+        backward=torch.ops.myteam.softmax_tl_backward.default,
+        grad_error_bound=grad_error_bound,
     )

@@ -148,19 +148,108 @@ def _gelu_tl_cpu(x: torch.Tensor) -> torch.Tensor:
     return reference(x.contiguous().to(opmath)).to(dtype).contiguous()
 
 
+# ---- the backward -------------------------------------------------------------------------------
+# gelu_tl_backward: the gradient of every input asked for, in one pass over memory, from the
+# derivatives kernelgen wrote from the expression (below, in the kernel and in the CPU implementation).
+def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> None:
+    # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
+    _check_inputs(x)
+    if _grad.device != x.device or _grad.dtype != x.dtype or _grad.shape != x.shape:
+        raise RuntimeError(f"gelu_tl_backward: grad is {_grad.dtype} of shape {list(_grad.shape)} on {_grad.device}, "
+                           f"but the inputs are {x.dtype} of shape {list(x.shape)} on {x.device}")
+    if len(_needs) != 1:
+        raise RuntimeError(f"gelu_tl_backward: got {len(_needs)} flags in _needs, but gelu_tl has 1 input (one flag each)")
+
+
+if TRITON_AVAILABLE:
+
+    # _need<j> is a run-time flag, never a compile-time constant (do_not_specialize: Triton would make a
+    # flag of 1 one): the kernel computes every gradient the same way whatever is asked for, so a gradient
+    # has the same bits whether or not the others are stored.
+    @triton.jit(do_not_specialize=["_need0"])
+    def _gelu_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, n, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        _grad = tl.load(_grad_ptr + offsets, mask=mask).to(ACC)
+        x = tl.load(x_ptr + offsets, mask=mask).to(ACC)
+        # ---- EDIT HERE: the gradients, _grad times the derivative of the expression by each input ------
+        _t0 = (1.0 / (1.0 + tl.exp(-(tl.full((), 1.702, ACC) * x))))
+        _d0 = _grad * (_t0 + tl.full((), 1.702, ACC) * (x * (_t0 * (tl.full((), 1.0, ACC) - _t0))))  # d/dx: _grad * (sigmoid(1.702 * x) + 1.702 * (x * (sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x)))))
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        if _need0 != 0:
+            tl.store(_d0_ptr + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+
+
+@torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
+def _gelu_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    if x.device.type != "cuda":
+        return _gelu_tl_backward_cpu(_grad, x, _needs)
+    if not TRITON_AVAILABLE:
+        raise RuntimeError("gelu_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    _check_backward_inputs(_grad, x, _needs)
+    _grad_contig = _grad.contiguous()
+    x_contig = x.contiguous()
+    grads = [torch.empty(x.shape, dtype=x.dtype, device=x.device) for need in _needs if need]
+    n = _grad.numel()
+    if n == 0 or not grads:
+        return grads
+    # Input j's gradient, or (never written) the output's gradient where it is not asked for.
+    slots = iter(grads)
+    outs = [next(slots) if need else _grad_contig for need in _needs]
+    block = _BLOCK[_grad.element_size()]
+    acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
+    kernel, grid, flags = wrap_triton(_gelu_tl_backward_kernel), (triton.cdiv(n, block),), [int(need) for need in _needs]
+    # On the inputs' GPU, on its current stream (see _gelu_tl_launch).
+    if x.device.index == torch.cuda.current_device():
+        kernel[grid](_grad_contig, x_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
+    else:
+        with torch.cuda.device(x.device):
+            kernel[grid](_grad_contig, x_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
+    return grads
+
+
+@torch.library.register_kernel(_OP + "_backward", "cpu")
+def _gelu_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The same derivatives in PyTorch, in op-math precision, each gradient rounded once.
+    _check_backward_inputs(_grad, x, _needs)
+    dtype = x.dtype
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    _grad = _grad.to(opmath)
+    x = x.to(opmath)
+    _t0 = torch.sigmoid(1.702 * x)
+    grads = []
+    if _needs[0]:
+        grads.append(torch.empty(x.shape, dtype=dtype, device=x.device).copy_(_grad * (_t0 + 1.702 * (x * (_t0 * (1.0 - _t0))))))
+    return grads
+
+
 # ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
     # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)
 
 
+_BACKWARD = "myteam::gelu_tl_backward"
+
+
+@torch.library.register_fake(_BACKWARD)
+def _gelu_tl_backward_fake(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    return [torch.empty(x.shape, dtype=x.dtype, device=x.device) for need in _needs if need]
+
+
 def _backward(ctx, grad_out: torch.Tensor):
-    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by
-    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
-    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
-    # PyTorch kernels. When the backward matters for speed, write a second Triton kernel for it.
-    # ------------------------------------------------------------------------------------------
+    # The generated backward: gelu_tl_backward computes, in one pass over memory, the gradient of
+    # every input that needs one (ctx.needs_input_grad), from the derivatives kernelgen wrote from the
+    # expression into _gelu_tl_backward_kernel and _gelu_tl_backward_cpu above. To differentiate reference() instead,
+    # register _backward_vjp below.
+    needs = list(ctx.needs_input_grad)
+    grads = iter(torch.ops.myteam.gelu_tl_backward.default(grad_out, *ctx.saved_tensors, needs))
+    return tuple(next(grads) if need else None for need in needs)
+
+
+def _backward_vjp(ctx, grad_out: torch.Tensor):
+    # The vector-Jacobian product of reference(), computed by torch.func.vjp in op-math precision
+    # (float32 for float16/bfloat16 inputs): correct for any expression, and several PyTorch kernels.
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -18,6 +18,10 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.layernorm_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 
+# The backward's row slots and column sum, shared by the package's Triton rowwise ops.
+from .._triton_rowwise import column_sum as _column_sum
+from .._triton_rowwise import slots as _slots
+
 try:
     import triton
     import triton.language as tl
@@ -229,19 +233,246 @@ def _layernorm_tl_cpu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torc
     return out.copy_(reference(x.contiguous().to(opmath), w.contiguous().to(opmath), b.contiguous().to(opmath)))
 
 
+# ---- the backward -------------------------------------------------------------------------------
+# layernorm_tl_backward: the gradient of every input asked for and each weight's contribution of every row,
+# from the derivatives kernelgen wrote from the expression (in the kernels and the CPU implementation below).
+# It saves nothing but the arguments: each row's per-row values (the forward's reductions and the
+# backward's own) are computed again from the row, which costs arithmetic, not memory traffic.
+def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool]) -> None:
+    # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
+    _check_inputs(x, w, b)
+    if _grad.device != x.device or _grad.dtype != x.dtype or _grad.shape != x.shape:
+        raise RuntimeError(f"layernorm_tl_backward: grad is {_grad.dtype} of shape {list(_grad.shape)} on {_grad.device}, "
+                           f"but the inputs are {x.dtype} of shape {list(x.shape)} on {x.device}")
+    if len(_needs) != 3:
+        raise RuntimeError(f"layernorm_tl_backward: got {len(_needs)} flags in _needs, but layernorm_tl has 3 arguments (one flag each: the inputs, then the weights)")
+
+
+if TRITON_AVAILABLE:
+
+    # One row per step of each program: the program's rows are program_id, program_id + programs, ...
+    # A row of up to _MAX_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
+    # per-row values, then every gradient; the weights are loaded once per program, and each weight's
+    # contributions of the program's rows are added, in row order, to its partial sums, which it writes
+    # once to its row of _p<j> (the column sum then adds the programs' rows in order). _need<j> is a
+    # run-time flag, never a compile-time constant (do_not_specialize): the arithmetic, and with it every
+    # gradient's bits, is the same whatever the caller asks for.
+    @triton.jit(do_not_specialize=["_need0"])
+    def _layernorm_tl_backward_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _p0_ptr, _p1_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        mask = offsets < cols
+        _n = cols
+        w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        _s0 = tl.zeros((BLOCK,), ACC)  # the contributions to w's gradient of this program's rows
+        b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        _s1 = tl.zeros((BLOCK,), ACC)  # the contributions to b's gradient of this program's rows
+        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
+            base = row.to(tl.int64) * cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+            _a0 = x
+            _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
+            _a1 = (x - _r0) * (x - _r0)
+            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
+            _a2 = _grad * w
+            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
+            _a3 = _grad * w * (x - _r0)
+            _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
+            _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
+            _t1 = x - _r0
+            _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+            _s0 += _grad * (_t1 * _t0)  # d/dw, this row: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
+            _s1 += _grad  # d/db, this row: _grad
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+            if _need0 != 0:
+                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        tl.store(_p0_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s0, mask=mask)
+        tl.store(_p1_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s1, mask=mask)
+
+    # Rows longer than _MAX_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
+    # and one for the gradients, which add each weight's contributions to the program's row of _p<j> (zeroed
+    # by the launcher) chunk by chunk. Loads that a pass does not use are dropped by the compiler.
+    @triton.jit(do_not_specialize=["_need0"])
+    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _p0_ptr, _p1_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        _n = cols
+        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
+            base = row.to(tl.int64) * cols
+            # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -------
+            _acc = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a0 = x
+                _acc += tl.where(mask, _a0, 0.0)
+            _r0 = tl.sum(_acc, axis=0) / cols
+            _acc = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a1 = (x - _r0) * (x - _r0)
+                _acc += tl.where(mask, _a1, 0.0)
+            _r1 = tl.sum(_acc, axis=0) / cols
+            _acc = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a2 = _grad * w
+                _acc += tl.where(mask, _a2, 0.0)
+            _r2 = tl.sum(_acc, axis=0) / cols
+            _acc = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w * (x - mean(x))): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a3 = _grad * w * (x - _r0)
+                _acc += tl.where(mask, _a3, 0.0)
+            _r3 = tl.sum(_acc, axis=0) / cols
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
+                _t1 = x - _r0
+                if _need0 != 0:
+                    tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1).to(_d0_ptr.dtype.element_ty), mask=mask)
+                _slot = _p0_ptr + tl.program_id(0).to(tl.int64) * cols + offsets
+                tl.store(_slot, tl.load(_slot, mask=mask, other=0.0) + _grad * (_t1 * _t0), mask=mask)
+                _slot = _p1_ptr + tl.program_id(0).to(tl.int64) * cols + offsets
+                tl.store(_slot, tl.load(_slot, mask=mask, other=0.0) + _grad, mask=mask)
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+
+
+# The backward's launch: BLOCK and warps as the forward's; ops with weights run slots programs
+# (../_triton_rowwise.py), the others one per row. An op with weights runs the same way whatever _needs asks
+# for, so its inputs' gradients have the same bits either way.
+
+
+@torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, Tensor w, Tensor b, bool[] _needs) -> Tensor[]")
+def _layernorm_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    if x.device.type != "cuda":
+        return _layernorm_tl_backward_cpu(_grad, x, w, b, _needs)
+    if not TRITON_AVAILABLE:
+        raise RuntimeError("layernorm_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    _check_backward_inputs(_grad, x, w, b, _needs)
+    _grad_contig = _grad.contiguous()
+    x_contig = x.contiguous()
+    w_contig = w.contiguous()
+    b_contig = b.contiguous()
+    cols = x.shape[-1]
+    rows = _grad.numel() // cols if cols else 0
+    outs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) if need else _grad_contig
+            for need in _needs[:1]]
+    if rows == 0 or cols == 0:
+        weight_grads = [torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (w, b, )]
+        return [g for g, need in zip(outs + weight_grads, _needs) if need]
+    acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
+    if cols <= _MAX_BLOCK:
+        kernel, block = wrap_triton(_layernorm_tl_backward_kernel), triton.next_power_of_2(cols)
+    else:
+        kernel, block = wrap_triton(_layernorm_tl_backward_long_kernel), _LONG_BLOCK
+    programs = _slots(_grad.device, rows, block)
+    opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
+    # Every program writes its whole row of partial sums; the long kernel adds to it chunk by chunk.
+    fresh = torch.zeros if cols > _MAX_BLOCK else torch.empty
+    partials = [fresh((programs, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
+    flags = [int(need) for need in _needs[:1]]
+    # On the inputs' GPU, on its current stream (see _layernorm_tl_launch).
+    if x.device.index == torch.cuda.current_device():
+        kernel[(programs,)](_grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+    else:
+        with torch.cuda.device(x.device):
+            kernel[(programs,)](_grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+    with torch.cuda.device(x.device):
+        weight_grads = [_column_sum(partial, _grad.dtype) for partial in partials]
+    return [g for g, need in zip(outs + weight_grads, _needs) if need]
+
+
+@torch.library.register_kernel(_OP + "_backward", "cpu")
+def _layernorm_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The same derivatives in PyTorch, over (rows, cols) views, in op-math precision, each gradient rounded
+    # once; a weight's gradient is its contributions summed over the rows.
+    _check_backward_inputs(_grad, x, w, b, _needs)
+    dtype, shape = x.dtype, x.shape
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    cols = shape[-1]
+    rows = _grad.numel() // cols if cols else 0
+    if rows == 0 or cols == 0:
+        grads = [torch.empty(shape, dtype=dtype, device=x.device)] * 1
+        grads += [torch.zeros(t.shape, dtype=dtype, device=t.device) for t in (w, b, )]
+        return [g.clone() for g, need in zip(grads, _needs) if need]
+    _n = cols
+    _grad = _grad.reshape(rows, cols).to(opmath)
+    x = x.reshape(rows, cols).to(opmath)
+    w = w.to(opmath)
+    b = b.to(opmath)
+    _a0 = torch.broadcast_to(x, (rows, cols))
+    _r0 = _a0.mean(-1, keepdim=True)  # mean(x)
+    _a1 = torch.broadcast_to((x - _r0) ** 2.0, (rows, cols))
+    _r1 = _a1.mean(-1, keepdim=True)  # mean((x - mean(x)) ** 2.0)
+    _a2 = torch.broadcast_to(_grad * w, (rows, cols))
+    _r2 = _a2.mean(-1, keepdim=True)  # mean(_grad * w)
+    _a3 = torch.broadcast_to(_grad * w * (x - _r0), (rows, cols))
+    _r3 = _a3.mean(-1, keepdim=True)  # mean(_grad * w * (x - mean(x)))
+    _t0 = torch.rsqrt(_r1 + 1e-05)
+    _t1 = x - _r0
+    grads = []
+    if _needs[0]:
+        grads.append(torch.empty((rows, cols), dtype=dtype, device=_grad.device).copy_(_grad * (_t0 * w) - _t0 * _r2 - _t0 ** 3.0 * _r3 * _t1).view(shape))
+    if _needs[1]:
+        grads.append(torch.broadcast_to(_grad * (_t1 * _t0), (rows, cols)).sum(0).to(dtype))
+    if _needs[2]:
+        grads.append(torch.broadcast_to(_grad, (rows, cols)).sum(0).to(dtype))
+    return grads
+
+
 # ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
     # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)
 
 
+_BACKWARD = "myteam::layernorm_tl_backward"
+
+
+@torch.library.register_fake(_BACKWARD)
+def _layernorm_tl_backward_fake(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The gradient of each argument asked for has that argument's shape: an input's, or a weight's.
+    return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t, need in zip((x, w, b,), _needs) if need]
+
+
 def _backward(ctx, grad_out: torch.Tensor):
-    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by
-    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
-    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
-    # PyTorch kernels. When the backward matters for speed, write a second Triton kernel for it.
-    # ------------------------------------------------------------------------------------------
+    # The generated backward: layernorm_tl_backward computes, in one pass over the rows, the gradient of
+    # every input and weight that needs one (ctx.needs_input_grad), from the derivatives kernelgen wrote
+    # from the expression into _layernorm_tl_backward_kernel and _layernorm_tl_backward_cpu above. It saves
+    # nothing but the arguments: it computes the forward's per-row values again from the row it holds.
+    # To differentiate reference() instead, register _backward_vjp below.
+    needs = list(ctx.needs_input_grad)
+    grads = iter(torch.ops.myteam.layernorm_tl_backward.default(grad_out, *ctx.saved_tensors, needs))
+    return tuple(next(grads) if need else None for need in needs)
+
+
+def _backward_vjp(ctx, grad_out: torch.Tensor):
+    # The vector-Jacobian product of reference(), computed by torch.func.vjp in op-math precision
+    # (float32 for float16/bfloat16 inputs): correct for any expression, and several PyTorch kernels.
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -167,19 +167,122 @@ def _muladd_tl_cpu(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> torch.T
     return reference(a.contiguous().to(opmath), b.contiguous().to(opmath), c.contiguous().to(opmath)).to(dtype).contiguous()
 
 
+# ---- the backward -------------------------------------------------------------------------------
+# muladd_tl_backward: the gradient of every input asked for, in one pass over memory, from the
+# derivatives kernelgen wrote from the expression (below, in the kernel and in the CPU implementation).
+def _check_backward_inputs(_grad: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, _needs: list[bool]) -> None:
+    # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
+    _check_inputs(a, b, c)
+    if _grad.device != a.device or _grad.dtype != a.dtype or _grad.shape != a.shape:
+        raise RuntimeError(f"muladd_tl_backward: grad is {_grad.dtype} of shape {list(_grad.shape)} on {_grad.device}, "
+                           f"but the inputs are {a.dtype} of shape {list(a.shape)} on {a.device}")
+    if len(_needs) != 3:
+        raise RuntimeError(f"muladd_tl_backward: got {len(_needs)} flags in _needs, but muladd_tl has 3 inputs (one flag each)")
+
+
+if TRITON_AVAILABLE:
+
+    # _need<j> is a run-time flag, never a compile-time constant (do_not_specialize: Triton would make a
+    # flag of 1 one): the kernel computes every gradient the same way whatever is asked for, so a gradient
+    # has the same bits whether or not the others are stored.
+    @triton.jit(do_not_specialize=["_need0", "_need1", "_need2"])
+    def _muladd_tl_backward_kernel(_grad_ptr, a_ptr, b_ptr, c_ptr, _d0_ptr, _d1_ptr, _d2_ptr, _need0, _need1, _need2, n, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        _grad = tl.load(_grad_ptr + offsets, mask=mask).to(ACC)
+        a = tl.load(a_ptr + offsets, mask=mask).to(ACC)
+        b = tl.load(b_ptr + offsets, mask=mask).to(ACC)
+        c = tl.load(c_ptr + offsets, mask=mask).to(ACC)
+        # ---- EDIT HERE: the gradients, _grad times the derivative of the expression by each input ------
+        _d0 = _grad * b  # d/da: _grad * b
+        _d1 = _grad * a  # d/db: _grad * a
+        _d2 = _grad  # d/dc: _grad
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        if _need0 != 0:
+            tl.store(_d0_ptr + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        if _need1 != 0:
+            tl.store(_d1_ptr + offsets, _d1.to(_d1_ptr.dtype.element_ty), mask=mask)
+        if _need2 != 0:
+            tl.store(_d2_ptr + offsets, _d2.to(_d2_ptr.dtype.element_ty), mask=mask)
+
+
+@torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor a, Tensor b, Tensor c, bool[] _needs) -> Tensor[]")
+def _muladd_tl_backward_impl(_grad: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    if a.device.type != "cuda":
+        return _muladd_tl_backward_cpu(_grad, a, b, c, _needs)
+    if not TRITON_AVAILABLE:
+        raise RuntimeError("muladd_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    _check_backward_inputs(_grad, a, b, c, _needs)
+    _grad_contig = _grad.contiguous()
+    a_contig = a.contiguous()
+    b_contig = b.contiguous()
+    c_contig = c.contiguous()
+    grads = [torch.empty(a.shape, dtype=a.dtype, device=a.device) for need in _needs if need]
+    n = _grad.numel()
+    if n == 0 or not grads:
+        return grads
+    # Input j's gradient, or (never written) the output's gradient where it is not asked for.
+    slots = iter(grads)
+    outs = [next(slots) if need else _grad_contig for need in _needs]
+    block = _BLOCK[_grad.element_size()]
+    acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
+    kernel, grid, flags = wrap_triton(_muladd_tl_backward_kernel), (triton.cdiv(n, block),), [int(need) for need in _needs]
+    # On the inputs' GPU, on its current stream (see _muladd_tl_launch).
+    if a.device.index == torch.cuda.current_device():
+        kernel[grid](_grad_contig, a_contig, b_contig, c_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
+    else:
+        with torch.cuda.device(a.device):
+            kernel[grid](_grad_contig, a_contig, b_contig, c_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
+    return grads
+
+
+@torch.library.register_kernel(_OP + "_backward", "cpu")
+def _muladd_tl_backward_cpu(_grad: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The same derivatives in PyTorch, in op-math precision, each gradient rounded once.
+    _check_backward_inputs(_grad, a, b, c, _needs)
+    dtype = a.dtype
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    _grad = _grad.to(opmath)
+    a = a.to(opmath)
+    b = b.to(opmath)
+    c = c.to(opmath)
+    grads = []
+    if _needs[0]:
+        grads.append(torch.empty(a.shape, dtype=dtype, device=a.device).copy_(_grad * b))
+    if _needs[1]:
+        grads.append(torch.empty(a.shape, dtype=dtype, device=a.device).copy_(_grad * a))
+    if _needs[2]:
+        grads.append(torch.empty(a.shape, dtype=dtype, device=a.device).copy_(_grad))
+    return grads
+
+
 # ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
     # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)
 
 
+_BACKWARD = "myteam::muladd_tl_backward"
+
+
+@torch.library.register_fake(_BACKWARD)
+def _muladd_tl_backward_fake(_grad: torch.Tensor, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    return [torch.empty(a.shape, dtype=a.dtype, device=a.device) for need in _needs if need]
+
+
 def _backward(ctx, grad_out: torch.Tensor):
-    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by
-    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
-    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
-    # PyTorch kernels. When the backward matters for speed, write a second Triton kernel for it.
-    # ------------------------------------------------------------------------------------------
+    # The generated backward: muladd_tl_backward computes, in one pass over memory, the gradient of
+    # every input that needs one (ctx.needs_input_grad), from the derivatives kernelgen wrote from the
+    # expression into _muladd_tl_backward_kernel and _muladd_tl_backward_cpu above. To differentiate reference() instead,
+    # register _backward_vjp below.
+    needs = list(ctx.needs_input_grad)
+    grads = iter(torch.ops.myteam.muladd_tl_backward.default(grad_out, *ctx.saved_tensors, needs))
+    return tuple(next(grads) if need else None for need in needs)
+
+
+def _backward_vjp(ctx, grad_out: torch.Tensor):
+    # The vector-Jacobian product of reference(), computed by torch.func.vjp in op-math precision
+    # (float32 for float16/bfloat16 inputs): correct for any expression, and several PyTorch kernels.
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype

@@ -204,19 +204,192 @@ def _softmax_tl_cpu(x: torch.Tensor) -> torch.Tensor:
     return out.copy_(reference(x.contiguous().to(opmath)))
 
 
+# ---- the backward -------------------------------------------------------------------------------
+# softmax_tl_backward: the gradient of every input asked for and each weight's contribution of every row,
+# from the derivatives kernelgen wrote from the expression (in the kernels and the CPU implementation below).
+# It saves nothing but the arguments: each row's per-row values (the forward's reductions and the
+# backward's own) are computed again from the row, which costs arithmetic, not memory traffic.
+def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> None:
+    # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
+    _check_inputs(x)
+    if _grad.device != x.device or _grad.dtype != x.dtype or _grad.shape != x.shape:
+        raise RuntimeError(f"softmax_tl_backward: grad is {_grad.dtype} of shape {list(_grad.shape)} on {_grad.device}, "
+                           f"but the inputs are {x.dtype} of shape {list(x.shape)} on {x.device}")
+    if len(_needs) != 1:
+        raise RuntimeError(f"softmax_tl_backward: got {len(_needs)} flags in _needs, but softmax_tl has 1 input (one flag each)")
+
+
+if TRITON_AVAILABLE:
+
+    # One row per step of each program: the program's rows are program_id, program_id + programs, ...
+    # A row of up to _MAX_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
+    # per-row values, then every gradient; the weights are loaded once per program, and each weight's
+    # contributions of the program's rows are added, in row order, to its partial sums, which it writes
+    # once to its row of _p<j> (the column sum then adds the programs' rows in order). _need<j> is a
+    # run-time flag, never a compile-time constant (do_not_specialize): the arithmetic, and with it every
+    # gradient's bits, is the same whatever the caller asks for.
+    @triton.jit(do_not_specialize=["_need0"])
+    def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        mask = offsets < cols
+        _n = cols
+        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
+            base = row.to(tl.int64) * cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+            _a0 = x
+            _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
+            _a1 = tl.exp(x - _r0)
+            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
+            _a2 = _grad * tl.exp(x - _r0)
+            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
+            _t0 = tl.exp(x - _r0)
+            _d0 = _grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) / _r1) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+            if _need0 != 0:
+                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+
+    # Rows longer than _MAX_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
+    # and one for the gradients, which add each weight's contributions to the program's row of _p<j> (zeroed
+    # by the launcher) chunk by chunk. Loads that a pass does not use are dropped by the compiler.
+    @triton.jit(do_not_specialize=["_need0"])
+    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        _n = cols
+        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
+            base = row.to(tl.int64) * cols
+            # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -------
+            _acc = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                _a0 = x
+                _acc = _max_nan(_acc, tl.where(mask, _a0, float("-inf")))
+            _r0 = tl.reduce(_acc, 0, _max_nan)
+            _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(exp(x - max(x))): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                _a1 = tl.exp(x - _r0)
+                _acc += tl.where(mask, _a1, 0.0)
+            _r1 = tl.sum(_acc, axis=0)
+            _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                _a2 = _grad * tl.exp(x - _r0)
+                _acc += tl.where(mask, _a2, 0.0)
+            _r2 = tl.sum(_acc, axis=0)
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                _t0 = tl.exp(x - _r0)
+                if _need0 != 0:
+                    tl.store(_d0_ptr + base + offsets, (_grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask)
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+
+
+# The backward's launch: BLOCK and warps as the forward's; ops with weights run slots programs
+# (../_triton_rowwise.py), the others one per row. An op with weights runs the same way whatever _needs asks
+# for, so its inputs' gradients have the same bits either way.
+
+
+@torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
+def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    if x.device.type != "cuda":
+        return _softmax_tl_backward_cpu(_grad, x, _needs)
+    if not TRITON_AVAILABLE:
+        raise RuntimeError("softmax_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    _check_backward_inputs(_grad, x, _needs)
+    _grad_contig = _grad.contiguous()
+    x_contig = x.contiguous()
+    cols = x.shape[-1]
+    rows = _grad.numel() // cols if cols else 0
+    outs = [torch.empty(x.shape, dtype=x.dtype, device=x.device) if need else _grad_contig
+            for need in _needs[:1]]
+    if rows == 0 or cols == 0:
+        return [g for g, need in zip(outs, _needs) if need]
+    acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
+    if cols <= _MAX_BLOCK:
+        kernel, block = wrap_triton(_softmax_tl_backward_kernel), triton.next_power_of_2(cols)
+    else:
+        kernel, block = wrap_triton(_softmax_tl_backward_long_kernel), _LONG_BLOCK
+    programs, partials = rows, []
+    flags = [int(need) for need in _needs[:1]]
+    # On the inputs' GPU, on its current stream (see _softmax_tl_launch).
+    if x.device.index == torch.cuda.current_device():
+        kernel[(programs,)](_grad_contig, x_contig, *outs, *partials, *flags, rows, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+    else:
+        with torch.cuda.device(x.device):
+            kernel[(programs,)](_grad_contig, x_contig, *outs, *partials, *flags, rows, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+    return [g for g, need in zip(outs, _needs) if need]
+
+
+@torch.library.register_kernel(_OP + "_backward", "cpu")
+def _softmax_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The same derivatives in PyTorch, over (rows, cols) views, in op-math precision, each gradient rounded
+    # once; a weight's gradient is its contributions summed over the rows.
+    _check_backward_inputs(_grad, x, _needs)
+    dtype, shape = x.dtype, x.shape
+    opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+    cols = shape[-1]
+    rows = _grad.numel() // cols if cols else 0
+    if rows == 0 or cols == 0:
+        grads = [torch.empty(shape, dtype=dtype, device=x.device)] * 1
+        return [g.clone() for g, need in zip(grads, _needs) if need]
+    _n = cols
+    _grad = _grad.reshape(rows, cols).to(opmath)
+    x = x.reshape(rows, cols).to(opmath)
+    _a0 = torch.broadcast_to(x, (rows, cols))
+    _r0 = _a0.amax(-1, keepdim=True)  # max(x)
+    _a1 = torch.broadcast_to(torch.exp(x - _r0), (rows, cols))
+    _r1 = _a1.sum(-1, keepdim=True)  # sum(exp(x - max(x)))
+    _a2 = torch.broadcast_to(_grad * torch.exp(x - _r0), (rows, cols))
+    _r2 = _a2.sum(-1, keepdim=True)  # sum(_grad * exp(x - max(x)))
+    _t0 = torch.exp(x - _r0)
+    grads = []
+    if _needs[0]:
+        grads.append(torch.empty((rows, cols), dtype=dtype, device=_grad.device).copy_(_grad * (_t0 / _r1) - _r2 / _r1 ** 2.0 * _t0).view(shape))
+    return grads
+
+
 # ---- autograd ---------------------------------------------------------------------------------
 def _setup_context(ctx, inputs, output) -> None:
     # The backward needs the inputs (not the output) to evaluate the derivative.
     ctx.save_for_backward(*inputs)
 
 
+_BACKWARD = "myteam::softmax_tl_backward"
+
+
+@torch.library.register_fake(_BACKWARD)
+def _softmax_tl_backward_fake(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # The gradient of each argument asked for has that argument's shape: an input's, or a weight's.
+    return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t, need in zip((x,), _needs) if need]
+
+
 def _backward(ctx, grad_out: torch.Tensor):
-    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by
-    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
-    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
-    # PyTorch kernels. When the backward matters for speed, write a second Triton kernel for it.
-    # ------------------------------------------------------------------------------------------
+    # The generated backward: softmax_tl_backward computes, in one pass over the rows, the gradient of
+    # every input and weight that needs one (ctx.needs_input_grad), from the derivatives kernelgen wrote
+    # from the expression into _softmax_tl_backward_kernel and _softmax_tl_backward_cpu above. It saves
+    # nothing but the arguments: it computes the forward's per-row values again from the row it holds.
+    # To differentiate reference() instead, register _backward_vjp below.
+    needs = list(ctx.needs_input_grad)
+    grads = iter(torch.ops.myteam.softmax_tl_backward.default(grad_out, *ctx.saved_tensors, needs))
+    return tuple(next(grads) if need else None for need in needs)
+
+
+def _backward_vjp(ctx, grad_out: torch.Tensor):
+    # The vector-Jacobian product of reference(), computed by torch.func.vjp in op-math precision
+    # (float32 for float16/bfloat16 inputs): correct for any expression, and several PyTorch kernels.
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
