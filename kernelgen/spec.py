@@ -771,7 +771,7 @@ class PackageSpec:
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
             "fused_backward_ops": [op.op_name for op in self.ops if op.fused_backward],
             "triton_rowwise_backward": any(op.fused_backward and op.backend == "triton" and op.kind == "rowwise"
-                                           for op in self.ops),
+                                           and op.weights for op in self.ops),
             "spell": ABI_SPELLINGS[self.abi],
         })
         return data

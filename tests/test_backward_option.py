@@ -211,13 +211,19 @@ def test_an_op_recorded_before_its_kind_had_a_generated_backward_keeps_the_stub(
         return {"_template_version": version, "name": "lib", "package": "lib", "namespace": "lib", "abi": "stable",
                 "ops": [{"name": "act", "kind": "elementwise", "inputs": ["x"], "expr": "x * sigmoid(x)"},
                         {"name": "rms", "kind": "rowwise", "inputs": ["x"], "weights": ["w"], "expr": "x * rsqrt(mean(x * x) + 1e-6) * w"},
-                        {"name": "act_tl", "kind": "elementwise", "backend": "triton", "inputs": ["x"], "expr": "x"}]}
-    backwards = {version: [op.backward for op in PackageSpec.from_answers(record(version)).ops] for version in ("10", "13", "14")}
-    assert backwards == {"10": ["vjp", "vjp", "fused"], "13": ["fused", "vjp", "fused"], "14": ["fused", "fused", "fused"]}
+                        {"name": "act_tl", "kind": "elementwise", "backend": "triton", "inputs": ["x"], "expr": "x"},
+                        {"name": "rms_tl", "kind": "rowwise", "backend": "triton", "inputs": ["x"], "expr": "x - max(x)"}]}
+    backwards = {version: [op.backward for op in PackageSpec.from_answers(record(version)).ops]
+                 for version in ("10", "13", "14", "15")}
+    assert backwards == {"10": ["vjp", "vjp", "vjp", "vjp"], "13": ["fused", "vjp", "vjp", "vjp"],
+                         "14": ["fused", "fused", "vjp", "vjp"], "15": ["fused"] * 4}
     assert PackageSpec.from_answers(record("13")).answers()["ops"][1]["backward"] == "vjp"  # recorded from now on
     full = {**record("10"), "abi": "full"}
     full["ops"] = [full["ops"][0]]  # the full ABI has no rowwise C++ ops
     assert [op.backward for op in PackageSpec.from_answers(full).ops] == ["fused"]  # it has no generated backward
+    # A Triton op has no C++: its generated backward does not depend on the package's ABI.
+    full_tl = {**record("15"), "abi": "full", "ops": record("15")["ops"][2:]}
+    assert [op.fused_backward for op in PackageSpec.from_answers(full_tl).ops] == [True, True]
 
 
 @pytest.mark.parametrize(("value", "message"), [

@@ -47,8 +47,8 @@ PYEOF
     grep "build " "$LOGS/build.log"; echo "built at $(( $(date +%s) - start )) s"
     keep
     {
-      for t in gelu_tl muladd_tl softmax_tl layernorm_tl; do echo "examples/myteam-ops tests/test_$t.py ex_$t not cpu"; done
-      for f in .device/ew37/ewt-ops/tests/test_*.py; do t=$(basename $f .py); echo ".device/ew37/ewt-ops tests/$t.py ew37_$t (backward or gradcheck or compile) and not cpu"; done
+      for t in ${EX_TESTS:-gelu_tl muladd_tl softmax_tl layernorm_tl}; do echo "examples/myteam-ops tests/test_$t.py ex_$t not cpu"; done
+      [ -n "${SKIP_EW:-}" ] || for f in .device/ew37/ewt-ops/tests/test_*.py; do t=$(basename $f .py); echo ".device/ew37/ewt-ops tests/$t.py ew37_$t (backward or gradcheck or compile) and not cpu"; done
       for f in .device/rbw37/rsweep-ops/tests/test_*.py; do t=$(basename $f .py); echo ".device/rbw37/rsweep-ops tests/$t.py rbw37_$t (backward or gradcheck or compile) and not cpu"; done
     } | xargs -P ${JOBS:-6} -L 1 bash -c 'suite "$0" "$1" "$2" "${*:3}"' | sort > "$LOGS/tests_summary.txt"
     cat "$LOGS/tests_summary.txt" ;;

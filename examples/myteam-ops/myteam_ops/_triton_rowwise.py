@@ -1,10 +1,10 @@
-"""What the backward of every Triton rowwise op of this package shares: the row slots of a weight's gradient
-and the column sum that adds them up.
+"""What the backward of every Triton rowwise op of this package with weights shares: the splits of the rows
+for the weights' gradients, and the column sum that adds them up.
 
-A weight's gradient is a sum over the rows of each row's contribution. The backward kernel runs a fixed
-number of programs (slots, a few per SM), each taking every slots-th row and adding its rows'
-contributions to its own row of partial sums, in op-math precision; column_sum then adds the slots in
-order. No atomics: the gradient has the same bits on every run on the same GPU.
+A weight's gradient is a sum over the rows of each row's contribution. The op's weight-gradient kernel runs
+one program per block of columns and split of the rows: each adds its split's contributions, tile by tile,
+in op-math precision, and writes one row of partial sums; column_sum then adds the splits in order. No
+atomics: the gradient has the same bits on every run on the same GPU.
 """
 
 from __future__ import annotations
@@ -21,35 +21,36 @@ except ImportError:  # a CPU-only install: the backward's CPU implementations ne
 _SMS: dict[int, int] = {}
 
 
-def slots(device: torch.device, rows: int, block: int) -> int:
-    """The number of programs of a backward with weights: enough to fill the GPU (about 32 KiB of each
-    column in flight per SM, at least 2 programs per SM so that one waits while another loads), never
-    more than the rows."""
+def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:
+    """How many splits of the rows, and rows per split (a whole number of tiles), so that the weight-gradient
+    kernel's programs (column_blocks per split) fill the GPU about 8 times over."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     if index not in _SMS:
         _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
-    per_sm = max(2, min(8, 8192 // block))
-    return max(1, min(rows, _SMS[index] * per_sm))
+    tiles = triton.cdiv(rows, tile_rows)
+    count = max(1, min(tiles, triton.cdiv(8 * _SMS[index], column_blocks)))
+    per_split = triton.cdiv(tiles, count) * tile_rows
+    return triton.cdiv(rows, per_split), per_split
 
 
 if triton is not None:
 
     @triton.jit
-    def _column_sum_kernel(partial_ptr, out_ptr, slots, cols, BLOCK: tl.constexpr):
-        # One program per BLOCK columns; it adds the slots' partial sums in slot order.
+    def _column_sum_kernel(partial_ptr, out_ptr, parts, cols, BLOCK: tl.constexpr):
+        # One program per BLOCK columns; it adds the splits' partial sums in split order.
         offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < cols
         total = tl.load(partial_ptr + offsets, mask=mask, other=0.0)
-        for slot in range(1, slots):
-            total += tl.load(partial_ptr + slot.to(tl.int64) * cols + offsets, mask=mask, other=0.0)
+        for part in range(1, parts):
+            total += tl.load(partial_ptr + part.to(tl.int64) * cols + offsets, mask=mask, other=0.0)
         tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
 def column_sum(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The sum over the slots (rows) of ``partial`` (slots, cols), rounded once to ``dtype``. Called from a
-    registered op, on the partial sums' GPU: the launch goes through wrap_triton, so torch.compile sees it."""
-    slot_count, cols = partial.shape
+    """The sum over the rows of ``partial`` (splits, cols), rounded once to ``dtype``. Called from a registered
+    op, on the partial sums' GPU: the launch goes through wrap_triton, so torch.compile sees it."""
+    parts, cols = partial.shape
     out = torch.empty(cols, dtype=dtype, device=partial.device)
     block = 1024
-    wrap_triton(_column_sum_kernel)[(triton.cdiv(cols, block),)](partial, out, slot_count, cols, BLOCK=block, num_warps=4)
+    wrap_triton(_column_sum_kernel)[(triton.cdiv(cols, block),)](partial, out, parts, cols, BLOCK=block, num_warps=4)
     return out

@@ -205,10 +205,10 @@ def _softmax_tl_cpu(x: torch.Tensor) -> torch.Tensor:
 
 
 # ---- the backward -------------------------------------------------------------------------------
-# softmax_tl_backward: the gradient of every input asked for and each weight's contribution of every row,
-# from the derivatives kernelgen wrote from the expression (in the kernels and the CPU implementation below).
-# It saves nothing but the arguments: each row's per-row values (the forward's reductions and the
-# backward's own) are computed again from the row, which costs arithmetic, not memory traffic.
+# softmax_tl_backward: the gradient of every input asked for, from the derivatives kernelgen
+# wrote from the expression (in the kernels and the CPU implementation below). It saves nothing but the
+# arguments: each row's per-row values (the forward's reductions and the backward's own) are computed again
+# from the row, which costs arithmetic, not memory traffic.
 def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> None:
     # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
     _check_inputs(x)
@@ -221,86 +221,79 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
 
 if TRITON_AVAILABLE:
 
-    # One row per step of each program: the program's rows are program_id, program_id + programs, ...
-    # A row of up to _MAX_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
-    # per-row values, then every gradient; the weights are loaded once per program, and each weight's
-    # contributions of the program's rows are added, in row order, to its partial sums, which it writes
-    # once to its row of _p<j> (the column sum then adds the programs' rows in order). _need<j> is a
-    # run-time flag, never a compile-time constant (do_not_specialize): the arithmetic, and with it every
-    # gradient's bits, is the same whatever the caller asks for.
+    # One program per row. A row of up to _MAX_BLOCK elements stays in registers (BLOCK lanes) while the
+    # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
+    # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the
+    # same whatever the caller asks for.
     @triton.jit(do_not_specialize=["_need0"])
-    def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        base = row * cols
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
         _n = cols
-        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
-            base = row.to(tl.int64) * cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-            _a0 = x
-            _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
-            _a1 = tl.exp(x - _r0)
-            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
-            _a2 = _grad * tl.exp(x - _r0)
-            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
-            _t0 = tl.exp(x - _r0)
-            _d0 = _grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) / _r1) - _r2 / _r1 ** 2.0 * exp(x - _r0)
-            # ---- end of EDIT HERE -----------------------------------------------------------------------
-            if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+        _a0 = x
+        _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
+        _a1 = tl.exp(x - _r0)
+        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
+        _a2 = _grad * tl.exp(x - _r0)
+        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
+        _t0 = tl.exp(x - _r0)
+        _d0 = _grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) / _r1) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        if _need0 != 0:
+            tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
 
     # Rows longer than _MAX_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
-    # and one for the gradients, which add each weight's contributions to the program's row of _p<j> (zeroed
-    # by the launcher) chunk by chunk. Loads that a pass does not use are dropped by the compiler.
+    # and one for the gradients. Loads that a pass does not use are dropped by the compiler.
     @triton.jit(do_not_specialize=["_need0"])
-    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        row = tl.program_id(0).to(tl.int64)
+        base = row * cols
         _n = cols
-        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
-            base = row.to(tl.int64) * cols
-            # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -------
-            _acc = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
-            for start in range(0, cols, BLOCK):
-                offsets = start + tl.arange(0, BLOCK)
-                mask = offsets < cols
-                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                _a0 = x
-                _acc = _max_nan(_acc, tl.where(mask, _a0, float("-inf")))
-            _r0 = tl.reduce(_acc, 0, _max_nan)
-            _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(exp(x - max(x))): lane-wise partials, then one reduction
-            for start in range(0, cols, BLOCK):
-                offsets = start + tl.arange(0, BLOCK)
-                mask = offsets < cols
-                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                _a1 = tl.exp(x - _r0)
-                _acc += tl.where(mask, _a1, 0.0)
-            _r1 = tl.sum(_acc, axis=0)
-            _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials, then one reduction
-            for start in range(0, cols, BLOCK):
-                offsets = start + tl.arange(0, BLOCK)
-                mask = offsets < cols
-                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                _a2 = _grad * tl.exp(x - _r0)
-                _acc += tl.where(mask, _a2, 0.0)
-            _r2 = tl.sum(_acc, axis=0)
-            for start in range(0, cols, BLOCK):
-                offsets = start + tl.arange(0, BLOCK)
-                mask = offsets < cols
-                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-                _t0 = tl.exp(x - _r0)
-                if _need0 != 0:
-                    tl.store(_d0_ptr + base + offsets, (_grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask)
-            # ---- end of EDIT HERE -----------------------------------------------------------------------
+        # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) ---------
+        _acc = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+        for start in range(0, cols, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            mask = offsets < cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _a0 = x
+            _acc = _max_nan(_acc, tl.where(mask, _a0, float("-inf")))
+        _r0 = tl.reduce(_acc, 0, _max_nan)
+        _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(exp(x - max(x))): lane-wise partials, then one reduction
+        for start in range(0, cols, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            mask = offsets < cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _a1 = tl.exp(x - _r0)
+            _acc += tl.where(mask, _a1, 0.0)
+        _r1 = tl.sum(_acc, axis=0)
+        _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials, then one reduction
+        for start in range(0, cols, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            mask = offsets < cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _a2 = _grad * tl.exp(x - _r0)
+            _acc += tl.where(mask, _a2, 0.0)
+        _r2 = tl.sum(_acc, axis=0)
+        for start in range(0, cols, BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            mask = offsets < cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _t0 = tl.exp(x - _r0)
+            if _need0 != 0:
+                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask)
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
 
 
-# The backward's launch: BLOCK and warps as the forward's; ops with weights run slots programs
-# (../_triton_rowwise.py), the others one per row. An op with weights runs the same way whatever _needs asks
-# for, so its inputs' gradients have the same bits either way.
-
+# The backward's launch: one program per row, BLOCK and warps as the forward's.
 
 @torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
 def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
@@ -322,14 +315,11 @@ def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list
         kernel, block = wrap_triton(_softmax_tl_backward_kernel), triton.next_power_of_2(cols)
     else:
         kernel, block = wrap_triton(_softmax_tl_backward_long_kernel), _LONG_BLOCK
-    programs, partials = rows, []
     flags = [int(need) for need in _needs[:1]]
+    stats = []
     # On the inputs' GPU, on its current stream (see _softmax_tl_launch).
-    if x.device.index == torch.cuda.current_device():
-        kernel[(programs,)](_grad_contig, x_contig, *outs, *partials, *flags, rows, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
-    else:
-        with torch.cuda.device(x.device):
-            kernel[(programs,)](_grad_contig, x_contig, *outs, *partials, *flags, rows, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+    with torch.cuda.device(x.device):
+        kernel[(rows,)](_grad_contig, x_contig, *outs, *stats, *flags, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
     return [g for g, need in zip(outs, _needs) if need]
 
 
