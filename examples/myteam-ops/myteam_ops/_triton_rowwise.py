@@ -10,7 +10,6 @@ atomics: the gradient has the same bits on every run on the same GPU.
 from __future__ import annotations
 
 import torch
-from torch.library import wrap_triton
 
 try:
     import triton
@@ -46,11 +45,11 @@ if triton is not None:
         tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def column_sum(partial: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The sum over the rows of ``partial`` (splits, cols), rounded once to ``dtype``. Called from a registered
-    op, on the partial sums' GPU: the launch goes through wrap_triton, so torch.compile sees it."""
+def column_sum(partial: torch.Tensor, dtype: torch.dtype, wrap) -> torch.Tensor:
+    """The sum over the rows of ``partial`` (splits, cols), rounded once to ``dtype``, on the partial sums' GPU.
+    The launch is of wrap(the kernel): wrap_triton inside a registered op, so torch.compile sees it."""
     parts, cols = partial.shape
     out = torch.empty(cols, dtype=dtype, device=partial.device)
     block = 1024
-    wrap_triton(_column_sum_kernel)[(triton.cdiv(cols, block),)](partial, out, parts, cols, BLOCK=block, num_warps=4)
+    wrap(_column_sum_kernel)[(triton.cdiv(cols, block),)](partial, out, parts, cols, BLOCK=block, num_warps=4)
     return out

@@ -17,6 +17,7 @@ from torch.library import wrap_triton
 # public function launches the kernel itself when the registered op would do exactly that and nothing
 # else; torch.ops.myteam.gelu_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
+from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 try:
     import triton
@@ -55,6 +56,8 @@ def gelu_tl(x: torch.Tensor) -> torch.Tensor:
             raise RuntimeError(f"gelu_tl: {name} must be a dense tensor, got layout {t.layout}")
     if _eager_launch_ok(x):
         return _gelu_tl_launch(x, _gelu_tl_kernel)  # see "the eager fast path" below
+    if _eager_autograd_ok(x):
+        return _GeluTlAutograd.apply(x)  # the eager training path, below
     return torch.ops.myteam.gelu_tl.default(x)
 
 
@@ -186,6 +189,13 @@ def _gelu_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
         return _gelu_tl_backward_cpu(_grad, x, _needs)
     if not TRITON_AVAILABLE:
         raise RuntimeError("gelu_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    return _gelu_tl_backward_launch(_grad, x, _needs, wrap_triton)
+
+
+def _gelu_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], wrap) -> list[torch.Tensor]:
+    """The CUDA implementation of the backward: the checks, then one launch of wrap(the kernel): wrap_triton
+    inside the registered op (where torch.compile must see the launch), the kernel itself on the eager
+    training path (_GeluTlAutograd below)."""
     _check_backward_inputs(_grad, x, _needs)
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
@@ -198,7 +208,7 @@ def _gelu_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
     outs = [next(slots) if need else _grad_contig for need in _needs]
     block = _BLOCK[_grad.element_size()]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    kernel, grid, flags = wrap_triton(_gelu_tl_backward_kernel), (triton.cdiv(n, block),), [int(need) for need in _needs]
+    kernel, grid, flags = wrap(_gelu_tl_backward_kernel), (triton.cdiv(n, block),), [int(need) for need in _needs]
     # On the inputs' GPU, on its current stream (see _gelu_tl_launch).
     if x.device.index == torch.cuda.current_device():
         kernel[grid](_grad_contig, x_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)
@@ -262,4 +272,24 @@ def _backward_vjp(ctx, grad_out: torch.Tensor):
 
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
+
+
+# ---- the eager training path --------------------------------------------------------------------
+class _GeluTlAutograd(torch.autograd.Function):
+    """What autograd records for an eager call of gelu_tl() that needs gradients, when nothing else
+    watches the call (../_triton_eager.py: eager_autograd_ok): the registered op's forward and backward
+    (_gelu_tl_launch, _gelu_tl_backward_launch), their kernels launched directly. The saved tensors
+    and the gradients are the registered op's; the host time per step is a fraction of it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _gelu_tl_launch(x, _gelu_tl_kernel)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        needs = list(ctx.needs_input_grad)
+        grads = iter(_gelu_tl_backward_launch(grad_out, *ctx.saved_tensors, needs, lambda kernel: kernel))
+        return tuple(next(grads) if need else None for need in needs)
 

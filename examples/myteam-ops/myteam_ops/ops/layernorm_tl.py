@@ -17,6 +17,7 @@ from torch.library import wrap_triton
 # public function launches the kernel itself when the registered op would do exactly that and nothing
 # else; torch.ops.myteam.layernorm_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
+from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The splits of the rows for the weights' gradients and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
@@ -65,6 +66,8 @@ def layernorm_tl(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Ten
             raise RuntimeError(f"layernorm_tl: {name} must be a dense tensor, got layout {t.layout}")
     if _eager_launch_ok(x, w, b):
         return _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel)  # see "the eager fast path" below
+    if _eager_autograd_ok(x, w, b):
+        return _LayernormTlAutograd.apply(x, w, b)  # the eager training path, below
     return torch.ops.myteam.layernorm_tl.default(x, w, b)
 
 
@@ -250,7 +253,7 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor
 
 if TRITON_AVAILABLE:
 
-    # One program per row. A row of up to _MAX_BLOCK elements stays in registers (BLOCK lanes) while the
+    # One program per row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
     # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the
     # same whatever the caller asks for. The row's per-row values go to _stats (rows, 4), where
@@ -286,7 +289,7 @@ if TRITON_AVAILABLE:
         tl.store(_stats_ptr + row * 4 + 2, _r2)
         tl.store(_stats_ptr + row * 4 + 3, _r3)
 
-    # Rows longer than _MAX_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
+    # Rows longer than _MAX_BACKWARD_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
     # and one for the gradients. Loads that a pass does not use are dropped by the compiler.
     @triton.jit(do_not_specialize=["_need0"])
     def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
@@ -390,6 +393,11 @@ if TRITON_AVAILABLE:
         tl.store(_p1_ptr + tl.program_id(1).to(tl.int64) * cols + columns, _s1, mask=column_mask)
 
 
+# The longest row the backward holds in registers. Its kernel keeps 10 row-sized values live at once (the
+# gradient, the inputs and weights, the shared terms, the reductions' arguments): past about 12 of them a row
+# of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
+# registers falls with their number, and longer rows take the long kernel.
+_MAX_BACKWARD_BLOCK = 16384
 # The backward's launch: one program per row, BLOCK and warps as the forward's; then the weights' kernel on
 # tiles of _WEIGHT_TILE (rows, columns, warps), and the column sum.
 # On an H100 (docs/device/weight_tile.py), 64 x 64 at 4 warps is the fastest of the tiles tried for a LayerNorm
@@ -403,6 +411,13 @@ def _layernorm_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, w: torch.T
         return _layernorm_tl_backward_cpu(_grad, x, w, b, _needs)
     if not TRITON_AVAILABLE:
         raise RuntimeError("layernorm_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    return _layernorm_tl_backward_launch(_grad, x, w, b, _needs, wrap_triton)
+
+
+def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool], wrap) -> list[torch.Tensor]:
+    """The CUDA implementation of the backward: the checks, then the launches of wrap(each kernel): wrap_triton
+    inside the registered op (where torch.compile must see the launches), the kernel itself on the eager
+    training path (_LayernormTlAutograd below)."""
     _check_backward_inputs(_grad, x, w, b, _needs)
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
@@ -416,10 +431,10 @@ def _layernorm_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, w: torch.T
         weight_grads = [torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (w, b, )]
         return [g for g, need in zip(outs + weight_grads, _needs) if need]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    if cols <= _MAX_BLOCK:
-        kernel, block = wrap_triton(_layernorm_tl_backward_kernel), triton.next_power_of_2(cols)
+    if cols <= _MAX_BACKWARD_BLOCK:
+        kernel, block = wrap(_layernorm_tl_backward_kernel), triton.next_power_of_2(cols)
     else:
-        kernel, block = wrap_triton(_layernorm_tl_backward_long_kernel), _LONG_BLOCK
+        kernel, block = wrap(_layernorm_tl_backward_long_kernel), _LONG_BLOCK
     flags = [int(need) for need in _needs[:1]]
     opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
     stats = [torch.empty((rows, 4), dtype=opmath, device=_grad.device)]
@@ -431,10 +446,10 @@ def _layernorm_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, w: torch.T
         tile_rows, tile_cols, warps = _WEIGHT_TILE
         splits, rows_per_split = _splits(_grad.device, rows, triton.cdiv(cols, tile_cols), tile_rows)
         partials = [torch.empty((splits, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
-        wrap_triton(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
+        wrap(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
             _grad_contig, x_contig, w_contig, b_contig, stats[0], *partials, rows, cols, rows_per_split,
             BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc, num_warps=warps)
-        weight_grads = [_column_sum(partial, _grad.dtype) for partial in partials]
+        weight_grads = [_column_sum(partial, _grad.dtype, wrap) for partial in partials]
     return [g for g, need in zip(outs + weight_grads, _needs) if need]
 
 
@@ -517,4 +532,24 @@ def _backward_vjp(ctx, grad_out: torch.Tensor):
 
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
+
+
+# ---- the eager training path --------------------------------------------------------------------
+class _LayernormTlAutograd(torch.autograd.Function):
+    """What autograd records for an eager call of layernorm_tl() that needs gradients, when nothing else
+    watches the call (../_triton_eager.py: eager_autograd_ok): the registered op's forward and backward
+    (_layernorm_tl_launch, _layernorm_tl_backward_launch), their kernels launched directly. The saved tensors
+    and the gradients are the registered op's; the host time per step is a fraction of it."""
+
+    @staticmethod
+    def forward(ctx, x, w, b):
+        ctx.save_for_backward(x, w, b)
+        return _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        needs = list(ctx.needs_input_grad)
+        grads = iter(_layernorm_tl_backward_launch(grad_out, *ctx.saved_tensors, needs, lambda kernel: kernel))
+        return tuple(next(grads) if need else None for need in needs)
 

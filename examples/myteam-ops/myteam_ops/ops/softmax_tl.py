@@ -17,6 +17,7 @@ from torch.library import wrap_triton
 # public function launches the kernel itself when the registered op would do exactly that and nothing
 # else; torch.ops.myteam.softmax_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
+from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 try:
     import triton
@@ -57,6 +58,8 @@ def softmax_tl(x: torch.Tensor) -> torch.Tensor:
             raise RuntimeError(f"softmax_tl: {name} must be a dense tensor, got layout {t.layout}")
     if _eager_launch_ok(x):
         return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)  # see "the eager fast path" below
+    if _eager_autograd_ok(x):
+        return _SoftmaxTlAutograd.apply(x)  # the eager training path, below
     return torch.ops.myteam.softmax_tl.default(x)
 
 
@@ -221,7 +224,7 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
 
 if TRITON_AVAILABLE:
 
-    # One program per row. A row of up to _MAX_BLOCK elements stays in registers (BLOCK lanes) while the
+    # One program per row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
     # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the
     # same whatever the caller asks for.
@@ -247,7 +250,7 @@ if TRITON_AVAILABLE:
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
 
-    # Rows longer than _MAX_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
+    # Rows longer than _MAX_BACKWARD_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
     # and one for the gradients. Loads that a pass does not use are dropped by the compiler.
     @triton.jit(do_not_specialize=["_need0"])
     def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
@@ -293,6 +296,11 @@ if TRITON_AVAILABLE:
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
 
 
+# The longest row the backward holds in registers. Its kernel keeps 6 row-sized values live at once (the
+# gradient, the inputs and weights, the shared terms, the reductions' arguments): past about 12 of them a row
+# of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
+# registers falls with their number, and longer rows take the long kernel.
+_MAX_BACKWARD_BLOCK = 16384
 # The backward's launch: one program per row, BLOCK and warps as the forward's.
 
 @torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
@@ -301,6 +309,13 @@ def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list
         return _softmax_tl_backward_cpu(_grad, x, _needs)
     if not TRITON_AVAILABLE:
         raise RuntimeError("softmax_tl_backward: the CUDA implementation needs triton (pip install triton)")
+    return _softmax_tl_backward_launch(_grad, x, _needs, wrap_triton)
+
+
+def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], wrap) -> list[torch.Tensor]:
+    """The CUDA implementation of the backward: the checks, then the launches of wrap(each kernel): wrap_triton
+    inside the registered op (where torch.compile must see the launches), the kernel itself on the eager
+    training path (_SoftmaxTlAutograd below)."""
     _check_backward_inputs(_grad, x, _needs)
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
@@ -311,10 +326,10 @@ def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list
     if rows == 0 or cols == 0:
         return [g for g, need in zip(outs, _needs) if need]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    if cols <= _MAX_BLOCK:
-        kernel, block = wrap_triton(_softmax_tl_backward_kernel), triton.next_power_of_2(cols)
+    if cols <= _MAX_BACKWARD_BLOCK:
+        kernel, block = wrap(_softmax_tl_backward_kernel), triton.next_power_of_2(cols)
     else:
-        kernel, block = wrap_triton(_softmax_tl_backward_long_kernel), _LONG_BLOCK
+        kernel, block = wrap(_softmax_tl_backward_long_kernel), _LONG_BLOCK
     flags = [int(need) for need in _needs[:1]]
     stats = []
     # On the inputs' GPU, on its current stream (see _softmax_tl_launch).
@@ -392,4 +407,24 @@ def _backward_vjp(ctx, grad_out: torch.Tensor):
 
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
+
+
+# ---- the eager training path --------------------------------------------------------------------
+class _SoftmaxTlAutograd(torch.autograd.Function):
+    """What autograd records for an eager call of softmax_tl() that needs gradients, when nothing else
+    watches the call (../_triton_eager.py: eager_autograd_ok): the registered op's forward and backward
+    (_softmax_tl_launch, _softmax_tl_backward_launch), their kernels launched directly. The saved tensors
+    and the gradients are the registered op's; the host time per step is a fraction of it."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        needs = list(ctx.needs_input_grad)
+        grads = iter(_softmax_tl_backward_launch(grad_out, *ctx.saved_tensors, needs, lambda kernel: kernel))
+        return tuple(next(grads) if need else None for need in needs)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 
+import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -33,9 +34,11 @@ class TritonEagerChecks:
     """Mixed into a kind's suite for a Triton op (which provides ``op``, ``sample_args`` and
     ``assert_matches``)."""
 
+    def _ops_module(self):
+        return importlib.import_module(f"{__package__.rpartition('.')[0]}.ops.{self.op.name}")
+
     def _launch_ok(self, *args):
-        ops_module = importlib.import_module(f"{__package__.rpartition('.')[0]}.ops.{self.op.name}")
-        return ops_module._eager_launch_ok(*args)
+        return self._ops_module()._eager_launch_ok(*args)
 
     def test_eager_fast_path_is_for_cuda_tensors_only(self):
         # CPU tensors must reach the registered op (its CPU kernel), never the Triton launch.
@@ -64,3 +67,32 @@ class TritonEagerChecks:
         with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
             self.op.call(*args)
         assert f"myteam::{self.op.name}" in {event.name for event in profile.events()}, "the profiler must see the op"
+
+    @requires_cuda
+    def test_eager_training_path_matches_the_registered_op(self, dtype):
+        """An eager call that needs gradients records the op's own autograd.Function (when the op has a
+        generated backward): the same output and the same gradients, bit for bit, as the registered op and
+        its backward op, for every subset of the arguments that require grad."""
+        if self.op.backward is None:
+            pytest.skip(f"{self.op.name}'s backward is the vjp of its reference: autograd records the registered op")
+        args = self.sample_args(dtype, "cuda")
+        grad = torch.randn(args[0].shape, dtype=dtype, device="cuda").t().contiguous().t()  # a non-contiguous gradient
+        module = self._ops_module()
+        (function,) = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, torch.autograd.Function)
+                       and v.__module__ == module.__name__]
+        assert not module._eager_autograd_ok(*args), "nothing requires grad: the plain fast path serves the call"
+        for mask in range(1, 2 ** len(args)):
+            leaves = [t.detach().requires_grad_(bool(mask >> j & 1)) for j, t in enumerate(args)]
+            assert module._eager_autograd_ok(*leaves)
+            out = self.op.call(*leaves)
+            assert out.grad_fn._forward_cls is function, f"the training path was not taken: {out.grad_fn}"
+            wanted = [t for t in leaves if t.requires_grad]
+            got = torch.autograd.grad(out, wanted, grad)
+            registered = self.op.overload(*leaves)
+            assert registered.grad_fn._forward_cls is not function
+            expected = torch.autograd.grad(registered, wanted, grad)
+            assert torch.equal(out, registered)
+            for g, e in zip(got, expected):
+                assert torch.equal(g, e)
+        with torch.device("cuda"):  # a TorchFunctionMode: the registered op
+            assert not module._eager_autograd_ok(*leaves)
