@@ -78,6 +78,8 @@ MM_CPP = "{pkg}/csrc/mm/mm.cpp"
 MM_CUH = "{pkg}/csrc/kernelgen/gemm.cuh"
 EW_TL = "{pkg}/ops/ew_tl.py"
 RW_TL = "{pkg}/ops/rw_tl.py"
+#: The package's shared Triton rowwise backward machinery (the column sum of the weights' gradients).
+RW_TL_SHARED = "{pkg}/_triton_rowwise.py"
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -176,9 +178,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ew_tl-term", "ew_tl", "triton", "a term dropped (+ 0.01 * c)",
            (_e(EW_TL, " + tl.full((), 0.01, ACC) * c\n", "\n"),)),
     Mutant("ew_tl-constant", "ew_tl", "triton", "a constant off by 1% (0.01 becomes 0.0101)",
-           (_e(EW_TL, "tl.full((), 0.01, ACC)", "tl.full((), 0.0101, ACC)"),)),
+           (_e(EW_TL, "+ tl.full((), 0.01, ACC) * c", "+ tl.full((), 0.0101, ACC) * c"),)),
     Mutant("ew_tl-last-element", "ew_tl", "triton", "the last element skipped (the mask)",
-           (_e(EW_TL, "mask = offsets < n\n", "mask = offsets < n - 1\n"),)),
+           (_e(EW_TL, "mask = offsets < n\n        a = tl.load(", "mask = offsets < n - 1\n        a = tl.load("),)),
+    Mutant("ew_tl-grad-constant", "ew_tl", "triton", "a constant of a gradient off by 1% (the backward kernel's dc)",
+           (_e(EW_TL, "_d2 = tl.full((), 0.01, ACC) * _grad", "_d2 = tl.full((), 0.0101, ACC) * _grad"),)),
+    Mutant("ew_tl-grad-cpu-input", "ew_tl", "triton", "a gradient reads the wrong input (the backward's CPU implementation)",
+           (_e(EW_TL, ".copy_(_grad * b))", ".copy_(_grad * a))"),)),
     # ---- rowwise, Triton backend ----
     Mutant("rw_tl-operator", "rw_tl", "triton", "an operator swapped (x - mean(x) becomes x + mean(x) in the output)",
            (_e(RW_TL, "result = (x - _r0) *", "result = (x + _r0) *", count=2),)),
@@ -194,7 +200,21 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rw_tl-reduce-n-1", "rw_tl", "triton", "a reduction over N - 1 elements (mean(x), rows held in registers)",
            (_e(RW_TL, "_r0 = tl.sum(tl.where(mask, x, 0.0), axis=0)", "_r0 = tl.sum(tl.where(offsets < cols - 1, x, 0.0), axis=0)"),)),
     Mutant("rw_tl-weight-row", "rw_tl", "triton", "a weight indexed by the row (w[(col + row) % cols])",
-           (_e(RW_TL, "w = tl.load(w_ptr + offsets,", "w = tl.load(w_ptr + (offsets + tl.program_id(0)) % cols,", count=2),)),
+           (  # the forward's two kernels (the backward's load the weights too)
+               _e(RW_TL, "w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)\n        b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)\n        result", "w = tl.load(w_ptr + (offsets + tl.program_id(0)) % cols, mask=mask, other=0.0).to(ACC)\n        b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)\n        result"),
+               _e(RW_TL, "w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)\n            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)\n            result", "w = tl.load(w_ptr + (offsets + tl.program_id(0)) % cols, mask=mask, other=0.0).to(ACC)\n            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)\n            result"),
+           )),
+    Mutant("rw_tl-grad-term", "rw_tl", "triton", "a backward reduction's term dropped from dx (the row kernel)",
+           (_e(RW_TL, "_d0 = _grad * (_t0 * w) - _t0 * _r2 - ", "_d0 = _grad * (_t0 * w) - "),)),
+    Mutant("rw_tl-grad-weight-constant", "rw_tl", "triton", "a weight's gradient off by 1% (the weights' kernel: db = 0.505 * grad)",
+           (_e(RW_TL, "tl.sum(tl.where(mask, tl.full((), 0.5, ACC) * _grad, 0.0), axis=0)",
+               "tl.sum(tl.where(mask, tl.full((), 0.505, ACC) * _grad, 0.0), axis=0)"),)),
+    Mutant("rw_tl-grad-tile-rows", "rw_tl", "triton", "the weights' kernel skips the last row of each split",
+           (_e(RW_TL, "row_mask = tile_rows < last", "row_mask = tile_rows < last - 1"),)),
+    Mutant("rw_tl-grad-last-split", "rw_tl", "triton", "a weight's gradient misses the last split (the column sum)",
+           (_e(RW_TL_SHARED, "for _ in range(1, parts):", "for _ in range(1, parts - 1):"),)),
+    Mutant("rw_tl-grad-cpu-rows", "rw_tl", "triton", "a weight's gradient misses the last row (the backward's CPU implementation)",
+           (_e(RW_TL, "torch.broadcast_to(0.5 * _grad, (rows, cols)).sum(0)", "torch.broadcast_to(0.5 * _grad, (rows, cols))[:-1].sum(0)"),)),
 )
 
 

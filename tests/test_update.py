@@ -406,10 +406,14 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     assert any("class BuildWithRecord(BuildExtension):" in line for line in added)
     assert not any("stable" in line.lower() or "py_limited_api" in line for line in added)
     # The README gains lines (template version 7: the Triton ops' eager fast path), none about an ABI, and
-    # loses one: the test file's row, which version 10 rewrites (its suite moved to <package>/testing/).
+    # loses two: the test file's row, which version 10 rewrites (its suite moved to <package>/testing/), and
+    # the Triton op's backward line, which version 15 rewrites (the op keeps the stub: it was recorded before
+    # kernelgen generated a Triton backward).
     old_readme, new_readme = before["README.md"].decode().splitlines(), after["README.md"].decode().splitlines()
     assert {line for line in set(old_readme) - set(new_readme)} == {
-        "| `tests/test_<op>.py` | correctness on CPU and CUDA, every dtype, gradcheck, opcheck, compile, errors |"}
+        "| `tests/test_<op>.py` | correctness on CPU and CUDA, every dtype, gradcheck, opcheck, compile, errors |",
+        "3. **The backward**: `_backward` (the AUTOGRAD STUB), the `torch.func.vjp` of `reference` by default."}
+    assert any("before kernelgen generated a Triton backward" in line for line in new_readme)
     assert not any("stable" in line.lower() for line in set(new_readme) - set(old_readme))
     assert "return acc;" in after["myteam_ops/csrc/matmul/matmul_problem.h"].decode()
     for rel in changed:

@@ -39,9 +39,11 @@ if triton is not None:
         # One program per BLOCK columns; it adds the splits' partial sums in split order.
         offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < cols
-        total = tl.load(partial_ptr + offsets, mask=mask, other=0.0)
-        for part in range(1, parts):
-            total += tl.load(partial_ptr + part.to(tl.int64) * cols + offsets, mask=mask, other=0.0)
+        rows = partial_ptr + offsets  # pointers into split 0's row; each step moves them one row on
+        total = tl.load(rows, mask=mask, other=0.0)
+        for _ in range(1, parts):
+            rows += cols
+            total += tl.load(rows, mask=mask, other=0.0)
         tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
 
 
