@@ -1,0 +1,77 @@
+"""Registers and spills of a generated package's Triton kernels, on a machine without a GPU.
+
+    python docs/device/triton_spills.py PACKAGE_DIR [--kernels backward_kernel] [--blocks 4096,8192,16384]
+
+triton.compile with a GPUTarget needs no GPU; ptxas -v (from $CUDA_HOME, default /usr/local/cuda) on the
+PTX it makes reports what the H100 would load: registers per thread and bytes spilled. For every op of
+the package, each kernel whose name ends with --kernels is compiled at each BLOCK of --blocks with the
+op's own warps for that BLOCK (its _num_warps), for float32 and bfloat16, and one line per op printed.
+The op's _MAX_BACKWARD_BLOCK, if it has one, is printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def ptxas(ptx: str, cuda_home: str) -> str:
+    with tempfile.NamedTemporaryFile("w", suffix=".ptx", delete=False) as f:
+        f.write(ptx)
+        name = f.name
+    try:
+        done = subprocess.run([f"{cuda_home}/bin/ptxas", "-arch=sm_90a", "-v", name, "-o", os.devnull],
+                              capture_output=True, text=True, check=False)
+    finally:
+        os.unlink(name)
+    regs = re.search(r"Used (\d+) registers", done.stderr)
+    spilled = re.search(r"(\d+) bytes spill stores", done.stderr)
+    return f"{regs.group(1) if regs else '?'} regs, {spilled.group(1) if spilled else '?'} B spilled"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("package", type=Path)
+    parser.add_argument("--kernels", default="backward_kernel")
+    parser.add_argument("--blocks", default="4096,8192,16384")
+    args = parser.parse_args()
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
+    sys.path.insert(0, str(args.package))
+    name = next(line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
+                if line.startswith("package:"))
+    ops = importlib.import_module(f"{name}.ops")
+    for info in pkgutil.iter_modules(ops.__path__):
+        module = importlib.import_module(f"{name}.ops.{info.name}")
+        kernels = [(k, v) for k, v in vars(module).items()
+                   if isinstance(v, triton.runtime.jit.JITFunction) and k.endswith(args.kernels)]
+        # a rowwise op's warps grow with BLOCK (_num_warps); an elementwise op's are fixed (_NUM_WARPS)
+        warps = getattr(module, "_num_warps", None) or (lambda block, module=module: module._NUM_WARPS)
+        for kernel_name, kernel in kernels:
+            cells = []
+            for block in map(int, args.blocks.split(",")):
+                for dtype in ("fp32", "bf16"):
+                    signature = {a: "constexpr" if a in ("BLOCK", "ACC") else "*fp32" if a == "_stats_ptr"
+                                 else f"*{dtype}" if a.endswith("_ptr") else "i32" for a in kernel.arg_names}
+                    compiled = triton.compile(ASTSource(kernel, signature=signature,
+                                                        constexprs={"BLOCK": block, "ACC": tl.float32}),
+                                              target=GPUTarget("cuda", 90, 32),
+                                              options={"num_warps": warps(block)})
+                    cells.append(f"{block} {dtype}: {ptxas(compiled.asm['ptx'], cuda_home)}")
+            limit = getattr(module, "_MAX_BACKWARD_BLOCK", None)
+            print(f"{kernel_name}" + (f" (_MAX_BACKWARD_BLOCK {limit})" if limit else "") + ": " + "; ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()
