@@ -4,7 +4,8 @@
 
 PACKAGE_DIR is a package of Triton ops with generated backwards (no build needed). At 4096 elements
 (rows of 64 for a rowwise op) the GPU time is negligible, so host microseconds per call are what a
-training loop of such calls costs (1000 calls after 100 warm-up calls, one synchronize at the end).
+training loop of such calls costs (triton_host.per_call: 2000 calls after 200 warm-up calls, one
+synchronize at the end).
 Timed per op: out = op(*x); out.backward(g) through the public function; the registered op's
 backward alone; the backward's launcher with the raw kernels; the forward alone with grad enabled;
 then a cProfile of forward+backward (the 25 functions with the most own time).
@@ -17,21 +18,12 @@ import cProfile
 import importlib
 import pstats
 import sys
-import time
+from pathlib import Path
 
 import torch
 
-
-def per_call(fn, calls: int = 1000) -> float:
-    for _ in range(100):
-        fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    elapsed = time.perf_counter() - start
-    torch.cuda.synchronize()
-    return elapsed / calls * 1e6
+sys.path.insert(0, str(Path(__file__).parent))
+from triton_host import per_call  # the same per-call host timing as issue 12's
 
 
 def main() -> None:
