@@ -237,8 +237,10 @@ def expressions(seed: int, count: int) -> list[dict[str, object]]:
 
 
 def generate(out: Path, seed: int, count: int, backends: tuple[str, ...] = ("cuda", "triton"),
-             only: set[str] | None = None) -> Path:
-    """The package OUT/rsweep-ops (every expression on every backend) and OUT/rowwise_sweep.json."""
+             only: set[str] | None = None, backward: str = "vjp") -> Path:
+    """The package OUT/rsweep-ops (every expression on every backend) and OUT/rowwise_sweep.json.
+    ``backward``: the ops' backward ("vjp" by default: the sweep times the forward, and the generated
+    backward's kernels would double the package's build time on the GPU machine)."""
     from kernelgen.render import generate as write_package
     from kernelgen.spec import OpSpec, PackageSpec
 
@@ -251,7 +253,7 @@ def generate(out: Path, seed: int, count: int, backends: tuple[str, ...] = ("cud
             name = str(item["id"]) + ("_tl" if backend == "triton" else "")
             ops.append(OpSpec.create(name, kind="rowwise", backend=backend, inputs=item["inputs"],  # type: ignore[arg-type]
                                      weights=item["weights"] or None, expr=str(item["expr"]),  # type: ignore[arg-type]
-                                     namespace=PACKAGE.split("-")[0]))
+                                     namespace=PACKAGE.split("-")[0], backward=backward))
             rows.append({"name": name, "backend": backend, **item})
     pkg = PackageSpec.for_new_op(ops[0], name=PACKAGE)
     for op in ops[1:]:
@@ -613,6 +615,8 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--count", type=int, default=40, help="expressions in all, the fixed ones first")
     g.add_argument("--backends", default="cuda,triton")
     g.add_argument("--only", default="", help="only these expressions, comma-separated ids (resrms,r03)")
+    g.add_argument("--backward", default="vjp", choices=("vjp", "fused"),
+                   help="the ops' backward (vjp: the sweep times the forward; fused builds the backward kernels too)")
 
     def subset(p: argparse.ArgumentParser) -> None:
         p.add_argument("package", type=Path)
@@ -640,7 +644,7 @@ def main(argv: list[str] | None = None) -> None:
         if bad or not backends:
             parser.error(f"--backends: {','.join(bad) or '(none)'}: choose from cuda, triton")
         only = set(args.only.split(",")) if args.only else None
-        print(f"wrote {generate(args.out, args.seed, args.count, backends, only)}")
+        print(f"wrote {generate(args.out, args.seed, args.count, backends, only, args.backward)}")
         return
     if args.command == "summary":
         summarize([row for path in args.json for row in json.loads(Path(path).read_text())["rows"]])
