@@ -63,7 +63,10 @@ from .nodes import Num, RowRef, Var
 #:    rowwise_cpu.h; the weights' gradients are column sums of per-slot partial sums (no atomics).
 #: 15: a Triton elementwise or rowwise op has a generated backward too: <op>_backward (a triton_op) in its
 #:    ops/<op>.py, its kernel and its CPU implementation written from the expression by kernelgen.diff.
-TEMPLATE_VERSION = "15"
+#: 16: a rowwise CUDA C++ op holds rows longer than one block takes (16384 elements) in the registers of a
+#:    thread-block cluster on sm_90 (cluster_rows_kernel in csrc/kernelgen/rowwise.cuh: up to 16 blocks a
+#:    row, the reductions completed through distributed shared memory), reading each element once.
+TEMPLATE_VERSION = "16"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

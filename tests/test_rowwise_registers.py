@@ -21,8 +21,9 @@ CASES = {
     # Four inputs: elements per thread shrink to keep the row in 32 registers.
     "quad4": ("a,c,d,e", "w", "(a * c + d - e) * rsqrt(mean((a * c + d - e) ** 2) + 1e-6) * w"),
 }
-# kg::rowwise::rows_kernel<op::Op, dtype, kVec, ...> (the package's csrc/kernelgen/rowwise.cuh).
-_ENTRY = re.compile(r"Compiling entry function '\w*?\drows_kernelIN\d+\w*?2OpE(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)E(\w*)' for 'sm_90'")
+# kg::rowwise::rows_kernel<op::Op, dtype, kVec, ...> and cluster_rows_kernel<...>, which holds longer rows
+# in a cluster of blocks the same way (the package's csrc/kernelgen/rowwise.cuh).
+_ENTRY = re.compile(r"Compiling entry function '\w*?\d((?:cluster_)?)rows_kernelIN\d+\w*?2OpE(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)E(\w*)' for 'sm_90'")
 
 
 def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
@@ -52,7 +53,7 @@ def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
     for line in result.stderr.splitlines():
         m = _ENTRY.search(line)
         if m:
-            name = f"{m.group(1)}/vec {m.group(2)}/{m.group(3)}"
+            name = f"{m.group(2)}/vec {m.group(3)}/{m.group(1)}{m.group(4)}"
             continue
         m = re.search(r"(\d+) bytes spill stores", line)
         if m and name:
@@ -69,8 +70,10 @@ def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
 def test_the_vector_register_kernels_do_not_spill(op, tmp_path):
     report = _ptxas_report(op, tmp_path)
     vector = {name: figures for name, figures in report.items() if "/vec 1/" not in name}
-    # float32, float64, float16, bfloat16: a kernel of 16-byte accesses for each, one or more shapes.
+    # float32, float64, float16, bfloat16: a kernel of 16-byte accesses for each, one or more shapes,
+    # and a cluster kernel for each.
     assert {name.split("/")[0] for name in vector} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, sorted(report)
+    assert {name.split("/")[0] for name in vector if "/cluster_" in name} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, sorted(report)
     spilled = {name: figures for name, figures in vector.items() if figures[1]}
     assert not spilled, f"{op}: kernels spilling (registers, bytes): {spilled}"
     assert all(registers <= 64 for registers, _ in vector.values())

@@ -131,8 +131,9 @@ class ErrorModel:
         """The roundings of a row's sum of n terms, in units of u times the sum of their magnitudes. The
         kernels of this package add a row in chains of at most d = ceil(n / 64) + 41 additions: the CPU
         loop in 64 lanes (n / 64 each, then 6 pairwise levels), the CUDA kernel up to 32 elements per
-        thread (n / 512 for rows longer than 16384) then 9 levels of shuffles, Triton in a tree (n / 4096
-        per lane for long rows). Every rounding is u times a partial sum, none larger than the sum S of
+        thread then 9 levels of shuffles (5 more across the blocks of a cluster for rows longer than
+        16384; n / 512 per thread in the multi-pass kernel), Triton in a tree (n / 4096 per lane for
+        long rows). Every rounding is u times a partial sum, none larger than the sum S of
         the terms' magnitudes, and a term passes through at most d of them: at most d S u however the
         roundings fall, LAMBDA sqrt(d) S u when their signs are random (LAMBDA). A kernel of your own
         that adds a row in one chain has d = n - 1."""

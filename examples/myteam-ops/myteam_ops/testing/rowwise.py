@@ -30,8 +30,11 @@ TOLERANCES = {
 #: of this size.
 CHUNK = 2**22
 # Row lengths around a warp (31, 32, 33), odd ones that defeat 16-byte vectors (1000 in float64 is
-# fine, 4099 is not), the last row held in registers (16384) and the first that is not (16385, 65537).
-ROW_LENGTHS = [1, 31, 32, 33, 1000, 4099, 16384, 16385, 65537]
+# fine, 4099 is not), the last row one block holds in registers (16384), the first that takes a cluster
+# of blocks on the GPU (16385), a cluster of four blocks with 16-byte vectors and without (65536, 65537),
+# one of sixteen (262144: one float32 or two 2-byte inputs), and a row past the largest cluster, which
+# takes the multi-pass kernel (262147).
+ROW_LENGTHS = [1, 31, 32, 33, 1000, 4099, 16384, 16385, 65536, 65537, 262144, 262147]
 
 
 class RowwiseSuite(Suite):
@@ -313,7 +316,7 @@ class RowwiseSuite(Suite):
             for got, ref in zip(grads, want):
                 torch.testing.assert_close(got, ref, **TOLERANCES[dtype])
 
-    @pytest.mark.parametrize("cols", [1000, 4099, 65537])
+    @pytest.mark.parametrize("cols", [1000, 4099, 65536, 65537])
     def test_bitwise_deterministic(self, device, dtype, cols):
         args = self.make_args((64, cols), dtype, device, seed=13)
         first = self.op.call(*args)
@@ -402,13 +405,15 @@ class RowwiseSuite(Suite):
         self.assert_matches(out, args)
 
     @requires_cuda
-    def test_cuda_graph_capture(self):
-        args = self.make_args((33, 4099), self.op.dtypes[0], "cuda", seed=15)
+    @pytest.mark.parametrize("cols", [4099, 65536])
+    def test_cuda_graph_capture(self, cols):
+        # Rows of 65536 take the cluster kernel (cudaLaunchKernelEx) on an H100, captured like any launch.
+        args = self.make_args((33, cols), self.op.dtypes[0], "cuda", seed=15)
         self.op.call(*args)  # warm up outside the graph
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             out = self.op.call(*args)
-        fresh = self.make_args((33, 4099), self.op.dtypes[0], "cuda", seed=16)
+        fresh = self.make_args((33, cols), self.op.dtypes[0], "cuda", seed=16)
         for t, u in zip(args, fresh):
             t.copy_(u)
         graph.replay()

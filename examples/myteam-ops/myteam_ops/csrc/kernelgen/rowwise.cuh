@@ -14,8 +14,17 @@
 //     elements one thread holds follows from how many row-sized values the kernel keeps (per_thread):
 //     one warp per row for short rows (four rows per block), up to 16 warps per row above, 32 when the
 //     row's values fill a thread's registers at 16 warps.
-//   * Longer rows take a multi-pass kernel (long_rows_kernel): one block per row, each reduction a
-//     loop over the row (re-read from memory, which the L2 cache partly absorbs), then the output loop.
+//   * Longer rows are held in the registers of a thread-block cluster (cluster_rows_kernel, on sm_90
+//     and later): up to kMaxClusterBlocks blocks of kMaxThreads threads share one row, each holding a
+//     slice of it as the register kernel holds a whole row. Each reduction is reduced in each block,
+//     then across the cluster: every block puts its value in its shared memory, and after a cluster
+//     barrier every thread reads all the blocks' values through distributed shared memory and folds
+//     them in rank order. So the row is still read from HBM once and written once, at any length up to
+//     kMaxClusterBlocks * kMaxThreads * per_thread() (262144 elements of one float32 or two bfloat16
+//     inputs).
+//   * Rows longer still, or on GPUs without clusters, take a multi-pass kernel (long_rows_kernel): one
+//     block per row, each reduction a loop over the row (re-read from memory, which the L2 cache partly
+//     absorbs), then the output loop.
 //   * 16-byte loads and stores (4 float32 or 8 float16/bfloat16 elements) when every row starts
 //     16-byte aligned: the row length is a multiple of the vector and every pointer is aligned.
 //     Otherwise, one element per access.
@@ -39,7 +48,8 @@
 // Everything here is in an anonymous namespace: each op's kernel file compiles its own copy, as if
 // written there.
 
-#include <cuda_runtime_api.h>
+#include <cooperative_groups.h>
+#include <cuda_runtime.h>
 // STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins (the same messages,
 // device-side assert hints included); they need -DUSE_CUDA, which _build.py sets.
 #include <torch/csrc/stable/macros.h>
@@ -47,6 +57,7 @@
 #include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -89,6 +100,11 @@ constexpr int kRowRegisters = 32;
 constexpr int kRowBlockThreads = 128;
 // The hardware limit on gridDim.x; a launch covers at most this many blocks.
 constexpr int64_t kMaxBlocks = 2147483647;
+// The most blocks of a thread-block cluster that share one long row (cluster_rows_kernel). 8 is the
+// portable cluster size; an H100 runs clusters of 16 once a kernel opts in, and with two 512-thread
+// blocks per SM a cluster of 16 takes 8 SMs of one GPC. Launch asks the occupancy API whether the
+// device can run the cluster at all before it takes this kernel.
+constexpr int kMaxClusterBlocks = 16;
 
 // Registers one thread's share of the row takes at `per_thread` elements of every input: each input,
 // in its own type, or the reduction argument the output reuses (in the math type), which replaces
@@ -182,6 +198,43 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int thr
   }
   return value;
 }
+
+// What follows a row_reduce: nothing when a block holds the whole row (InBlock) ...
+struct InBlock {
+  template <typename Reduce, typename acc_t>
+  static __device__ __forceinline__ acc_t reduce(acc_t value, acc_t* /*slot*/) {
+    return value;
+  }
+};
+
+// ... and, when the blocks of a thread-block cluster share the row (cluster_rows_kernel), the reduction
+// of the blocks' values: block 0 of the cluster's values, then block 1's, ... Every block's thread 0
+// writes the block's value to `slot` in its own shared memory; the cluster barrier makes the writes
+// visible to the whole cluster (release, then acquire); lane k of every warp then reads block k's slot
+// through distributed shared memory, and a butterfly of shuffles folds them. Every thread of every block
+// folds the same values in the same tree, so the whole cluster gets one value, bitwise. Each reduction
+// has its own slot, so no slot is written again while another block may still read it.
+struct InCluster {
+  template <typename Reduce, typename acc_t>
+  static __device__ __forceinline__ acc_t reduce(acc_t value, acc_t* slot) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+      *slot = value;
+    }
+    cluster.sync();
+    const int lane = threadIdx.x % kWarp;
+    value = lane < static_cast<int>(cluster.num_blocks()) ? *cluster.map_shared_rank(slot, lane) : Reduce::identity();
+#pragma unroll
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      value = Reduce::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+    }
+    value = __shfl_sync(0xffffffffu, value, 0);
+#endif
+    return value;
+  }
+};
 
 template <std::size_t, typename T>
 using Same = T;
@@ -282,9 +335,10 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     ((v[I] = loaded_value<S, I>(packs[I], k)), ...);
   }
 
-  // Reduction S over a row held in registers: each thread folds its elements, then row_reduce. The
-  // argument of reduction kKept is kept for the output, in `kept`.
-  template <int S, int kPacks>
+  // Reduction S over a row held in registers: each thread folds its elements, then row_reduce (and,
+  // for a row shared by a cluster's blocks, Across: InCluster). The argument of reduction kKept is kept
+  // for the output, in `kept`.
+  template <int S, int kPacks, class Across = InBlock>
   static __device__ __forceinline__ void reduce_held(const pack_t (&row)[kColumns][kPacks], acc_t* r, acc_t* kept,
                                                      acc_t* scratch, int threads, int first, int limit, int64_t cols,
                                                      const Same<I, scalar_t>*... in) {
@@ -308,17 +362,18 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
         }
       }
     }
-    r[S] = row_reduce<Reduce>(acc, scratch, threads);
+    // (InCluster's slot: the one past the warps' slots of `scratch`.)
+    r[S] = Across::template reduce<Reduce>(row_reduce<Reduce>(acc, scratch, threads), scratch + threads / kWarp);
     if constexpr (Op::kMean[S]) {
       r[S] /= static_cast<acc_t>(cols);
     }
   }
   // Every reduction in order; each has its own kSlots slots of `scratch`.
-  template <int kPacks, int kSlots, int... S>
+  template <int kPacks, int kSlots, class Across = InBlock, int... S>
   static __device__ __forceinline__ void reduce_held(std::integer_sequence<int, S...>, const pack_t (&row)[kColumns][kPacks],
                                                      acc_t* r, acc_t* kept, acc_t* scratch, int threads, int first,
                                                      int limit, int64_t cols, const Same<I, scalar_t>*... in) {
-    (reduce_held<S, kPacks>(row, r, kept, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
+    (reduce_held<S, kPacks, Across>(row, r, kept, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
   }
 
   // Reduction S of a row read from memory: a loop over the row, then row_reduce.
@@ -350,30 +405,19 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   }
 };
 
-// Rows of up to kMaxRegisterCols elements. Block (threads per row) x (blockDim.y rows); thread t of
-// a row holds elements [(p * threads + t) * kVec, ... + kVec) for p < kPerThread / kVec.
-// At most 64 registers per thread (two blocks of kMaxThreads per SM, or one of kWideThreads), so that
-// enough warps are resident. kBlockThreads: the largest block the kernel is launched with.
-// kThreads: the threads per row when the launch fixes it at compile time (kMaxThreads or kWideThreads,
-// the longest rows of float32/float64), else 0 (blockDim.x). With it every access of a row is one
-// pointer plus a constant offset; with blockDim.x known only at run time the compiler keeps an
-// address per pack and spills registers at the 64-register cap (LayerNorm at rows of 16384 float32:
-// 76% of a copy's bandwidth and 458,752 local-memory requests per launch in ncu, against 98%).
-template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads, std::size_t... I>
-__global__ void __launch_bounds__(kBlockThreads, kWideThreads / kBlockThreads)
-rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
+// One row held in registers, by the `threads` threads of one row of the block (thread t holds elements
+// [(p * threads + t) * kVec, ... + kVec) for p < kPerThread / kVec): the row starts at `base` in the
+// inputs and the output, its first `limit` elements are there (0: a row past the end, whose threads
+// load and store nothing but take part in every barrier), and `cols` is its length (for a mean). The
+// weights are indexed by the column. scratch: kSlots slots per reduction (row_reduce, and Across's slot).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kSlots, class Across, std::size_t... I>
+__device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out,
+                                         int64_t base, int limit, int64_t cols, int threads,
+                                         typename Op::template math_t<scalar_t>* scratch) {
   using Step = Steps<Op, scalar_t, kVec>;
   using acc_t = typename Step::acc_t;
   using pack_t = typename Step::pack_t;
   constexpr int kPacks = kPerThread / kVec;
-  constexpr int kSlots = kBlockThreads / kWarp;  // one slot per warp of the block, whatever the shape
-  __shared__ acc_t scratch[Op::kReductions][kSlots];
-  const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-  // A block's last rows may lie past the end: their threads load and store nothing but still take
-  // part in every barrier of the block. Column offsets fit an int: cols <= kMaxRegisterCols here.
-  const int limit = row < rows ? static_cast<int>(cols) : 0;
-  const int64_t base = row * cols;
   const int first = static_cast<int>(threadIdx.x) * kVec;
 
   // ---- load the row: all loads first, so that they are in flight together ----
@@ -396,8 +440,8 @@ rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ 
   // free once it is computed, instead of evaluated twice (transcendental math such as exp would
   // otherwise make the half-precision kernels compute-bound).
   acc_t kept[Op::kKept >= 0 ? kPerThread : 1];
-  Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
-                                             &scratch[0][0], threads, first, limit, cols, in...);
+  Step::template reduce_held<kPacks, kSlots, Across>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
+                                                     scratch, threads, first, limit, cols, in...);
 
   // ---- the output ----
 #pragma unroll
@@ -416,6 +460,64 @@ rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ 
       *reinterpret_cast<pack_t*>(out + base + col) = result;
     }
   }
+}
+
+// Rows of up to kMaxRegisterCols elements. Block (threads per row) x (blockDim.y rows), each row held
+// by held_row.
+// At most 64 registers per thread (two blocks of kMaxThreads per SM, or one of kWideThreads), so that
+// enough warps are resident. kBlockThreads: the largest block the kernel is launched with.
+// kThreads: the threads per row when the launch fixes it at compile time (kMaxThreads or kWideThreads,
+// the longest rows of float32/float64), else 0 (blockDim.x). With it every access of a row is one
+// pointer plus a constant offset; with blockDim.x known only at run time the compiler keeps an
+// address per pack and spills registers at the 64-register cap (LayerNorm at rows of 16384 float32:
+// 76% of a copy's bandwidth and 458,752 local-memory requests per launch in ncu, against 98%).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kBlockThreads, std::size_t... I>
+__global__ void __launch_bounds__(kBlockThreads, kWideThreads / kBlockThreads)
+rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t rows, int64_t cols) {
+  using acc_t = typename Op::template math_t<scalar_t>;
+  constexpr int kSlots = kBlockThreads / kWarp;  // one slot per warp of the block, whatever the shape
+  __shared__ acc_t scratch[Op::kReductions][kSlots];
+  const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  // A block's last rows may lie past the end: their threads load and store nothing but still take
+  // part in every barrier of the block. Column offsets fit an int: cols <= kMaxRegisterCols here.
+  const int limit = row < rows ? static_cast<int>(cols) : 0;
+  held_row<Op, scalar_t, kVec, kPerThread, kSlots, InBlock, I...>(in..., out, row * cols, limit, cols, threads,
+                                                                  &scratch[0][0]);
+}
+
+// Rows longer than the register kernel holds, up to kMaxClusterBlocks * kMaxThreads * kPerThread
+// elements (sm_90 and later): a thread-block cluster of kMaxThreads-thread blocks per row, launched with
+// its size (the blocks a row takes) at run time. Block `rank` of the cluster holds columns [rank *
+// chunk, rank * chunk + chunk) of row blockIdx.x / (cluster size) in registers, exactly as rows_kernel
+// holds a row, and every reduction is completed across the cluster (InCluster). Every element is read
+// from HBM once and written once: a softmax over 262144 columns moves the bytes of a copy, where the
+// multi-pass kernel reads its row three times. chunk is a multiple of kVec, so every block's slice
+// starts 16-byte aligned when the row does.
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, std::size_t... I>
+__global__ void __launch_bounds__(kMaxThreads, kWideThreads / kMaxThreads)
+cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t cols, int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  using acc_t = typename Op::template math_t<scalar_t>;
+  // One slot per warp for row_reduce, and InCluster's slot after them.
+  constexpr int kSlots = kMaxThreads / kWarp + 1;
+  __shared__ acc_t scratch[Op::kReductions][kSlots];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int64_t row = static_cast<int64_t>(blockIdx.x) / cluster.num_blocks();
+  const int64_t start = static_cast<int64_t>(cluster.block_rank()) * chunk;
+  const int limit = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(chunk, cols - start)));
+  // The slice as a row of its own: every pointer moved to its first column (the inputs' and the
+  // output's rows at row * cols from there, the weights indexed by the column).
+  held_row<Op, scalar_t, kVec, kPerThread, kSlots, InCluster, I...>((in + start)..., out + start, row * cols, limit, cols,
+                                                                    kThreads > 0 ? kThreads : static_cast<int>(blockDim.x),
+                                                                    &scratch[0][0]);
+  // Other blocks of the cluster may still be reading this block's last slot: its shared memory must
+  // outlive their reads.
+  cluster.sync();
+#else
+  __trap();  // never launched: Launch takes this kernel only where the device runs its sm_90 code
+#endif
 }
 
 // Rows longer than kMaxRegisterCols: one block of kMaxThreads threads per row. Each reduction is a
@@ -453,6 +555,23 @@ long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restri
     }
     *reinterpret_cast<pack_t*>(out + base + col) = result;
   }
+}
+
+// The launch of `clusters` clusters of `blocks` blocks of kMaxThreads threads (cudaLaunchKernelEx,
+// cudaOccupancyMaxActiveClusters); `attribute` holds the cluster's size, and must outlive the config.
+cudaLaunchConfig_t cluster_launch(int64_t clusters, int blocks, cudaStream_t stream, cudaLaunchAttribute& attribute) {
+  attribute = cudaLaunchAttribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = static_cast<unsigned int>(blocks);
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned int>(clusters * blocks));
+  config.blockDim = dim3(kMaxThreads);
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return config;
 }
 
 bool is_aligned(const void* ptr) {
@@ -508,9 +627,75 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     }
   }
 
+  // Whether `kernel`, a cluster kernel, runs here in clusters of `blocks` blocks of kMaxThreads: the
+  // device runs its sm_90 code (a binary built without 9.0 in its arch list, or a GPU before Hopper,
+  // has none: the kernel's body is compiled out), and the occupancy API says that at least one such
+  // cluster fits the GPU. Asked once per device and cluster size; the answer is kept.
+  template <class Kernel>
+  static bool cluster_fits(Kernel kernel, int blocks) {
+    constexpr int kDevices = 64;
+    static std::atomic<int> known[kDevices][kMaxClusterBlocks + 1];  // 0: not asked yet, 1: fits, 2: does not
+    int device = 0;
+    STD_CUDA_CHECK(cudaGetDevice(&device));
+    if (device < kDevices && known[device][blocks].load(std::memory_order_relaxed) != 0) {
+      return known[device][blocks].load(std::memory_order_relaxed) == 1;
+    }
+    cudaFuncAttributes attributes{};
+    STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    int clusters = 0;
+    if (attributes.ptxVersion >= 90) {
+      if (blocks > 8) {  // past the portable size a kernel must opt in
+        STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      }
+      cudaLaunchAttribute attribute{};
+      const cudaLaunchConfig_t config = cluster_launch(1, blocks, nullptr, attribute);
+      STD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    }
+    if (device < kDevices) {
+      known[device][blocks].store(clusters > 0 ? 1 : 2, std::memory_order_relaxed);
+    }
+    return clusters > 0;
+  }
+
+  // Rows longer than the register kernel holds, in the registers of a cluster of blocks per row
+  // (cluster_rows_kernel). Returns false, launching nothing, where the row takes more than
+  // kMaxClusterBlocks blocks or the device cannot run the cluster: the caller then takes the
+  // multi-pass kernel.
+  template <int kVec>
+  static bool launch_cluster_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols,
+                                  cudaStream_t stream) {
+    constexpr int kPerThread = per_thread<Op, scalar_t, kVec>();
+    constexpr int64_t kBlockCols = int64_t{kPerThread} * kMaxThreads;  // the most columns one block holds
+    const int64_t blocks = (cols + kBlockCols - 1) / kBlockCols;
+    if (blocks > kMaxClusterBlocks) {
+      return false;
+    }
+    // float32/float64 fix the thread count at compile time, as launch_register_rows does.
+    const auto kernel = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, (sizeof(scalar_t) > 2 ? kMaxThreads : 0), I...>;
+    if (!cluster_fits(kernel, static_cast<int>(blocks))) {
+      return false;
+    }
+    // The row split evenly over the blocks, each slice a multiple of kVec (16-byte aligned).
+    const int64_t per_block = (cols + blocks - 1) / blocks;
+    const int chunk = static_cast<int>((per_block + kVec - 1) / kVec * kVec);
+    const int64_t max_rows = kMaxBlocks / blocks;
+    for (int64_t start = 0; start < rows; start += max_rows) {
+      const int64_t count = std::min(rows - start, max_rows);
+      const int64_t offset = start * cols;
+      cudaLaunchAttribute attribute{};
+      const cudaLaunchConfig_t config = cluster_launch(count, static_cast<int>(blocks), stream, attribute);
+      STD_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, (I < Op::kInputs ? in + offset : in)..., out + offset, cols, chunk));
+      STD_CUDA_KERNEL_LAUNCH_CHECK();  // as in launch_register_rows
+    }
+    return true;
+  }
+
   template <int kVec>
   static void launch_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
     if (cols > max_register_cols<Op, scalar_t, kVec>()) {
+      if (launch_cluster_rows<kVec>(in..., out, rows, cols, stream)) {
+        return;
+      }
       // One block per row; a grid of more than kMaxBlocks rows is split into several launches.
       for (int64_t start = 0; start < rows; start += kMaxBlocks) {
         const int64_t count = std::min(rows - start, kMaxBlocks);
