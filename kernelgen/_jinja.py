@@ -65,7 +65,9 @@ from .nodes import Num, RowRef, Var
 #:    ops/<op>.py, its kernel and its CPU implementation written from the expression by kernelgen.diff.
 #: 16: a rowwise CUDA C++ op holds rows longer than one block takes (16384 elements) in the registers of a
 #:    thread-block cluster on sm_90 (cluster_rows_kernel in csrc/kernelgen/rowwise.cuh: up to 16 blocks a
-#:    row, the reductions completed through distributed shared memory), reading each element once.
+#:    row, the reductions completed through distributed shared memory), reading each element once; and a
+#:    costly per-element term several steps read is a shared term (<op>_shared<k> in <op>.h, _s<k> in the
+#:    steps), which the register kernels compute once per element and keep in registers.
 TEMPLATE_VERSION = "16"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The

@@ -5,8 +5,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .cost import math_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
-from .nodes import Node, Num, Reduce, RowRef, Var, map_children, replace, rowrefs, variables
+from .nodes import Node, Num, Reduce, RowRef, Var, children, collect, map_children, replace, rowrefs, variables
+
+#: A per-element term (no reduction in it) that two or more steps compute is computed once per element
+#: by the CUDA register kernel, and kept in registers for every step that reads it, where sharing it
+#: saves at least this much arithmetic (:func:`kernelgen.cost.math_cost`: a division, or a
+#: transcendental call, computed once more). Each step of a rowwise op is a separate pass over the
+#: row, and the compiler does not carry a value from one pass to the next (a division's slow path is a
+#: call; the passes are separated by barriers), so a term read by two reductions and the output is
+#: otherwise computed three times: on the GPU, such an op (three divisions in the term) ran at a third
+#: of torch.compile's speed. A cheap term (x + res, x * 1.5 * (x * 1.5)) is computed again where it is
+#: used: a few additions cost less than the register per element a kept term takes.
+SHARED_MIN_COST = 8
+#: The most shared terms one op keeps (each takes one register per element a thread holds, in the
+#: op-math type; Launch's per_thread() counts them).
+MAX_SHARED = 4
 
 
 @dataclass(frozen=True)
@@ -47,6 +62,45 @@ def plan(tree: Node) -> RowPlan:
     return RowPlan(tuple(stages), output)
 
 
+def shared_terms(row_plan: RowPlan) -> tuple[tuple[Node, ...], RowPlan]:
+    """The per-element terms several steps of ``row_plan`` compute, and the plan with each replaced by
+    ``_s<k>``. Greedy: of the terms (no reduction in them) that two or more steps compute, the one
+    after whose sharing the steps and the terms cost the least arithmetic in all
+    (:func:`kernelgen.cost.math_cost`), while that saves at least :data:`SHARED_MIN_COST`, up to
+    :data:`MAX_SHARED` terms. So ``s`` is shared rather than ``s * s`` where the output reads ``s`` and
+    two reductions ``s * s``. A later term may read an earlier one. A term repeated within one step is
+    left to the compiler, which computes it once there."""
+    steps = [stage.arg for stage in row_plan.reductions] + [row_plan.output]
+    terms: list[Node] = []
+
+    def total(nodes: list[Node]) -> int:
+        # Each node's arithmetic, a subterm repeated within it counted once (the compiler computes it once).
+        return sum(sum(math_cost(n) - sum(math_cost(c) for c in children(n)) for n in collect(node, lambda n: n))
+                   for node in nodes)
+
+    while len(terms) < MAX_SHARED:
+        found: dict[Node, set[int]] = {}
+        for index, step in enumerate(steps):
+            for sub in collect(step, lambda n: n if not isinstance(n, (Var, Num)) and not rowrefs(n) else None):
+                found.setdefault(sub, set()).add(index)
+        name = Var(f"_s{len(terms)}")
+        options = []
+        for node, where in found.items():
+            if len(where) > 1:
+                rewritten = [replace(step, node, name) for step in steps]
+                options.append((total(rewritten) + total([node]), canonical(node), node, rewritten))
+        if not options:
+            break
+        # The least arithmetic after sharing (the text breaks ties: a fixed choice), if it saves enough.
+        cost, _, node, rewritten = min(options, key=lambda item: (item[0], item[1]))
+        if total(steps) - cost < SHARED_MIN_COST:
+            break
+        terms.append(node)
+        steps = rewritten
+    stages = tuple(RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(row_plan.reductions, steps))
+    return tuple(terms), RowPlan(stages, steps[-1])
+
+
 def kept_argument(row_plan: RowPlan, inputs: tuple[str, ...]) -> tuple[int, Node] | None:
     """The reduction whose per-element argument the output recomputes, and the output reading it
     as ``_a<k>`` instead: ``exp(x - _r0)`` in softmax, summed and then divided. Only when the
@@ -67,8 +121,26 @@ def plan_forms(
 ) -> dict[str, object]:
     """Every form of :func:`plan` the templates need: per reduction its function, canonical text,
     C++ (reductions as ``_r[k]``), PyTorch and Triton (as ``_rk``) expressions and the names it
-    reads; then the same for the output, and the reduction argument it keeps (:func:`kept_argument`)."""
+    reads; then the same for the output, and the reduction argument it keeps (:func:`kept_argument`).
+    The C++ forms read the shared terms (:func:`shared_terms`) as ``_s<k>``: ``shared`` lists them (C++,
+    the columns each reads, itself or through an earlier term, and the earlier terms it reads), and
+    ``cpp_inputs``, ``cpp_weights`` and ``cpp_shared`` what each step's C++ reads; the other forms are
+    the whole expression."""
     row_plan = plan(tree)
+    terms, cpp_plan = shared_terms(row_plan)
+    columns_of: list[set[str]] = []
+    for term in terms:
+        used = variables(term)
+        columns_of.append({name for name in used if not name.startswith("_s")}
+                          | {c for k, cols in enumerate(columns_of) if f"_s{k}" in used for c in cols})
+
+    def cpp_reads(node: Node) -> dict[str, object]:
+        used = variables(node)
+        return {
+            "cpp_inputs": [name for name in inputs if name in used],
+            "cpp_weights": [name for name in weights if name in used],
+            "cpp_shared": [k for k in range(len(terms)) if f"_s{k}" in used],
+        }
 
     def forms(node: Node) -> dict[str, object]:
         used = variables(node)
@@ -82,21 +154,27 @@ def plan_forms(
         }
 
     output = forms(row_plan.output)
-    kept = kept_argument(row_plan, inputs)
+    kept = kept_argument(cpp_plan, inputs)
     if kept is not None:
         # The C++ output reads reduction k's per-element argument as _a<k> (its callers pass it):
         # the register kernel keeps it from the reduction pass instead of computing it again.
-        index, rewritten = kept
+        index, cpp_output = kept
         output["kept"] = index
-        output["cpp"] = emit(rewritten, CppStyle(acc_type))
-        output["cpp_inputs"] = [name for name in inputs if name in variables(rewritten)]
-        output["cpp_weights"] = [name for name in weights if name in variables(rewritten)]
     else:
-        output.update(kept=None, cpp_inputs=output["inputs"], cpp_weights=output["weights"])
+        output["kept"], cpp_output = None, cpp_plan.output
+    output.update(cpp=emit(cpp_output, CppStyle(acc_type)), **cpp_reads(cpp_output))
     return {
+        "shared": [
+            {"cpp": emit(term, CppStyle(acc_type)), "canonical": canonical(term), "earlier": [f"_s{j}" for j in range(k)],
+             "inputs": [name for name in inputs if name in columns_of[k]],
+             "weights": [name for name in weights if name in columns_of[k]],
+             **cpp_reads(term)}
+            for k, term in enumerate(terms)
+        ],
         "reductions": [
-            {"func": stage.func, "canonical": stage.canonical, **forms(stage.arg)}
-            for stage in row_plan.reductions
+            {"func": stage.func, "canonical": stage.canonical, **forms(stage.arg),
+             "cpp": emit(cpp_stage.arg, CppStyle(acc_type)), **cpp_reads(cpp_stage.arg)}
+            for stage, cpp_stage in zip(row_plan.reductions, cpp_plan.reductions)
         ],
         "output": output,
     }

@@ -274,8 +274,51 @@ def test_the_output_reuses_a_reduction_argument_it_would_compute_again():
     assert rowwise("x / sum(x)").emit_plan()["output"]["kept"] is None
     assert rowwise(LAYERNORM, weights=("w", "b")).emit_plan()["output"]["kept"] is None
     # weights may be part of the kept argument
-    out = rowwise("exp(x * w) / sum(exp(x * w))", weights=("w",)).emit_plan()["output"]
+    out = rowwise("x * w / sum(x * w)", weights=("w",)).emit_plan()["output"]
     assert out["kept"] == 0 and out["cpp_weights"] == []
+    # a costly argument the output reads is a shared term instead, computed once (test_which_terms_are_shared)
+    plan = rowwise("exp(x * w) / sum(exp(x * w))", weights=("w",)).emit_plan()
+    assert plan["output"]["kept"] is None and plan["output"]["cpp"] == "_s0 * (acc_t(1.0) / _r[0])"
+
+
+# A term three steps compute (two reductions and the output), with three divisions in it.
+SHARED = "(s / (1 + y * y)) * (s / (1 + y * y)) - max((s / (1 + y * y)) * (s / (1 + y * y))) + mean(s / (1 + y * y))"
+
+
+def test_a_term_several_steps_compute_is_shared_once():
+    """The C++ steps read a costly term several of them compute as _s0, computed once per element (the
+    CUDA register kernel keeps it in registers): the term itself, s / (1 + y * y), not its square, which
+    would leave the term to the third step. The reference and Triton keep the whole expression; each
+    step's C++ names what it reads."""
+    plan = rowwise(SHARED, inputs=("s", "y")).emit_plan()
+    assert [t["canonical"] for t in plan["shared"]] == ["s / (1.0 + y * y)"]
+    assert plan["shared"][0]["inputs"] == ["s", "y"] and plan["shared"][0]["earlier"] == []
+    assert [r["cpp"] for r in plan["reductions"]] == ["_s0 * _s0", "_s0"]
+    assert [r["cpp_shared"] for r in plan["reductions"]] == [[0], [0]]
+    assert [r["cpp_inputs"] for r in plan["reductions"]] == [[], []]
+    assert [r["inputs"] for r in plan["reductions"]] == [["s", "y"], ["s", "y"]]
+    # the output reuses reduction 0's argument (_a0, kept from that pass), so it reads no term itself
+    out = plan["output"]
+    assert out["kept"] == 0 and out["cpp"] == "_a0 - _r[0] + _r[1]" and out["cpp_shared"] == [] and out["cpp_inputs"] == []
+    assert "/" in out["torch"] and "_s0" not in out["torch"] + out["triton"]
+
+
+@pytest.mark.parametrize(("text", "inputs", "weights", "shared"), [
+    # cheap terms are computed again where they are used: a register per element costs more
+    ("(x + res) * rsqrt(mean((x + res) * (x + res)) + 1e-6) * w", ("x", "res"), ("w",), []),
+    ("x * 1.5 * (x * 1.5) + max(x * 1.5 * (x * 1.5)) + min(x * 1.5 * (x * 1.5))", ("x",), (), []),
+    # terms that read a reduction are not per-element terms
+    (SOFTMAX, ("x",), (), []),
+    (LAYERNORM, ("x",), ("w", "b"), []),
+    # a call computed by a reduction and by the output
+    ("x * sigmoid(g) / (sum(abs(x * sigmoid(g))) + 1e-6)", ("x", "g"), (), ["x * sigmoid(g)"]),
+    # weights may be part of a term; a later term reads an earlier one
+    ("exp(x * w) * tanh(exp(x * w) + x) + sum(exp(x * w)) + max(tanh(exp(x * w) + x))", ("x",), ("w",),
+     ["exp(x * w)", "tanh(_s0 + x)"]),
+])
+def test_which_terms_are_shared(text, inputs, weights, shared):
+    plan = rowwise(text, inputs, weights).emit_plan()
+    assert [t["canonical"] for t in plan["shared"]] == shared
 
 
 def test_a_weight_named_like_a_template_local_is_mapped_not_refused():

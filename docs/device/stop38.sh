@@ -5,6 +5,7 @@
 #   python docs/device/rowwise_sweep.py generate .device/long38 --seed 38 --count 40 \
 #     --only softmax,log_softmax,rmsnorm,layernorm,resrms,csilu,xbyy,lse,wsoftmax,quad4,r03,r11,r14,r19
 # (ten of the sweep's fixed expressions and four drawn with seed 38, as CUDA C++ and Triton ops).
+# PKG names another package (tests: its CUDA ops' suites; bench: the sweep's timing, TAG names the JSON).
 #   bash docs/device/stop38.sh tests   # build long38 and examples/rmsnorm; the CUDA suites of long38's CUDA
 #                                      # ops and of rmsnorm; memcheck and racecheck over the forward kernels
 #   bash docs/device/stop38.sh bench   # build long38; the sweep's timing at rows of 65536 and 262144
@@ -15,7 +16,7 @@ FINAL_OUT=${OUT:-/tmp/out}; LOGS=/tmp/kglogs38; mkdir -p "$FINAL_OUT" "$LOGS"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 CXX=/usr/bin/g++ CC=/usr/bin/gcc MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1
 start=$(date +%s)
 left() { echo $(( $1 - ($(date +%s) - start) )); }
-PKG=.device/long38/rsweep-ops
+PKG=${PKG:-.device/long38/rsweep-ops}
 
 build() {  # dir
   local t; t=$(date +%s)
@@ -48,7 +49,7 @@ case "${1:-}" in
     done ;;
   bench)  # rowwise_sweep.sh builds the package itself (its ptxas log gives the cells' registers)
     RSWEEP_PKG=$PKG COLS=${COLS:-65536,262144} ROUNDS=${ROUNDS:-2} PARTS=${PARTS:-12} \
-      OUT=$LOGS timeout "$(left 585)" bash docs/device/rowwise_sweep.sh run long ;;
+      OUT=$LOGS timeout "$(left 585)" bash docs/device/rowwise_sweep.sh run "${TAG:-long}" ;;
   *) echo "usage: bash docs/device/stop38.sh tests|bench"; exit 2 ;;
 esac
 cp "$LOGS"/*.json "$FINAL_OUT"/ 2>/dev/null

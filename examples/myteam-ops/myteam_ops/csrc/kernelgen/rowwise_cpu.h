@@ -32,6 +32,7 @@ template <class Op, typename scalar_t, std::size_t... I>
 struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
   using acc_t = typename Op::template math_t<scalar_t>;
   static constexpr int kColumns = sizeof...(I);
+  static constexpr int kValues = kColumns + Op::kShared;  // a step's values: the columns', then the shared terms'
 
   // Column C at element `col` of row `row` (which starts at `base`): an input's own element, or the
   // weight's, the same for every row.
@@ -44,6 +45,15 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
     }
   }
 
+  // The op's shared terms at one element (Op::kShared: per-element values several steps read), after
+  // the columns' values in v. The loop computes them in every step that may read them; the CUDA
+  // register kernel computes them once.
+  static void share(acc_t* v) {
+    if constexpr (Op::kShared > 0) {
+      Op::share(v);
+    }
+  }
+
   // Reduction S of one row, into r[S].
   template <int S>
   static void reduce(acc_t* r, int64_t row, int64_t base, int64_t cols, const Same<I, scalar_t>*... in) {
@@ -53,7 +63,8 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
       part[lane] = Reduce::identity();
     }
     for (int64_t col = 0; col < cols; ++col) {
-      const acc_t v[kColumns] = {value<I>(in, row, base, col, cols)...};
+      acc_t v[kValues] = {value<I>(in, row, base, col, cols)...};
+      share(v);
       acc_t& slot = part[col % kLanes];
       slot = Reduce::combine(slot, Op::template arg<S>(v, r));
     }
@@ -78,7 +89,8 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
       reduce_all(std::make_integer_sequence<int, Op::kReductions>{}, r, row, base, cols, in...);
       // The output; it computes the kept argument (Op::kKept) again, where the CUDA kernel keeps it.
       for (int64_t col = 0; col < cols; ++col) {
-        const acc_t v[kColumns] = {value<I>(in, row, base, col, cols)...};
+        acc_t v[kValues] = {value<I>(in, row, base, col, cols)...};
+        share(v);
         acc_t kept = acc_t(0);
         if constexpr (Op::kKept >= 0) {
           kept = Op::template arg<Op::kKept>(v, r);

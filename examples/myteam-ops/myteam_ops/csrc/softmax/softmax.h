@@ -68,6 +68,7 @@ struct Op {
   // The output reuses reduction 1's per-element argument: the register kernel keeps it
   // from the reduction instead of evaluating it again.
   static constexpr int kKept = 1;
+  static constexpr int kShared = 0;  // no per-element term is read by two steps
 
   // Step R's argument at one element: v holds the columns' values, r the reductions so far.
   template <int R, typename acc_t>
@@ -149,6 +150,7 @@ struct GradOp {
       {true, true},  // the gradients
   };
   static constexpr int kKept = -1;
+  static constexpr int kShared = 0;
 
   template <int R, typename acc_t>
   static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {

@@ -56,6 +56,7 @@ struct Op {
       {true, true},  // the output
   };
   static constexpr int kKept = -1;  // the output evaluates its own terms
+  static constexpr int kShared = 0;  // no per-element term is read by two steps
 
   // Step R's argument at one element: v holds the columns' values, r the reductions so far.
   template <int R, typename acc_t>
@@ -125,6 +126,7 @@ struct GradOp {
       {true, true, true},  // the gradients
   };
   static constexpr int kKept = -1;
+  static constexpr int kShared = 0;
 
   template <int R, typename acc_t>
   static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
