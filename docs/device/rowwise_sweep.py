@@ -238,15 +238,29 @@ def expressions(seed: int, count: int) -> list[dict[str, object]]:
     return chosen
 
 
+def recorded(manifests: list[Path]) -> list[dict[str, object]]:
+    """The expressions of earlier sweeps' manifests (OUT/rowwise_sweep.json, or the copies kept with the
+    results in docs/results), each once, in order: the sweep as measured, whatever the generator draws
+    today."""
+    items: dict[str, dict[str, object]] = {}
+    for path in manifests:
+        for op in json.loads(path.read_text())["ops"]:
+            keep = ("id", "inputs", "weights", "expr", "origin", "reductions", "nesting", "calls_inside",
+                    "calls_outside", "weights_in_reduction", "weights_output_only")
+            items.setdefault(str(op["id"]), {key: op[key] for key in keep if key in op})
+    return list(items.values())
+
+
 def generate(out: Path, seed: int, count: int, backends: tuple[str, ...] = ("cuda", "triton"),
-             only: set[str] | None = None, backward: str = "vjp") -> Path:
+             only: set[str] | None = None, backward: str = "vjp", manifests: list[Path] | None = None) -> Path:
     """The package OUT/rsweep-ops (every expression on every backend) and OUT/rowwise_sweep.json.
     ``backward``: the ops' backward ("vjp" by default: the sweep times the forward, and the generated
     backward's kernels would double the package's build time on the GPU machine)."""
     from kernelgen.render import generate as write_package
     from kernelgen.spec import OpSpec, PackageSpec
 
-    items = [item for item in expressions(seed, count) if only is None or item["id"] in only]
+    drawn = recorded(manifests) if manifests else expressions(seed, count)
+    items = [item for item in drawn if only is None or item["id"] in only]
     if not items:
         raise SystemExit(f"--only {','.join(sorted(only or ()))}: no such expression")
     ops, rows = [], []
@@ -631,6 +645,8 @@ def main(argv: list[str] | None = None) -> None:
     g.add_argument("--count", type=int, default=40, help="expressions in all, the fixed ones first")
     g.add_argument("--backends", default="cuda,triton")
     g.add_argument("--only", default="", help="only these expressions, comma-separated ids (resrms,r03)")
+    g.add_argument("--manifest", action="append", type=Path, default=[],
+                   help="take the expressions from an earlier sweep's rowwise_sweep.json (repeatable) instead of drawing them")
     g.add_argument("--backward", default="vjp", choices=("vjp", "fused"),
                    help="the ops' backward (vjp: the sweep times the forward; fused builds the backward kernels too)")
 
@@ -660,7 +676,7 @@ def main(argv: list[str] | None = None) -> None:
         if bad or not backends:
             parser.error(f"--backends: {','.join(bad) or '(none)'}: choose from cuda, triton")
         only = set(args.only.split(",")) if args.only else None
-        print(f"wrote {generate(args.out, args.seed, args.count, backends, only, args.backward)}")
+        print(f"wrote {generate(args.out, args.seed, args.count, backends, only, args.backward, args.manifest)}")
         return
     if args.command == "summary":
         summarize([row for path in args.json for row in json.loads(Path(path).read_text())["rows"]])
