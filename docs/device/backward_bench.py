@@ -43,6 +43,17 @@ def op_kinds(answers: str) -> dict[str, tuple[str, int]]:
     return kinds
 
 
+def import_package(root: Path):
+    """A built package, imported (its root put on sys.path): its ops (:func:`op_kinds`), its module and
+    its torch.ops namespace, read from its .copier-answers.yml."""
+    text = (root / ".copier-answers.yml").read_text()
+    lines = text.splitlines()
+    module_name = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("package:"))
+    namespace = next(line.split(":", 1)[1].strip() for line in lines if line.startswith("namespace:"))
+    sys.path.insert(0, str(root.resolve()))
+    return op_kinds(text), importlib.import_module(module_name), namespace
+
+
 def _vjp_function(torch, overload, module):
     """An autograd.Function of the op's forward with _backward_vjp (the stub) as its backward."""
 
@@ -80,13 +91,8 @@ def main(argv: list[str] | None = None) -> None:
     # Dynamo's default limit (8) the reference would silently run eager.
     torch._dynamo.config.recompile_limit = 64
 
-    answer_text = (args.package / ".copier-answers.yml").read_text()
-    kinds = op_kinds(answer_text)
-    answers = answer_text.splitlines()
-    module_name = next(line.split(":", 1)[1].strip() for line in answers if line.startswith("package:"))
-    namespace = next(line.split(":", 1)[1].strip() for line in answers if line.startswith("namespace:"))
-    sys.path.insert(0, str(args.package))
-    package = importlib.import_module(module_name)
+    kinds, package, namespace = import_package(args.package)
+    module_name = package.__name__
     wanted = [name for name in args.ops.split(",") if name]
     names = wanted or sorted(p.stem for p in (Path(package.__file__).parent / "ops").glob("*.py") if p.stem != "__init__")
     ops = []

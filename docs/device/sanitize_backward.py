@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from backward_bench import op_kinds  # noqa: E402
+from backward_bench import import_package  # noqa: E402
 
 ROWWISE_SHAPES = [(7, 33), (5, 1000), (3, 4096), (2, 16384), (2, 16400), (9000, 64), (600, 16400), (4, 4099)]
 ELEMENTWISE_SHAPES = [(1,), (255,), (4097,), (1000003,)]
@@ -35,12 +35,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    text = (args.package / ".copier-answers.yml").read_text()
-    kinds = op_kinds(text)
-    module_name = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("package:"))
-    namespace = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("namespace:"))
-    sys.path.insert(0, str(args.package.resolve()))
-    importlib.import_module(module_name)
+    kinds, package, namespace = import_package(args.package)
+    module_name = package.__name__
     wanted = [name for name in args.ops.split(",") if name] or list(kinds)
     calls = 0
     for name in wanted:

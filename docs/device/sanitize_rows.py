@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from backward_bench import op_kinds  # noqa: E402
+from backward_bench import import_package  # noqa: E402
 
 SHAPES = [(7, 33), (5, 1000), (3, 16384), (2, 16385), (2, 65536), (2, 65537), (2, 262144), (1, 262147)]
 LOOSE = {"float32": 1e-3, "float64": 1e-9, "float16": 3e-2, "bfloat16": 1e-1}
@@ -37,12 +37,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import torch
 
-    text = (args.package / ".copier-answers.yml").read_text()
-    kinds = op_kinds(text)
-    module_name = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("package:"))
-    namespace = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("namespace:"))
-    sys.path.insert(0, str(args.package.resolve()))
-    importlib.import_module(module_name)
+    kinds, package, namespace = import_package(args.package)
+    module_name = package.__name__
     wanted = [name for name in args.ops.split(",") if name] or [n for n, (k, _) in kinds.items() if k == "rowwise"]
     calls, bad, failed = 0, 0, 0
     for name in wanted:
