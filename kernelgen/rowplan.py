@@ -7,7 +7,19 @@ from dataclasses import dataclass
 
 from .cost import math_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
-from .nodes import Node, Num, Reduce, RowRef, Var, children, collect, map_children, replace, rowrefs, variables
+from .nodes import (
+    Node,
+    Num,
+    Reduce,
+    RowRef,
+    Var,
+    children,
+    collect,
+    map_children,
+    replace,
+    rowrefs,
+    variables,
+)
 
 #: A per-element term (no reduction in it) that two or more steps compute is computed once per element
 #: by the CUDA register kernel, and kept in registers for every step that reads it, where sharing it
@@ -97,7 +109,7 @@ def shared_terms(row_plan: RowPlan) -> tuple[tuple[Node, ...], RowPlan]:
             break
         terms.append(node)
         steps = rewritten
-    stages = tuple(RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(row_plan.reductions, steps))
+    stages = tuple(RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(row_plan.reductions, steps[:-1], strict=True))
     return tuple(terms), RowPlan(stages, steps[-1])
 
 
@@ -174,7 +186,7 @@ def plan_forms(
         "reductions": [
             {"func": stage.func, "canonical": stage.canonical, **forms(stage.arg),
              "cpp": emit(cpp_stage.arg, CppStyle(acc_type)), **cpp_reads(cpp_stage.arg)}
-            for stage, cpp_stage in zip(row_plan.reductions, cpp_plan.reductions)
+            for stage, cpp_stage in zip(row_plan.reductions, cpp_plan.reductions, strict=True)
         ],
         "output": output,
     }

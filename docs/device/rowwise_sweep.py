@@ -242,12 +242,19 @@ def recorded(manifests: list[Path]) -> list[dict[str, object]]:
     """The expressions of earlier sweeps' manifests (OUT/rowwise_sweep.json, or the copies kept with the
     results in docs/results), each once, in order: the sweep as measured, whatever the generator draws
     today."""
+    from kernelgen.spec import OpSpec
+
     items: dict[str, dict[str, object]] = {}
     for path in manifests:
         for op in json.loads(path.read_text())["ops"]:
-            keep = ("id", "inputs", "weights", "expr", "origin", "reductions", "nesting", "calls_inside",
-                    "calls_outside", "weights_in_reduction", "weights_output_only")
-            items.setdefault(str(op["id"]), {key: op[key] for key in keep if key in op})
+            if str(op["id"]) in items:
+                continue
+            # The facts (features()) anew: what the templates make of an expression changes with them.
+            spec = OpSpec.create(str(op["id"]), kind="rowwise", inputs=op["inputs"], weights=op["weights"] or None,
+                                 expr=op["expr"], namespace=PACKAGE.split("-")[0])
+            assert spec.parsed is not None
+            items[str(op["id"])] = {"id": op["id"], "inputs": op["inputs"], "weights": op["weights"], "expr": spec.expr,
+                                    "origin": op.get("origin", str(path)), **features(spec.parsed)}
     return list(items.values())
 
 

@@ -172,18 +172,21 @@ if TRITON_AVAILABLE:
 # Launch shape, fixed rather than autotuned (triton.autotune would stall the first call of every
 # new row length and cannot run inside CUDA graph capture): rows of up to _MAX_BLOCK elements in
 # registers, at 16 elements per thread from 2048 on (_num_warps); longer rows in chunks of _LONG_BLOCK.
-# The forward takes up to 32 warps (a row of 16384 at 16 elements a thread): at 16 warps a thread holds
-# 32 elements in float32, and an op with a transcendental in and out of its reduction takes 73-87
-# registers, one program an SM: an H100 ran such ops at 74-83% of a copy with 16 warps, 99-100% with 32.
-# The backward keeps 16 (its row limit, _MAX_BACKWARD_BLOCK, was measured there).
+# A float32 or float64 row of 16384 takes 32 warps, so that a thread still holds 16 elements (64 bytes
+# in flight): at 16 warps it holds 32, and an op with a call in and out of its reduction takes 73-128
+# registers, one program an SM (on an H100: 74-83% of a copy, against 99-101% at 32 warps). A float16 or
+# bfloat16 row keeps 16 warps, the same 64 bytes a thread (LayerNorm at 32 warps: 74-77% against 97%).
+# The backward takes 16 warps at most in every dtype (its row limit, _MAX_BACKWARD_BLOCK, was measured there).
 _MAX_BLOCK = 16384
 _LONG_BLOCK = 4096
-_MAX_WARPS = 32
-_MAX_BACKWARD_WARPS = 16
 
 
-def _num_warps(block: int, most: int = _MAX_WARPS) -> int:
+def _num_warps(block: int, most: int = 16) -> int:
     return max(4, min(most, block // 512))
+
+
+def _forward_warps(block: int, dtype: torch.dtype) -> int:
+    return _num_warps(block, 32 if dtype.itemsize >= 4 else 16)
 
 
 # ---- registration -------------------------------------------------------------------------------
@@ -223,10 +226,10 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
     if x.device.index == torch.cuda.current_device():
-        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=_forward_warps(block, out.dtype))
     else:
         with torch.cuda.device(x.device):
-            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=_forward_warps(block, out.dtype))
     return out
 
 
@@ -446,7 +449,7 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
     stats = [torch.empty((rows, 4), dtype=opmath, device=_grad.device)]
     # On the inputs' GPU, on its current stream (see _layernorm_tl_launch).
     with torch.cuda.device(x.device):
-        kernel[(rows,)](_grad_contig, x_contig, w_contig, b_contig, *outs, *stats, *flags, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block, _MAX_BACKWARD_WARPS))
+        kernel[(rows,)](_grad_contig, x_contig, w_contig, b_contig, *outs, *stats, *flags, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
         if not any(_needs[1:]):
             return [g for g, need in zip(outs, _needs) if need]
         tile_rows, tile_cols, warps = _WEIGHT_TILE
