@@ -11,6 +11,12 @@
 #   bash docs/device/stop38.sh bench   # build long38; the sweep's timing at rows of 65536 and 262144
 #                                      # (both backends, float32/float16/bfloat16; COLS, ONLY to change)
 # GPU tests only (-k 'not cpu'): CI runs the CPU halves. Logs land in $OUT.
+# The calls of stop 38 (each package made here with `rowwise_sweep.py generate ... --manifest
+# docs/results/rowwise/sweep38_expressions.json --only IDS`, `--backends cuda --backward fused` for tests):
+#   PKG=.device/shared38/rsweep-ops JOBS=3 SAN_OPS=gated,r12,r20 RACE_OPS=gated,r20 bash docs/device/stop38.sh tests
+#   PKG=.device/sw38a/rsweep-ops COLS=1024,4096,16384,65536,262144 TAG=a bash docs/device/stop38.sh bench  (a..d: 10 ids each)
+#   PKG=.device/final38/rsweep-ops COLS=1024,4096,16384 TAG=final bash docs/device/stop38.sh bench
+# More than 3-4 suites side by side run the GPU out of memory (JOBS).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; LOGS=/tmp/kglogs38; mkdir -p "$FINAL_OUT" "$LOGS"
 export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0 CXX=/usr/bin/g++ CC=/usr/bin/gcc MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1
