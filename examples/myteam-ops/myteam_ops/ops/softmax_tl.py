@@ -149,7 +149,6 @@ if TRITON_AVAILABLE:
 # in flight): at 16 warps it holds 32, and an op with a call in and out of its reduction takes 73-128
 # registers, one program an SM (on an H100: 74-83% of a copy, against 99-101% at 32 warps). A float16 or
 # bfloat16 row keeps 16 warps, the same 64 bytes a thread (LayerNorm at 32 warps: 74-77% against 97%).
-# The backward takes 16 warps at most in every dtype (its row limit, _MAX_BACKWARD_BLOCK, was measured there).
 _MAX_BLOCK = 16384
 _LONG_BLOCK = 4096
 

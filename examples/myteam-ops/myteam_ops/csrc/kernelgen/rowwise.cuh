@@ -616,7 +616,9 @@ cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __res
   const cg::cluster_group cluster = cg::this_cluster();
   const int64_t row = static_cast<int64_t>(blockIdx.x) / cluster.num_blocks();
   const int64_t start = static_cast<int64_t>(cluster.block_rank()) * chunk;
-  const int limit = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(chunk, cols - start)));
+  // (No std::min/max in device code: the oldest supported torch builds without --expt-relaxed-constexpr.)
+  const int64_t left = cols - start;
+  const int limit = static_cast<int>(left <= 0 ? 0 : (left < chunk ? left : chunk));
   const int64_t base = row * cols;
   // The slice as a row of its own: every pointer moved to its first column (the inputs' and the
   // output's rows at `base` from there, the weights indexed by the column).
