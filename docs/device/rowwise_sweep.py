@@ -205,25 +205,31 @@ def features(parsed) -> dict[str, object]:
     }
 
 
+def _item(ident: str, inputs: list[str], weights: list[str], text: str, origin: str) -> dict[str, object]:
+    """One sweep expression as kernelgen takes it: its canonical text and what it exercises (features())."""
+    from kernelgen.spec import OpSpec
+
+    spec = OpSpec.create(ident, kind="rowwise", inputs=inputs, weights=weights or None, expr=text,
+                         namespace=PACKAGE.split("-")[0])
+    assert spec.parsed is not None
+    return {"id": ident, "inputs": inputs, "weights": weights, "expr": spec.expr, "origin": origin, **features(spec.parsed)}
+
+
 def expressions(seed: int, count: int) -> list[dict[str, object]]:
     """The fixed list, then random expressions up to ``count`` in all (seeded, reproducible); each
     canonical and accepted by kernelgen's rowwise parser."""
     from kernelgen.errors import SpecError
-    from kernelgen.spec import OpSpec
 
     rng = random.Random(seed)
     chosen: list[dict[str, object]] = []
-    seen: set[str] = set()
+    seen: set[object] = set()
 
     def add(ident: str, inputs: list[str], weights: list[str], text: str, origin: str) -> bool:
-        spec = OpSpec.create(ident, kind="rowwise", inputs=inputs, weights=weights or None, expr=text,
-                             namespace=PACKAGE.split("-")[0])
-        assert spec.parsed is not None
-        facts = features(spec.parsed)
-        if spec.expr in seen or facts["calls_inside"] + facts["calls_outside"] > MAX_CALLS:  # type: ignore[operator]
+        item = _item(ident, inputs, weights, text, origin)
+        if item["expr"] in seen or item["calls_inside"] + item["calls_outside"] > MAX_CALLS:  # type: ignore[operator]
             return False
-        seen.add(spec.expr)
-        chosen.append({"id": ident, "inputs": inputs, "weights": weights, "expr": spec.expr, "origin": origin, **facts})
+        seen.add(item["expr"])
+        chosen.append(item)
         return True
 
     for ident, inputs, weights, text in FIXED[:count]:
@@ -241,20 +247,13 @@ def expressions(seed: int, count: int) -> list[dict[str, object]]:
 def recorded(manifests: list[Path]) -> list[dict[str, object]]:
     """The expressions of earlier sweeps' manifests (OUT/rowwise_sweep.json, or the copies kept with the
     results in docs/results), each once, in order: the sweep as measured, whatever the generator draws
-    today."""
-    from kernelgen.spec import OpSpec
-
+    today. Their facts are computed anew: what the templates make of an expression changes with them."""
     items: dict[str, dict[str, object]] = {}
     for path in manifests:
         for op in json.loads(path.read_text())["ops"]:
-            if str(op["id"]) in items:
-                continue
-            # The facts (features()) anew: what the templates make of an expression changes with them.
-            spec = OpSpec.create(str(op["id"]), kind="rowwise", inputs=op["inputs"], weights=op["weights"] or None,
-                                 expr=op["expr"], namespace=PACKAGE.split("-")[0])
-            assert spec.parsed is not None
-            items[str(op["id"])] = {"id": op["id"], "inputs": op["inputs"], "weights": op["weights"], "expr": spec.expr,
-                                    "origin": op.get("origin", str(path)), **features(spec.parsed)}
+            ident = str(op["id"])
+            if ident not in items:
+                items[ident] = _item(ident, op["inputs"], op["weights"], op["expr"], op.get("origin", str(path)))
     return list(items.values())
 
 
