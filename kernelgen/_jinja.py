@@ -68,7 +68,7 @@ from .nodes import Num, RowRef, Var
 #:    row, the reductions completed through distributed shared memory), reading each element once; and a
 #:    costly per-element term several steps read is a shared term (<op>_shared<k> in <op>.h, _s<k> in the
 #:    steps), which the register kernels compute once per element and keep in registers.
-TEMPLATE_VERSION = "16"
+TEMPLATE_VERSION = "17"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -153,6 +153,28 @@ def backward(context: Any, source: str, inputs: list[str]) -> dict[str, Any]:
         style_bindings, style_grads = diff.emit_cse(trees, style, acc="ACC")
         out[style] = {"bindings": style_bindings, "grads": style_grads}
     return out
+
+
+def epilogue_backward(source: str, bias: bool) -> dict[str, Any]:
+    """A matmul epilogue's gradients (:func:`kernelgen.diff.elementwise_vjp` over ``acc`` and, with a bias,
+    ``bias``: ``_grad * d out / d acc`` and the bias's per-element contribution), as C++ (``bindings``,
+    ``grads``) and PyTorch (``torch``), with the facts the templates decide by: whether the gradients read
+    ``acc`` (``saves_acc``: the training forward then stores the accumulator, the backward's one input
+    beside ``_grad``) and ``bias`` (``reads_bias``), and whether ``d out / d acc`` is 1 (``dacc_is_grad``:
+    the GEMMs of the backward then read ``_grad`` itself)."""
+    names = ["acc", "bias"] if bias else ["acc"]
+    parsed = parse(source, names, require_all=False)
+    grads = diff.elementwise_vjp(parsed)
+    trees = [grads.get(name, Num(0.0)) for name in names]
+    bindings, finals = diff.emit_cse(trees, "cpp", acc_type="acc_t")
+    torch_bindings, torch_finals = diff.emit_cse(trees, "torch")
+    reads = set().union(*(diff.variables(tree) for tree in trees))
+    return {
+        "bindings": bindings, "grads": finals, "canonical": [diff.canonical(tree) for tree in trees],
+        "torch": {"bindings": torch_bindings, "grads": torch_finals},
+        "saves_acc": "acc" in reads, "reads_bias": "bias" in reads, "dacc_is_grad": trees[0] == Var(diff.GRAD),
+        "error_bound": gradient_error_bound_python(parsed, leaf_errors={"acc": "acc_error"}),
+    }
 
 
 #: The placeholder name of a max/min stage's argument in a mask (see :func:`rowwise_backward`).
@@ -359,6 +381,7 @@ class KernelgenExtension(Extension):
         environment.globals["kg_backward"] = backward
         environment.globals["kg_gradient_error_bound"] = gradient_error_bound
         environment.globals["kg_rowwise_backward"] = rowwise_backward
+        environment.globals["kg_epilogue_backward"] = epilogue_backward
         environment.globals["kg_rowwise_backward_python"] = rowwise_backward_python
         environment.globals["kg_rowwise_gradient_error_bound"] = rowwise_gradient_error_bound
         environment.globals["kg_function_ulps"] = {"float": ulps_literal("float"), "double": ulps_literal("double")}

@@ -291,16 +291,19 @@ def error_bound_python(
 
 
 def gradient_error_bound_python(parsed: ParsedExpr, function: str = "grad_error_bound",
-                                *, names: Mapping[str, str] | None = None) -> str:
-    """The source of ``def function(_m, _grad, <inputs>)``: per element, the bound E (in units of _m.u)
-    on the rounding error of evaluating each input's gradient ``_grad * d out / d input`` (the
-    derivatives kernelgen writes from the expression, :func:`kernelgen.diff.elementwise_vjp`) in op-math
-    precision, returned as a tuple in the order of the inputs. ``_grad`` (the incoming gradient) is an
-    exact leaf, like the inputs."""
+                                *, names: Mapping[str, str] | None = None,
+                                leaf_errors: Mapping[str, str] | None = None) -> str:
+    """The source of ``def function(_m, _grad, <inputs>, <leaf error names>)``: per element, the bound E
+    (in units of _m.u) on the rounding error of evaluating each input's gradient ``_grad * d out / d
+    input`` (the derivatives kernelgen writes from the expression, :func:`kernelgen.diff.elementwise_vjp`)
+    in op-math precision, returned as a tuple in the order of the inputs. ``_grad`` (the incoming
+    gradient) is an exact leaf, like the inputs, except those ``leaf_errors`` gives an error of their own
+    (a matmul epilogue's ``acc``: the dot product's and the rounding of the saved accumulator)."""
     names = dict(names or {})
+    leaf_errors = dict(leaf_errors or {})
     grads = diff.elementwise_vjp(parsed)
-    emitter = _Emitter({}, names, memo=True)
-    params = ", ".join(["_m", diff.GRAD, *(names.get(name, name) for name in parsed.inputs)])
+    emitter = _Emitter(leaf_errors, names, memo=True)
+    params = ", ".join(["_m", diff.GRAD, *(names.get(name, name) for name in parsed.inputs), *leaf_errors.values()])
     doc = (
         f'    """The bounds on the rounding errors of the gradients of {clip(parsed.source, 40)}, in units of\n'
         '    _m.u, element by element, one per input: one line per step of each derivative (kernelgen writes\n'

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from . import diff
 from .errors import AnswersError, ExprError, InvalidNameError, SpecError, clip, did_you_mean
 from .expr import ParsedExpr
 from .expr import parse as parse_expr
@@ -37,7 +38,7 @@ KINDS: dict[str, str] = {
     "matmul": (
         "C = A @ B for (M, K) @ (K, N), optionally batched, with an optional fused epilogue over the "
         "accumulator (--epilogue 'acc + bias' with --bias); a shared-memory tiled CUDA kernel with tensor "
-        "cores for float16/bfloat16, a blocked CPU loop, the analytic backward (the reference's vjp when fused)"
+        "cores for float16/bfloat16, a blocked CPU loop, the analytic backward (a fused epilogue: its generated derivative, then two GEMMs)"
     ),
 }
 
@@ -54,6 +55,7 @@ DEFAULT_BACKWARD = "fused"
 #: (`kernelgen update`, `new --answers`) keeps the stub: ``backward: vjp``.
 FUSED_BACKWARD_SINCE: dict[tuple[str, str], int] = {
     ("elementwise", "cuda"): 13, ("rowwise", "cuda"): 14, ("elementwise", "triton"): 15, ("rowwise", "triton"): 15,
+    ("matmul", "cuda"): 17,
 }
 #: How each ABI spells what the C++ templates name, handed to every template as ``spell``: the prefix of
 #: the CUDA error-check macros (<prefix>_CHECK, <prefix>_KERNEL_LAUNCH_CHECK), the op-math type of a
@@ -539,10 +541,22 @@ class OpSpec:
     def fused_backward(self) -> bool:
         """An op whose backward is a generated kernel (``<op>_backward``, its gradients written from the
         expression by :mod:`kernelgen.diff`): an elementwise or rowwise op on the Triton backend, or on the
-        CUDA C++ backend on the stable ABI, unless it was created with ``backward="vjp"`` (--backward vjp).
-        The others (matmul, the full ABI) differentiate their reference with torch.func.vjp."""
-        return (self.backward == "fused" and self.kind in ("elementwise", "rowwise")
-                and (self.backend == "triton" or self.abi == "stable"))
+        CUDA C++ backend on the stable ABI, and a matmul op with an epilogue or a bias (the epilogue's
+        derivative, then cuBLAS's two GEMMs), unless it was created with ``backward="vjp"`` (--backward
+        vjp). The full ABI's ops differentiate their reference with torch.func.vjp; a plain matmul's
+        backward is two products with the op itself."""
+        if self.backward != "fused" or (self.backend != "triton" and self.abi != "stable"):
+            return False
+        return self.kind in ("elementwise", "rowwise") or self.fused
+
+    @property
+    def saves_acc(self) -> bool:
+        """A matmul op with a generated backward whose epilogue derivatives read the accumulator: its
+        training forward (``<op>_with_acc``) stores it, rounded to the inputs' dtype, beside the output."""
+        if self.kind != "matmul" or not self.fused_backward:
+            return False
+        parsed = self.epilogue_parsed or parse_epilogue(self.epilogue, self.bias)
+        return any("acc" in diff.variables(tree) for tree in diff.elementwise_vjp(parsed).values())
 
     @property
     def fused(self) -> bool:
@@ -791,7 +805,8 @@ class PackageSpec:
                          "weights": [ids[n] for n in op.weights],
                          "names": {ident: name for name, ident in ids.items()}})
         if op.kind == "matmul":
-            data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90, "fused": op.fused})
+            data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90, "fused": op.fused,
+                         "saves_acc": op.saves_acc})
         return data
 
 

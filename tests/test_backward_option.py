@@ -253,3 +253,45 @@ def test_a_vjp_op_builds_cpu_only_and_passes_its_tests(tmp_path):
     assert tests.returncode == 0, tests.stdout[-5000:]
     assert " passed" in tests.stdout and " failed" not in tests.stdout
     assert "gate's backward is the vjp of its reference" in tests.stdout  # the backward-op tests skip
+
+
+def test_a_matmul_epilogue_gets_a_generated_backward_and_a_training_forward(tmp_path):
+    """A matmul epilogue's derivatives (kernelgen.diff) become <op>_backward; since they read acc, the op
+    gets a training forward that stores it, which the public function takes when a gradient is wanted."""
+    root = _new(tmp_path, "lg", "--kind", "matmul", "--bias", "--epilogue", "(acc + bias) * sigmoid(1.702 * (acc + bias))")
+    ops = (root / "lg" / "ops" / "lg.py").read_text()
+    assert "torch.ops.lg.lg_with_acc.default(a, b, bias)[0]" in ops and "torch.is_grad_enabled()" in ops
+    assert "torch.ops.lg.lg_backward.default(grad_out, acc, bias, needs)" in ops and "def _backward_vjp" in ops
+    assert "torch.library.register_autograd(_WITH_ACC, _backward_with_acc" in ops
+    assert "acc = torch.matmul(a, b)" in ops  # the registered op called directly computes acc again
+    cpp = _cpp(root, "lg", "lg")
+    assert "OPMATH_FN void lg_epilogue_grad(acc_t _grad, acc_t acc, acc_t bias, acc_t (&_d)[2])" in cpp
+    assert "static constexpr bool kSavesAcc = true;" in cpp
+    assert 'm.def("lg_with_acc(Tensor a, Tensor b, Tensor bias) -> (Tensor, Tensor)");' in cpp
+    assert 'm.def("lg_backward(Tensor _grad, Tensor acc, Tensor bias, bool[] _needs) -> Tensor[]");' in cpp
+    gemm = (root / "lg" / "csrc" / "kernelgen" / "gemm_sm90.cuh").read_text()
+    assert "Sm90AuxStore" in gemm  # the CUTLASS epilogue stores the accumulator too
+    tests = (root / "tests" / "test_lg.py").read_text()
+    assert "def grad_error_bound(_m, _grad, acc, bias, acc_error):" in tests
+    assert "with_acc=torch.ops.lg.lg_with_acc.default" in tests
+    assert "`lg_epilogue_grad`" in (root / "README.md").read_text()
+
+
+def test_a_linear_matmul_stores_no_accumulator(tmp_path):
+    """acc + bias: the derivative of acc is 1, so the backward's products read the output's gradient itself,
+    the backward op computes the bias's gradient alone, and the forward stores nothing more."""
+    root = _new(tmp_path, "lin", "--kind", "matmul", "--bias")
+    ops = (root / "lin" / "ops" / "lin.py").read_text()
+    assert "_WITH_ACC" not in ops and "dacc = grad_out" in ops
+    cpp = _cpp(root, "lin", "lin")
+    assert "static constexpr bool kSavesAcc = false;" in cpp and "lin_with_acc" not in cpp
+    assert 'm.def("lin_backward(Tensor _grad, Tensor bias, bool[] _needs) -> Tensor[]");' in cpp
+
+
+def test_a_matmul_with_backward_vjp_keeps_the_stub(tmp_path):
+    root = _new(tmp_path, "lg", "--kind", "matmul", "--bias", "--epilogue", "acc * sigmoid(acc) + bias", "--backward", "vjp")
+    ops = (root / "lg" / "ops" / "lg.py").read_text()
+    assert "AUTOGRAD STUB" in ops and "_BACKWARD" not in ops and "_with_acc" not in ops
+    cpp = _cpp(root, "lg", "lg")
+    assert "static constexpr bool kSavesAcc = false;" in cpp and "lg_epilogue_grad" not in cpp
+    assert "this op keeps it (`backward: vjp`" in (root / "README.md").read_text()

@@ -169,6 +169,13 @@ class ErrorModel:
 
     # ---- the dot product (matmul ops) ----
 
+    def stored_rounding(self, t):
+        """The rounding of t (in op-math) to the op's dtype where a kernel stores a value that is read
+        again, in units of u: a matmul's accumulator for its backward, and the epilogue's derivative that
+        the backward's products read. Zero for float32 and float64, whose stored values are op-math's."""
+        out_relative, out_absolute = OUTPUT_ROUNDING.get(self.dtype, (0.0, 0.0))
+        return (out_relative * t.abs() + out_absolute) / self.u
+
     def dot_error(self, a, b):
         """The rounding error of each element of a @ b (float64 tensors, [batch,] M x K and K x N) when
         the kernel accumulates along K in op-math, in units of u: a rounding of each product and of each

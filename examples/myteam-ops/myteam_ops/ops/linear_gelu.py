@@ -32,6 +32,10 @@ def linear_gelu(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> torch.T
             raise TypeError(f"linear_gelu: {name} must be a torch.Tensor, got {type(t).__name__}")
         if t.layout != torch.strided:
             raise RuntimeError(f"linear_gelu: {name} must be a dense tensor, got layout {t.layout}")
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or bias.requires_grad):
+        # Training: the forward also stores the accumulator A @ B, which the backward reads (the
+        # alternative, computing it again there, costs a third matrix product).
+        return torch.ops.myteam.linear_gelu_with_acc.default(a, b, bias)[0]
     return torch.ops.myteam.linear_gelu.default(a, b, bias)
 
 
@@ -60,19 +64,82 @@ def _linear_gelu_fake(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> t
 
 
 # ---- autograd ---------------------------------------------------------------------------------
+# C = epilogue(acc, bias) with acc = A @ B, so the backward is the epilogue's derivative, element
+# by element, then two matrix products:
+#   dacc = grad_out * d out / d acc                 (linear_gelu_backward: csrc/linear_gelu/linear_gelu_problem.h)
+#   dL/dA = dacc @ B^T,  dL/dB = A^T @ dacc          (torch.matmul: cuBLAS on CUDA, in the inputs' dtype)
+#   dL/dbias = the column sums of grad_out * d out / d bias  (linear_gelu_backward, without atomics)
+
+_BACKWARD = "myteam::linear_gelu_backward"
+_WITH_ACC = "myteam::linear_gelu_with_acc"
+
+
+@torch.library.register_fake(_WITH_ACC)
+def _linear_gelu_with_acc_fake(a: torch.Tensor, b: torch.Tensor, bias: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    out = _linear_gelu_fake(a, b, bias)
+    return out, torch.empty_like(out)
+
+
+@torch.library.register_fake(_BACKWARD)
+def _linear_gelu_backward_fake(_grad: torch.Tensor, acc: torch.Tensor, bias: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+    # dacc has the output's shape, the bias's gradient the bias's.
+    grads = [_grad.new_empty(_grad.shape)] if _needs[0] else []
+    if _needs[1]:
+        grads.append(_grad.new_empty((_grad.shape[-1],)))
+    return grads
+
+
+def _gradients(ctx, grad_out: torch.Tensor, a, b, acc, bias):
+    """dL/dA, dL/dB and dL/dbias, those autograd asks for (ctx.needs_input_grad)."""
+    need_a, need_b = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    needs = [need_a or need_b, ctx.needs_input_grad[2]]
+    grads = iter(torch.ops.myteam.linear_gelu_backward.default(grad_out, acc, bias, needs) if any(needs) else ())
+    dacc = next(grads) if needs[0] else None
+    grad_bias = next(grads) if needs[1] else None
+    grad_a = torch.matmul(dacc, b.transpose(-1, -2)) if need_a else None
+    grad_b = torch.matmul(a.transpose(-1, -2), dacc) if need_b else None
+    return grad_a, grad_b, grad_bias
+
+
 def _setup_context(ctx, inputs, output) -> None:
-    # The backward needs the inputs (not the output) to evaluate the derivative.
+    # The registered op called directly (not through linear_gelu() above) keeps only its arguments: its
+    # backward computes the accumulator again with torch.matmul.
     ctx.save_for_backward(*inputs)
 
 
 def _backward(ctx, grad_out: torch.Tensor):
-    # ---- AUTOGRAD STUB ------------------------------------------------------------------------
-    # The default backward is the vector-Jacobian product of reference(), computed by
-    # torch.func.vjp in op-math precision (float32 for float16/bfloat16 inputs). It is correct for
-    # any expression kernelgen accepts, and gradcheck in the tests proves it, but it runs several
-    # PyTorch kernels. When the backward matters for speed, write a fused backward kernel: declare
-    # a second op (say linear_gelu_backward) in csrc/ the same way as linear_gelu, and call it here.
-    # ------------------------------------------------------------------------------------------
+    # The generated backward: linear_gelu_backward computes, in one pass over memory, the epilogue's
+    # derivatives that kernelgen wrote from the expression into csrc/linear_gelu/linear_gelu_problem.h
+    # (linear_gelu_epilogue_grad). To differentiate reference() instead, register _backward_vjp below.
+    a, b, bias = ctx.saved_tensors
+    acc = torch.matmul(a, b)
+    return _gradients(ctx, grad_out, a, b, acc, bias)
+
+
+torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
+
+
+def _setup_context_with_acc(ctx, inputs, output) -> None:
+    # Saved: A for dL/dB, B for dL/dA, the bias, and the accumulator (M x N in the inputs' dtype, the
+    # size of the output): the derivatives read it.
+    a, b, bias = inputs
+    acc = output[1]
+    ctx.mark_non_differentiable(acc)
+    ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b if ctx.needs_input_grad[0] else None, bias, acc)
+
+
+def _backward_with_acc(ctx, grad_out: torch.Tensor, _grad_acc: torch.Tensor | None):
+    a, b, bias, acc = ctx.saved_tensors
+    return _gradients(ctx, grad_out, a, b, acc, bias)
+
+
+torch.library.register_autograd(_WITH_ACC, _backward_with_acc, setup_context=_setup_context_with_acc)
+
+
+def _backward_vjp(ctx, grad_out: torch.Tensor):
+    # The vector-Jacobian product of reference(), computed by torch.func.vjp in op-math precision
+    # (float32 for float16/bfloat16 inputs): correct for any epilogue, several PyTorch kernels and float32
+    # products. Register it in place of _backward above to rule the generated backward out.
     saved = ctx.saved_tensors
     dtype = saved[0].dtype
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
@@ -82,6 +149,3 @@ def _backward(ctx, grad_out: torch.Tensor):
 
     _, vjp = torch.func.vjp(in_opmath, *saved)
     return vjp(grad_out.to(opmath))
-
-
-torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)

@@ -11,11 +11,14 @@ import dataclasses
 import functools
 import json
 import math
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
 
+from .error_model import per_element
 from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded, without_compile_caches
 
 __all__ = ["HopperPathChecks", "MatmulOp", "MatmulSuite"]
@@ -28,10 +31,13 @@ SHAPES = [(1, 1, 1), (17, 33, 65), (127, 129, 255), (1, 4096, 1), (4096, 1, 4096
 
 @dataclasses.dataclass(frozen=True)
 class MatmulOp(OpUnderTest):
-    """A matmul op: whether it takes a bias and whether it has an epilogue (``fused``)."""
+    """A matmul op: whether it takes a bias, whether it has an epilogue (``fused``), and with a generated
+    backward (``backward``: the epilogue's, ``torch.ops.<ns>.<op>_backward.default``) whether its training
+    forward stores the accumulator (``with_acc``: ``torch.ops.<ns>.<op>_with_acc.default``, or None)."""
 
     bias: bool = False
     fused: bool = False
+    with_acc: Any = None
 
 
 def make(shape, dtype, device, seed):
@@ -191,6 +197,211 @@ class MatmulSuite(Suite):
             for got, ref in zip(grads, want):
                 torch.testing.assert_close(got, ref)
 
+    # ---- the generated backward (an op with backward=...) ----
+
+    def _needs_backward(self):
+        if self.op.backward is None:
+            pytest.skip(f"{self.op.name}'s backward is {'two products with the op itself' if not self.op.fused else 'the vjp of its reference'}")
+
+    @staticmethod
+    def _needs_a_wider_reference(dtype):
+        # The exact gradients are the vjp of reference() in float64: exact enough for a float32 or 16-bit
+        # op, not for a float64 one, whose gradients test_gradcheck checks instead.
+        if dtype == torch.float64:
+            pytest.skip("float64 gradients are checked by gradcheck: the float64 vjp of reference() is no more exact than the op")
+
+    def _leaves(self, a, b, requires=(True, True, True)):
+        args = [a, b, self.bias_for(b)] if self.op.bias else [a, b]
+        return [x.detach().clone().requires_grad_(need) for x, need in zip(args, requires)]
+
+    def exact_gradients(self, a, b, grad):
+        """The exact gradients (dL/dA, dL/dB[, dL/dbias]: the vjp of reference() in float64 on the same,
+        already rounded values) and the error each element may have. The model follows the backward:
+        the accumulator as the forward stored it (the dot product's error, then its rounding to the
+        dtype); the epilogue's derivative at it (grad_error_bound), rounded to the dtype; then the
+        products of length N (dL/dA) and M (dL/dB) in op-math, and the bias's column sum."""
+        m = self.op.error_model(a.dtype)
+        a64, b64, g64 = a.double(), b.double(), grad.double()
+        bias = [self.bias_for(b).double()] if self.op.bias else []
+        leaves = [x.clone().requires_grad_() for x in (a64, b64, *bias)]
+        wants = torch.autograd.grad(self.op.reference(*leaves), leaves, g64)
+        acc = torch.matmul(a64, b64)
+        acc_error = m.dot_error(a64, b64) + m.stored_rounding(acc)
+        n = acc.shape[-1]
+        # The epilogue's derivatives element by element: reference() of (acc, identity) is the epilogue of acc;
+        # a bias broadcast to the output's shape gives each element's contribution to the bias's gradient.
+        acc_leaf = acc.clone().requires_grad_()
+        bias_full = [bias[0].expand(acc.shape).clone().requires_grad_()] if bias else []
+        eye = torch.eye(n, dtype=torch.float64, device=acc.device)
+        exact = torch.autograd.grad(self.op.reference(acc_leaf, eye, *bias_full), [acc_leaf, *bias_full], g64)
+        bounds = self.op.grad_error_bound(m, g64, acc, *bias, acc_error)
+        dacc = exact[0]
+        dacc_error = per_element(dacc, bounds[0]) + m.stored_rounding(dacc)
+        a_error = torch.matmul(dacc_error, b64.abs().transpose(-1, -2)) + m.dot_error(dacc, b64.transpose(-1, -2))
+        b_error = torch.matmul(a64.abs().transpose(-1, -2), dacc_error) + m.dot_error(a64.transpose(-1, -2), dacc)
+        result = [(wants[0], m.allowed_error(wants[0], a_error)), (wants[1], m.allowed_error(wants[1], b_error))]
+        if bias:
+            rows = exact[1].reshape(-1, n)
+            total, total_error = m.sum_of_column(rows, per_element(exact[1], bounds[1]).reshape(-1, n), like=rows)
+            result.append((total, m.allowed_error(total, total_error)))
+        return result
+
+    def assert_gradients_match(self, grads, a, b, grad, which=None):
+        """Each gradient in grads (those of the arguments flagged in `which`, default all) within its bound."""
+        expected = self.exact_gradients(a, b, grad)
+        if which is not None:
+            expected = [e for e, need in zip(expected, which) if need]
+        assert len(grads) == len(expected)
+        for got, (want, allowed_err) in zip(grads, expected):
+            assert got.shape == want.shape and got.dtype == grad.dtype
+            mismatches = Mismatches(got)
+            mismatches.check_piece(got.reshape(-1), want.reshape(-1), allowed_err.reshape(-1))
+            mismatches.check()
+
+    @pytest.mark.parametrize("shape", [(17, 33, 65), (130, 72, 136), (2, 33, 40, 24), (1, 4096, 1)], ids=lambda s: "x".join(map(str, s)))
+    def test_backward_matches_the_exact_gradients(self, device, dtype, shape):
+        """Every gradient through autograd (the training forward, the generated backward and the two
+        products) within its error bound of the exact one."""
+        self._needs_backward()
+        self._needs_a_wider_reference(dtype)
+        *batch, m, k, n = shape
+        a, b = make((*batch, m, k), dtype, device, 40), make((*batch, k, n), dtype, device, 41)
+        grad = make((*batch, m, n), dtype, device, 42)
+        leaves = self._leaves(a, b)
+        grads = torch.autograd.grad(self.op.call(*leaves), leaves, grad)
+        self.assert_gradients_match(grads, a, b, grad)
+
+    def test_backward_with_a_non_contiguous_grad_and_arguments_without_grad(self, device, dtype):
+        """A transposed output gradient, and every subset of the arguments requiring grad: the gradients
+        asked for, each within its bound."""
+        self._needs_backward()
+        self._needs_a_wider_reference(dtype)
+        a, b = make((130, 72), dtype, device, 43), make((72, 136), dtype, device, 44)
+        grad = make((136, 130), dtype, device, 45).t()
+        assert not grad.is_contiguous()
+        count = 3 if self.op.bias else 2
+        for mask in range(1, 2**count):
+            requires = [bool(mask >> j & 1) for j in range(count)]
+            leaves = self._leaves(a, b, requires)
+            wanted = [x for x in leaves if x.requires_grad]
+            grads = torch.autograd.grad(self.op.call(*leaves), wanted, grad)
+            self.assert_gradients_match(grads, a, b, grad, which=requires)
+
+    def test_backward_op_returns_the_gradients_asked_for(self, device):
+        """The backward op's `_needs`: each subset gets exactly its gradients, in order, bitwise equal to
+        those of the full call."""
+        self._needs_backward()
+        dtype = self.op.dtypes[0]
+        grad = make((70, 40), dtype, device, 46)
+        extra = ([make((70, 40), dtype, device, 47)] if self.op.with_acc is not None else []) + \
+            ([make((40,), dtype, device, 48)] if self.op.bias else [])
+        count = 2 if self.op.bias else 1
+        every = self.op.backward(grad, *extra, [True] * count)
+        assert len(every) == count and every[0].shape == grad.shape
+        for mask in range(2**count):
+            needs = [bool(mask >> j & 1) for j in range(count)]
+            got = self.op.backward(grad, *extra, needs)
+            assert len(got) == sum(needs)
+            for g, want in zip(got, [e for e, need in zip(every, needs) if need]):
+                assert torch.equal(g, want)
+
+    def test_backward_bitwise_deterministic(self, device, dtype):
+        """No atomics: the same gradients, bit for bit, call after call (the bias's column sum included)."""
+        self._needs_backward()
+        a, b = make((600, 64), dtype, device, 49), make((64, 264), dtype, device, 50)
+        grad = make((600, 264), dtype, device, 51)
+        runs = []
+        for _ in range(2):
+            leaves = self._leaves(a, b)
+            runs.append(torch.autograd.grad(self.op.call(*leaves), leaves, grad))
+        for first, second in zip(*runs):
+            assert torch.equal(first, second)
+
+    def test_backward_gradcheck_through_the_training_forward(self, device):
+        self._needs_backward()
+        if torch.float64 not in self.op.dtypes:
+            pytest.skip(f"float64 is not among {self.op.name}'s dtypes, and gradcheck needs it")
+        f64 = torch.float64
+        args = self._with_bias(make((2, 7, 5), f64, device, 52), make((2, 5, 3), f64, device, 53), seed=54, device=device)
+        assert torch.autograd.gradcheck(self.op.call, [t.requires_grad_() for t in args])
+
+    def test_training_forward_stores_the_accumulator(self, device, dtype):
+        """with_acc's output is the op's, bit for bit, and its accumulator is A @ B within the dot
+        product's error and one rounding to the dtype."""
+        if self.op.with_acc is None:
+            pytest.skip(f"{self.op.name}'s backward does not read the accumulator, so its forward stores none")
+        a, b = make((130, 72), dtype, device, 55), make((72, 136), dtype, device, 56)
+        args = (a, b, self.bias_for(b)) if self.op.bias else (a, b)
+        out, acc = self.op.with_acc(*args)
+        assert torch.equal(out, self.op.overload(*args))
+        self.assert_accumulator(acc, a, b)
+
+    def assert_accumulator(self, acc, a, b):
+        """acc within the dot product's error of A @ B, plus its rounding to the dtype (allowed_error's)."""
+        m = self.op.error_model(a.dtype)
+        a64, b64 = a.double(), b.double()
+        want = torch.matmul(a64, b64)
+        allowed = m.allowed_error(want, m.dot_error(a64, b64))
+        mismatches = Mismatches(acc)
+        mismatches.check_piece(acc.reshape(-1), want.reshape(-1), allowed.reshape(-1))
+        mismatches.check()
+
+    def test_backward_opcheck(self, device):
+        self._needs_backward()
+        dtype = self.op.dtypes[0]
+        grad = make((9, 11), dtype, device, 57)
+        extra = ([make((9, 11), dtype, device, 58)] if self.op.with_acc is not None else []) + \
+            ([make((11,), dtype, device, 59)] if self.op.bias else [])
+        torch.library.opcheck(self.op.backward, (grad, *extra, [True] * (2 if self.op.bias else 1)))
+        if self.op.with_acc is not None:
+            args = self._with_bias(make((9, 6), dtype, device, 60), make((6, 11), dtype, device, 61), seed=62, device=device)
+            torch.library.opcheck(self.op.with_acc, [t.requires_grad_() for t in args])
+
+    def test_backward_op_errors(self, device):
+        self._needs_backward()
+        dtype = self.op.dtypes[0]
+        grad = make((3, 5), dtype, device, 0)
+        extra = ([make((3, 5), dtype, device, 0)] if self.op.with_acc is not None else []) + \
+            ([make((5,), dtype, device, 0)] if self.op.bias else [])
+        with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: _needs must have")):
+            self.op.backward(grad, *extra, [True] * 3)
+        if self.op.with_acc is not None:
+            with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: grad is [3, 5] but acc is [3, 4]")):
+                self.op.backward(grad, make((3, 4), dtype, device, 0), *extra[1:], [True] * (2 if self.op.bias else 1))
+
+    @pytest.mark.large
+    @requires_cuda
+    def test_backward_op_more_than_2_pow_31_elements(self):
+        # The backward kernel's indexing past 2**31: dacc within its bound at the head, across the 2**31
+        # boundary and at the tail. (The bias's gradient sums every row: its kernel is checked above.)
+        self._needs_backward()
+        dtype = min(self.op.dtypes, key=lambda d: d.itemsize)
+        self._needs_a_wider_reference(dtype)
+        n = 1024
+        rows = 2**31 // n + 2**10 + 3
+        arrays = 3 + (self.op.with_acc is not None)
+        need = arrays * rows * n * dtype.itemsize
+        free, _ = torch.cuda.mem_get_info()
+        if free < need * 1.1:
+            pytest.skip(f"needs {need / 2**30:.1f} GiB of free GPU memory, {free / 2**30:.1f} GiB free")
+        grad = torch.empty(rows, n, dtype=dtype, device="cuda").normal_(generator=seeded(63, "cuda"))
+        acc = torch.empty(rows, n, dtype=dtype, device="cuda").normal_(generator=seeded(64, "cuda"))
+        bias = [make((n,), dtype, "cuda", 65)] if self.op.bias else []
+        extra = ([acc] if self.op.with_acc is not None else []) + bias
+        dacc = self.op.backward(grad, *extra, [True] + [False] * len(bias))[0]
+        m = self.op.error_model(dtype)
+        eye = torch.eye(n, dtype=torch.float64, device="cuda")
+        for start in (0, 2**31 // n - 4, rows - 4):
+            window = slice(start, start + 4)
+            acc_leaf = acc[window].double().requires_grad_()
+            g64 = grad[window].double()
+            b64 = [x.double() for x in bias]
+            want = torch.autograd.grad(self.op.reference(acc_leaf, eye, *b64), acc_leaf, g64)[0]
+            bound = self.op.grad_error_bound(m, g64, acc_leaf.detach(), *b64, 0.0)[0]
+            mismatches = Mismatches(dacc[window])
+            mismatches.check_piece(dacc[window].reshape(-1), want.reshape(-1), m.allowed_error(want, bound).reshape(-1))
+            mismatches.check()
+
     def test_bitwise_deterministic(self, device, dtype):
         a, b = make((257, 300), dtype, device, 16), make((300, 129), dtype, device, 17)
         assert torch.equal(self.run(a, b), self.run(a, b))
@@ -303,8 +514,17 @@ class HopperPathChecks:
         graph.replay()
         torch.cuda.synchronize()
         self.assert_matches(replayed, a, b)
-        kernels = cuda_kernels(lambda: self.run(a, b))
-        if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
-            pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as compute-sanitizer): "
-                        "which kernel ran is unchecked")
-        assert any("cutlass" in name for name in kernels) == takes_cutlass, sorted(kernels)
+        if self.op.with_acc is not None:  # the training forward: the same output, and the accumulator
+            args = (a, b, self.bias_for(b)) if self.op.bias else (a, b)
+            out, acc = self.op.with_acc(*args)
+            assert torch.equal(out, self.run(a, b))
+            self.assert_accumulator(acc, a, b)
+        calls = [lambda: self.run(a, b)]
+        if self.op.with_acc is not None:
+            calls.append(lambda: self.op.with_acc(*args))
+        for call in calls:
+            kernels = cuda_kernels(call)
+            if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
+                pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as compute-sanitizer): "
+                            "which kernel ran is unchecked")
+            assert any("cutlass" in name for name in kernels) == takes_cutlass, sorted(kernels)

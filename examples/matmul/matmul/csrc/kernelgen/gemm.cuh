@@ -17,10 +17,17 @@
 // float (double for float64), and round once. The accumulation order is fixed, so results are
 // bitwise deterministic.
 //
-// An op is a struct with kBias (whether it takes a 1-D bias, one value per column of C) and
+// An op is a struct with kBias (whether it takes a 1-D bias, one value per column of C), kSavesAcc
+// (whether its training forward also stores the accumulator, below) and
 // `template <typename T> static T epilogue(T acc[, T bias])`. A bias is passed as a pack of zero or one
 // pointers (the index pack I...), so an op without one has no bias parameter at all. Everything here
 // is in an anonymous namespace: each op's kernel file compiles its own copy, as if written there.
+//
+// Training: an op whose generated backward reads the accumulator (Op::kSavesAcc) passes a second
+// output, `acc_out`, in its training forward. Each kernel then stores the accumulator there too, rounded
+// to the inputs' dtype, in the same pass: the backward needs it, and recomputing it would cost a third
+// product. Elsewhere acc_out is null and nothing more is stored. The backward itself
+// (epilogue_backward_kernel, at the end) is an elementwise pass with a column sum for the bias.
 
 #include <cuda_runtime_api.h>
 // STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins (the same messages,
@@ -62,7 +69,7 @@ constexpr int kPad = 4;  // As rows are kBM + 4 long: the transposing stores bel
 template <class Op, typename scalar_t, std::size_t... I>
 __global__ void __launch_bounds__(simt::kThreads)
 simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, const Same<I, scalar_t>* __restrict__... bias,
-            scalar_t* __restrict__ c,
+            scalar_t* __restrict__ c, scalar_t* __restrict__ acc_out,
             int64_t m, int64_t n, int64_t k) {
   using namespace simt;
   using acc_t = opmath::opmath_type<scalar_t>;
@@ -75,6 +82,9 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, cons
   a += batch * m * k;
   b += batch * k * n;
   c += batch * m * n;
+  if constexpr (Op::kSavesAcc) {
+    acc_out += acc_out != nullptr ? batch * m * n : 0;
+  }
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
   const int tid = threadIdx.x;
@@ -143,6 +153,11 @@ simt_kernel(const scalar_t* __restrict__ a, const scalar_t* __restrict__ b, cons
         // Epilogue math in opmath::kernel_math_type: fast division and exp for 16-bit outputs (../opmath.h).
         c[gm * n + gn] = static_cast<scalar_t>(static_cast<acc_t>(
             Op::template epilogue<opmath::kernel_math_type<scalar_t, acc_t>>(acc[i][j], static_cast<acc_t>(bias[gn])...)));
+        if constexpr (Op::kSavesAcc) {
+          if (acc_out != nullptr) {
+            acc_out[gm * n + gn] = static_cast<scalar_t>(acc[i][j]);
+          }
+        }
       }
     }
   }
@@ -241,7 +256,8 @@ __device__ __forceinline__ Chunk load_chunk(const uint16_t* __restrict__ base, i
 template <class Op, typename scalar_t, bool kVector, std::size_t... I>
 __global__ void __launch_bounds__(tc::kThreads, tc::kMinBlocksPerSm)
 tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict__ b_in,
-                   const Same<I, scalar_t>* __restrict__... bias, scalar_t* __restrict__ c, int64_t m, int64_t n, int64_t k) {
+                   const Same<I, scalar_t>* __restrict__... bias, scalar_t* __restrict__ c, scalar_t* __restrict__ acc_out,
+                   int64_t m, int64_t n, int64_t k) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
   __trap();  // never launched below sm_80 (see the launcher); m16n8k16 MMA needs sm_80
 #else
@@ -254,6 +270,9 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
   const uint16_t* a = reinterpret_cast<const uint16_t*>(a_in) + batch * m * k;
   const uint16_t* b = reinterpret_cast<const uint16_t*>(b_in) + batch * k * n;
   c += batch * m * n;
+  if constexpr (Op::kSavesAcc) {
+    acc_out += acc_out != nullptr ? batch * m * n : 0;
+  }
   const int64_t m0 = static_cast<int64_t>(blockIdx.y) * kBM;
   const int64_t n0 = static_cast<int64_t>(blockIdx.x) * kBN;
   const int tid = threadIdx.x;
@@ -362,6 +381,11 @@ tensor_core_kernel(const scalar_t* __restrict__ a_in, const scalar_t* __restrict
         if (gm < m && gn < n) {
           c[gm * n + gn] = static_cast<scalar_t>(static_cast<float>(
               Op::template epilogue<opmath::fast_float>(acc[i][j][e], static_cast<float>(bias[gn])...)));
+          if constexpr (Op::kSavesAcc) {
+            if (acc_out != nullptr) {
+              acc_out[gm * n + gn] = static_cast<scalar_t>(acc[i][j][e]);
+            }
+          }
         }
       }
     }
@@ -390,10 +414,11 @@ struct Launch;
 template <class Op, typename scalar_t, std::size_t... I>
 struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   // C = epilogue(A @ B[, bias]) for the problem p (its batch, m, n, k), on `device` and `stream`:
-  // the tensor-core kernel for float16/bfloat16 on sm_80 and newer, the SIMT kernel otherwise.
+  // the tensor-core kernel for float16/bfloat16 on sm_80 and newer, the SIMT kernel otherwise. With
+  // acc_out (an op with Op::kSavesAcc, training), the accumulator too.
   template <class Problem>
   static void run(const scalar_t* a, const scalar_t* b, const Same<I, scalar_t>*... bias, scalar_t* c, const Problem& p,
-                  int device, cudaStream_t stream) {
+                  int device, cudaStream_t stream, scalar_t* acc_out = nullptr) {
     if constexpr (kTensorCoreType<scalar_t>) {
       int major = 0;
       STD_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
@@ -404,9 +429,9 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
         // aligned base pointers (a view such as x[1:] is not).
         const bool vector = p.k % tc::kChunk == 0 && p.n % tc::kChunk == 0 && is_aligned16(a) && is_aligned16(b);
         if (vector) {
-          tensor_core_kernel<Op, scalar_t, true, I...><<<grid, tc::kThreads, 0, stream>>>(a, b, bias..., c, p.m, p.n, p.k);
+          tensor_core_kernel<Op, scalar_t, true, I...><<<grid, tc::kThreads, 0, stream>>>(a, b, bias..., c, acc_out, p.m, p.n, p.k);
         } else {
-          tensor_core_kernel<Op, scalar_t, false, I...><<<grid, tc::kThreads, 0, stream>>>(a, b, bias..., c, p.m, p.n, p.k);
+          tensor_core_kernel<Op, scalar_t, false, I...><<<grid, tc::kThreads, 0, stream>>>(a, b, bias..., c, acc_out, p.m, p.n, p.k);
         }
         STD_CUDA_KERNEL_LAUNCH_CHECK();
         return;
@@ -416,9 +441,182 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     }
     const dim3 grid(static_cast<unsigned>(ceil_div(p.n, simt::kBN)), static_cast<unsigned>(ceil_div(p.m, simt::kBM)),
                     static_cast<unsigned>(p.batch));
-    simt_kernel<Op, scalar_t, I...><<<grid, simt::kThreads, 0, stream>>>(a, b, bias..., c, p.m, p.n, p.k);
+    simt_kernel<Op, scalar_t, I...><<<grid, simt::kThreads, 0, stream>>>(a, b, bias..., c, acc_out, p.m, p.n, p.k);
     // Launches are asynchronous: check here, or a bad launch surfaces at some later, unrelated call.
     STD_CUDA_KERNEL_LAUNCH_CHECK();
+  }
+};
+
+// ---- The epilogue's backward (an op with a generated backward) --------------------------------
+// From the output's gradient and the stored accumulator, element by element (Op::grads, written by
+// kernelgen from the epilogue): dacc = _grad * d out / d acc, the matrix that the backward's two
+// products read (dL/dA = dacc @ B^T and dL/dB = A^T @ dacc, cuBLAS's, called by the op's Python
+// backward), and with a bias its gradient, the column sums of _grad * d out / d bias. The pass is
+// memory-bound: it reads each element of _grad and acc once and writes dacc once.
+//
+// A block covers a strip of kThreads * V adjacent columns and a slot of rows. Each thread owns V
+// adjacent columns (one 16-byte load of _grad and one of acc per row) and adds its columns' bias
+// contributions over the slot's rows in registers, kRowsPerStep rows at a time: the rows' loads are
+// issued together, so each thread has 2 * kRowsPerStep loads in flight. Each slot writes one row of
+// partial sums, and column_sum_kernel adds the slots in order. There are no atomics: the bias gradient
+// is bitwise reproducible, on any GPU and whatever the launch.
+namespace bwd {
+constexpr int kThreads = 256;
+constexpr int kRowsPerStep = 4;
+// At least this many rows per slot: the partial sums then move under 1/16 of the pass's bytes.
+constexpr int64_t kMinRowsPerSlot = 32;
+// Blocks per SM the launch aims for (8 warps each).
+constexpr int kBlocksPerSm = 4;
+}  // namespace bwd
+
+// a + b, rounded once and never merged with the product that made b into a fused multiply-add. The
+// kernel's loop tests `dacc != nullptr` on every row, and the compiler may unswitch it into two copies,
+// one that stores dacc and one that does not, and contract the bias's sum with the derivative's last
+// product in one copy only: the bias's gradient would then depend on which gradients were asked for.
+__device__ __forceinline__ float add_rn(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ double add_rn(double a, double b) { return __dadd_rn(a, b); }
+
+// V adjacent elements, moved as one access of V * sizeof(T) bytes.
+template <typename T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+template <class Op, typename scalar_t, int V, std::size_t... I>
+__global__ void __launch_bounds__(bwd::kThreads)
+epilogue_backward_kernel(const scalar_t* __restrict__ grad, const scalar_t* __restrict__ acc,
+                         const Same<I, scalar_t>* __restrict__... bias, scalar_t* __restrict__ dacc,
+                         opmath::opmath_type<scalar_t>* __restrict__ partial, int64_t rows, int64_t n,
+                         int64_t rows_per_slot) {
+  using namespace bwd;
+  using sum_t = opmath::opmath_type<scalar_t>;
+  // float16 and bfloat16 compute in opmath::fast_float, as the forward kernels do (../opmath.h).
+  using math_t = opmath::kernel_math_type<scalar_t, sum_t>;
+  using vec_t = Vec<scalar_t, V>;
+  const int64_t col = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) * V;
+  if (col >= n) {
+    return;  // the strip's last threads, past the last column (n is a multiple of V when V > 1)
+  }
+  const int64_t row_begin = static_cast<int64_t>(blockIdx.y) * rows_per_slot;
+  const int64_t row_end = row_begin + rows_per_slot < rows ? row_begin + rows_per_slot : rows;
+  // This thread's bias values, read once (none for an op without a bias).
+  math_t bias_v[V] = {};
+  if constexpr (sizeof...(I) > 0) {
+    const scalar_t* bias_ptr[] = {bias...};
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      bias_v[e] = static_cast<math_t>(static_cast<sum_t>(bias_ptr[0][col + e]));
+    }
+  }
+  sum_t bias_sum[V] = {};
+  for (int64_t row0 = row_begin; row0 < row_end; row0 += kRowsPerStep) {
+    vec_t g[kRowsPerStep];
+    vec_t x[kRowsPerStep];
+#pragma unroll
+    for (int r = 0; r < kRowsPerStep; ++r) {
+      if (row0 + r < row_end) {
+        g[r] = *reinterpret_cast<const vec_t*>(grad + (row0 + r) * n + col);
+        if constexpr (Op::kSavesAcc) {  // otherwise the derivatives do not read acc, and it is not stored
+          x[r] = *reinterpret_cast<const vec_t*>(acc + (row0 + r) * n + col);
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRowsPerStep; ++r) {
+      if (row0 + r < row_end) {
+        vec_t d;
+#pragma unroll
+        for (int e = 0; e < V; ++e) {
+          math_t de[Op::kGrads];
+          const math_t ge = static_cast<math_t>(static_cast<sum_t>(g[r].v[e]));
+          math_t xe = math_t(0.0f);
+          if constexpr (Op::kSavesAcc) {
+            xe = static_cast<math_t>(static_cast<sum_t>(x[r].v[e]));
+          }
+          if constexpr (sizeof...(I) > 0) {
+            Op::template grads<math_t>(ge, xe, bias_v[e], de);
+            bias_sum[e] = add_rn(bias_sum[e], static_cast<sum_t>(de[Op::kGrads - 1]));
+          } else {
+            Op::template grads<math_t>(ge, xe, de);
+          }
+          d.v[e] = static_cast<scalar_t>(static_cast<sum_t>(de[0]));
+        }
+        if (dacc != nullptr) {
+          *reinterpret_cast<vec_t*>(dacc + (row0 + r) * n + col) = d;
+        }
+      }
+    }
+  }
+  if (partial != nullptr) {
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      partial[static_cast<int64_t>(blockIdx.y) * n + col + e] = bias_sum[e];
+    }
+  }
+}
+
+// out[j] = the sum of partial[s][j] over the slots s, in order, rounded once to the output's dtype.
+template <typename scalar_t, typename sum_t>
+__global__ void __launch_bounds__(bwd::kThreads)
+column_sum_kernel(const sum_t* __restrict__ partial, int64_t slots, int64_t n, scalar_t* __restrict__ out) {
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * bwd::kThreads + threadIdx.x;
+  if (col < n) {
+    sum_t total = 0;
+    for (int64_t s = 0; s < slots; ++s) {
+      total += partial[s * n + col];
+    }
+    out[col] = static_cast<scalar_t>(total);
+  }
+}
+
+// The launch of one op's epilogue backward for one dtype, over the index pack of its bias.
+template <class Op, typename scalar_t, class Bias = std::make_index_sequence<Op::kBias ? 1 : 0>>
+struct BackwardLaunch;
+
+template <class Op, typename scalar_t, std::size_t... I>
+struct BackwardLaunch<Op, scalar_t, std::index_sequence<I...>> {
+  using sum_t = opmath::opmath_type<scalar_t>;
+
+  // The slots (row ranges) of a launch over rows x n: enough blocks to fill `device` kBlocksPerSm
+  // times over, at least kMinRowsPerSlot rows each. The bias's partial sums take slots(...) * n values.
+  static int64_t rows_per_slot(int64_t rows, int64_t n, int device) {
+    constexpr int V = 16 / sizeof(scalar_t);
+    int sms = 0;
+    STD_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int64_t strips = ceil_div(n, int64_t{bwd::kThreads} * V);
+    const int64_t wanted_slots = ceil_div(int64_t{sms} * bwd::kBlocksPerSm, strips);
+    const int64_t per_slot = ceil_div(rows, wanted_slots);
+    return per_slot > bwd::kMinRowsPerSlot ? per_slot : bwd::kMinRowsPerSlot;
+  }
+  static int64_t slots(int64_t rows, int64_t n, int device) { return ceil_div(rows, rows_per_slot(rows, n, device)); }
+
+  // dacc (null: not asked for) and the bias's gradient dbias (null: not asked for, or no bias) from
+  // grad and acc (null where Op::kSavesAcc is false), rows x n row-major, contiguous; partial holds slots(rows, n, device) * n values when
+  // dbias is asked for. rows and n >= 1.
+  static void run(const scalar_t* grad, const scalar_t* acc, const Same<I, scalar_t>*... bias, scalar_t* dacc,
+                  scalar_t* dbias, sum_t* partial, int64_t rows, int64_t n, int device, cudaStream_t stream) {
+    const int64_t per_slot = rows_per_slot(rows, n, device);
+    const int64_t slot_count = ceil_div(rows, per_slot);
+    sum_t* sums = dbias != nullptr ? partial : nullptr;
+    // 16-byte accesses where every row starts on a 16-byte boundary; one element per thread otherwise.
+    constexpr int V = 16 / sizeof(scalar_t);
+    const bool vector = n % V == 0 && is_aligned16(grad) && (acc == nullptr || is_aligned16(acc)) &&
+                        (dacc == nullptr || is_aligned16(dacc));
+    const int vec = vector ? V : 1;
+    const dim3 grid(static_cast<unsigned>(ceil_div(n, int64_t{bwd::kThreads} * vec)), static_cast<unsigned>(slot_count));
+    if (vector) {
+      epilogue_backward_kernel<Op, scalar_t, V, I...><<<grid, bwd::kThreads, 0, stream>>>(
+          grad, acc, bias..., dacc, sums, rows, n, per_slot);
+    } else {
+      epilogue_backward_kernel<Op, scalar_t, 1, I...><<<grid, bwd::kThreads, 0, stream>>>(
+          grad, acc, bias..., dacc, sums, rows, n, per_slot);
+    }
+    STD_CUDA_KERNEL_LAUNCH_CHECK();
+    if (sums != nullptr) {
+      column_sum_kernel<scalar_t, sum_t><<<static_cast<unsigned>(ceil_div(n, bwd::kThreads)), bwd::kThreads, 0, stream>>>(
+          sums, slot_count, n, dbias);
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
+    }
   }
 };
 

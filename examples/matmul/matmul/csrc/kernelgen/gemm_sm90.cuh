@@ -8,7 +8,9 @@
 //   * the epilogue fused through CUTLASS's epilogue visitor tree (EVT): a compute node that calls the
 //     op's epilogue (the one its other kernels and its CPU loop call) on every accumulator element,
 //     with the bias broadcast along the rows when the op has one, before the one rounding and the
-//     TMA store.
+//     TMA store; for an op whose backward reads the accumulator (Op::kSavesAcc), an aux-store node
+//     before it also stores the accumulator, rounded to the output's dtype, when the training forward
+//     passes a pointer for it (a null pointer stores nothing: one kernel serves both forwards).
 // Two configurations (Large and Tiny below), picked per problem by its tile count. Everything else
 // (other archs, float32/float64, shapes TMA cannot take: rows not 16-byte aligned, i.e. K or N not a
 // multiple of 8, misaligned views) runs the package's hand-written kernels (gemm.cuh), which stay the
@@ -113,11 +115,23 @@ struct Sm90Gemm {
   static constexpr int kAlign = 16 / sizeof(Element);  // TMA: 16-byte aligned rows
   static constexpr auto kRound = cutlass::FloatRoundStyle::round_to_nearest;
   using Compute = cutlass::epilogue::fusion::Sm90Compute<Epilogue<Op>::template Node, Element, float, kRound>;
+  // The accumulator as the epilogue's first operand: fetched, or (Op::kSavesAcc) fetched and passed
+  // through an aux store, which writes it to memory through shared memory and TMA, as the output is
+  // written, and hands it on unchanged. Its shared-memory layout, copy atom and stage count are the
+  // ones the epilogue builder picks for the output (same dtype, tile and schedule).
+  using EpilogueShape = cutlass::epilogue::collective::detail::EpilogueDescriptor<
+      Tile, cutlass::epilogue::collective::EpilogueTileAuto, void, Element, typename Config::EpilogueSchedule>;
+  using AuxShape = cutlass::epilogue::collective::detail::AuxStoreDescriptor<EpilogueShape, LayoutC, Element>;
+  using AccStore = cutlass::epilogue::fusion::Sm90AuxStore<
+      AuxShape::Stages, typename AuxShape::EpilogueTile, Element, kRound, typename AuxShape::Stride,
+      typename AuxShape::SmemLayoutAtom, typename AuxShape::CopyOpR2S, kAlign>;
+  using Acc = std::conditional_t<Op::kSavesAcc,
+                                 cutlass::epilogue::fusion::Sm90EVT<AccStore, cutlass::epilogue::fusion::Sm90AccFetch>,
+                                 cutlass::epilogue::fusion::Sm90AccFetch>;
   using Fusion = std::conditional_t<
       Op::kBias,
-      cutlass::epilogue::fusion::Sm90EVT<Compute, cutlass::epilogue::fusion::Sm90AccFetch,
-                                         cutlass::epilogue::fusion::Sm90RowBroadcast<0, Tile, Element, float>>,
-      cutlass::epilogue::fusion::Sm90EVT<Compute, cutlass::epilogue::fusion::Sm90AccFetch>>;
+      cutlass::epilogue::fusion::Sm90EVT<Compute, Acc, cutlass::epilogue::fusion::Sm90RowBroadcast<0, Tile, Element, float>>,
+      cutlass::epilogue::fusion::Sm90EVT<Compute, Acc>>;
   using Epilogue = typename cutlass::epilogue::collective::CollectiveBuilder<
       cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Tile, typename Config::Cluster,
       cutlass::epilogue::collective::EpilogueTileAuto, float, float,
@@ -157,9 +171,10 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
 
   // Runs the GEMM in configuration Config; false when CUTLASS does not take the problem.
   template <typename Config>
-  static bool run_config(const E* a, const E* b, const Same<I, E>*... bias, E* c, int m, int n, int k, int batch,
-                         const cutlass::KernelHardwareInfo& hw, cudaStream_t stream) {
-    using Gemm = typename Sm90Gemm<E, Config, Op>::Adapter;
+  static bool run_config(const E* a, const E* b, const Same<I, E>*... bias, E* c, E* acc_out, int m, int n, int k,
+                         int batch, const cutlass::KernelHardwareInfo& hw, cudaStream_t stream) {
+    using Shapes = Sm90Gemm<E, Config, Op>;
+    using Gemm = typename Shapes::Adapter;
     using GemmKernel = typename Gemm::GemmKernel;
     const auto stride_a = cutlass::make_cute_packed_stride(typename GemmKernel::StrideA{}, make_shape(m, k, batch));
     const auto stride_b = cutlass::make_cute_packed_stride(typename GemmKernel::StrideB{}, make_shape(n, k, batch));
@@ -169,9 +184,21 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
                                   {a, stride_a, b, stride_b},
                                   {{}, nullptr, stride_c, c, stride_c},
                                   hw};
-    if constexpr (Op::kBias) {
-      // The EVT's arguments follow its tree: {accumulator, bias row broadcast, compute node}.
+    // The EVT's arguments follow its tree: {accumulator, bias row broadcast (an op with a bias), compute
+    // node}, where the accumulator of an op that saves it is {fetch, aux store}.
+    if constexpr (Op::kSavesAcc) {
+      const auto stride_acc = cutlass::make_cute_packed_stride(typename Shapes::AuxShape::Stride{}, make_shape(m, n, batch));
+      const typename Shapes::Acc::Arguments acc_args{{}, {acc_out, stride_acc}};
+      if constexpr (Op::kBias) {
+        args.epilogue.thread = {acc_args, {bias...}, {}};
+      } else {
+        args.epilogue.thread = {acc_args, {}};
+      }
+    } else if constexpr (Op::kBias) {
       args.epilogue.thread = {{}, {bias...}, {}};
+      (void)acc_out;
+    } else {
+      (void)acc_out;
     }
     Gemm gemm;
     // No workspace is passed: the persistent data-parallel scheduler needs none (a configuration that
@@ -187,16 +214,17 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     return status == cutlass::Status::kSuccess;
   }
 
-  // C = Op::epilogue(A @ B[, bias]) for the problem p on an sm_90 `device`; false, having launched
-  // nothing, when the problem is one this path does not take.
+  // C = Op::epilogue(A @ B[, bias]) for the problem p on an sm_90 `device`, and with acc_out (an op with
+  // Op::kSavesAcc, training) the accumulator; false, having launched nothing, when the problem is one
+  // this path does not take.
   template <class Problem>
   static bool run(const scalar_t* a, const scalar_t* b, const Same<I, scalar_t>*... bias, scalar_t* c, const Problem& p,
-                  int device, cudaStream_t stream) {
+                  int device, cudaStream_t stream, scalar_t* acc_out = nullptr) {
     // TMA reads rows that start on 16-byte boundaries; CUTLASS checks the shapes, the pointers are
     // checked here. K = 0 is left to the hand-written kernels.
     constexpr int64_t kAlign = 16 / sizeof(E);
     if (p.k == 0 || p.k % kAlign != 0 || p.n % kAlign != 0 || !aligned16(a) || !aligned16(b) || !aligned16(c) ||
-        !(aligned16(bias) && ...)) {
+        !aligned16(acc_out) || !(aligned16(bias) && ...)) {
       return false;
     }
     if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX || p.batch > INT32_MAX) {
@@ -218,13 +246,14 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     const auto* ea = reinterpret_cast<const E*>(a);
     const auto* eb = reinterpret_cast<const E*>(b);
     auto* ec = reinterpret_cast<E*>(c);
+    auto* eacc = reinterpret_cast<E*>(acc_out);
     // Large's tiles over all batches: when they would leave more than half of the SMs idle, Tiny's
     // tiles (a quarter of the size) spread the problem wider.
     const int64_t large_tiles = ((p.m + 127) / 128) * ((p.n + 255) / 256) * p.batch;
     if (2 * large_tiles < hw.sm_count) {
-      return run_config<Tiny>(ea, eb, reinterpret_cast<const E*>(bias)..., ec, m, n, k, batch, hw, stream);
+      return run_config<Tiny>(ea, eb, reinterpret_cast<const E*>(bias)..., ec, eacc, m, n, k, batch, hw, stream);
     }
-    return run_config<Large>(ea, eb, reinterpret_cast<const E*>(bias)..., ec, m, n, k, batch, hw, stream);
+    return run_config<Large>(ea, eb, reinterpret_cast<const E*>(bias)..., ec, eacc, m, n, k, batch, hw, stream);
   }
 };
 

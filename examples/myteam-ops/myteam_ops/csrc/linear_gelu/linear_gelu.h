@@ -2,6 +2,9 @@
 // linear_gelu.h: what the CPU (linear_gelu.cpp) and CUDA (cuda/linear_gelu_cuda.cpp) halves of
 // myteam::linear_gelu share on the tensor side.
 
+#include <cstdint>
+#include <vector>
+
 #include "../stable_utils.h"
 #include "linear_gelu_problem.h"
 
@@ -14,5 +17,11 @@ Problem check_inputs(const kernelgen::Tensor& a, const kernelgen::Tensor& b, con
 
 // The output, allocated like the inputs: [batch,] M x N, contiguous.
 kernelgen::Tensor empty_output(const kernelgen::Tensor& a, const Problem& p);
+
+// The backward's checks (both backends): _needs has one flag per gradient (dacc, the bias's), the
+// gradient is 2-D or 3-D of a supported dtype, acc has its shape, dtype and device, the bias is 1-D of N
+// with its dtype and device. Returns N, the gradient's last dimension.
+int64_t check_backward_inputs(const kernelgen::Tensor& _grad, const kernelgen::Tensor& acc, const kernelgen::Tensor& bias,
+                              const std::vector<bool>& _needs);
 
 }  // namespace linear_gelu

@@ -19,8 +19,7 @@ struct Problem {
 // matmul_epilogue(acc), applied where the product is stored: acc is the element of A @ B
 // in op-math precision (float for float16, bfloat16 and float32 inputs, double for float64). The result is rounded once to the
 // output's dtype. Fusing it here saves the round trip of C through memory that a separate op costs.
-// If you change it, change reference() in ops/matmul.py to match: the tests compare against it
-// and the default backward is derived from it.
+// If you change it, change reference() in ops/matmul.py to match: the tests compare against it// and the default backward is derived from it.
 template <typename acc_t>
 OPMATH_FN acc_t matmul_epilogue(acc_t acc) {
   return acc;
@@ -28,9 +27,12 @@ OPMATH_FN acc_t matmul_epilogue(acc_t acc) {
 // ---- end of EDIT HERE -------------------------------------------------------------------------
 
 // What the package's matrix-product kernels (../kernelgen/gemm.cuh, gemm_sm90.cuh) need to know of this op:
-// whether it takes a bias, and its epilogue.
+// whether it takes a bias, its epilogue.
 struct Op {
   static constexpr bool kBias = false;
+  // Whether the training forward also stores the accumulator (rounded to the inputs' dtype) for the
+  // backward.
+  static constexpr bool kSavesAcc = false;
   template <typename T>
   static OPMATH_FN T epilogue(T acc) {
     return matmul_epilogue<T>(acc);

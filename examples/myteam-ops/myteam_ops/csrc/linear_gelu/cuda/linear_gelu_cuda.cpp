@@ -7,6 +7,8 @@
 #include <torch/headeronly/core/Dispatch_v2.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "../../stable_cuda.h"
 #include "../../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK
@@ -19,12 +21,18 @@ namespace {
 using kernelgen::Tensor;
 using torch::headeronly::ScalarType;
 
-Tensor linear_gelu_cuda(const Tensor& a, const Tensor& b, const Tensor& bias) {
+// C = linear_gelu_epilogue(A @ B, bias); with acc_out (the training forward, linear_gelu_with_acc), the
+// accumulator A @ B too, rounded to the inputs' dtype, which the backward's derivatives read. One pass
+// either way: the kernels store both where they store C.
+Tensor linear_gelu_run(const Tensor& a, const Tensor& b, const Tensor& bias, Tensor* acc_out) {
   const Problem p = check_inputs(a, b, bias);
   // Allocate and launch on A's GPU, whatever the current device is.
   const int32_t device_index = a.get_device_index();
   const kernelgen::DeviceGuard device_guard(device_index);
   Tensor c = empty_output(a, p);
+  if (acc_out != nullptr) {
+    *acc_out = empty_output(a, p);
+  }
   if (c.numel() == 0) {
     return c;  // M, N or batch is 0: nothing to compute (and a zero-size grid is a launch error)
   }
@@ -41,9 +49,65 @@ Tensor linear_gelu_cuda(const Tensor& a, const Tensor& b, const Tensor& bias) {
   THO_DISPATCH_V2(a.scalar_type(), "linear_gelu_cuda", AT_WRAP([&] {
     launch_linear_gelu<scalar_t>(a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(),
                            bias_contig.const_data_ptr<scalar_t>(),
-                           c.mutable_data_ptr<scalar_t>(), p, device_index, stream);
+                           c.mutable_data_ptr<scalar_t>(), acc_out != nullptr ? acc_out->mutable_data_ptr<scalar_t>() : nullptr, p, device_index, stream);
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return c;
+}
+
+Tensor linear_gelu_cuda(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  return linear_gelu_run(a, b, bias, nullptr);
+}
+
+std::tuple<Tensor, Tensor> linear_gelu_with_acc_cuda(const Tensor& a, const Tensor& b, const Tensor& bias) {
+  Tensor acc = a;  // replaced by the accumulator's allocation
+  Tensor c = linear_gelu_run(a, b, bias, &acc);
+  return std::make_tuple(c, acc);
+}
+
+// The backward (see linear_gelu_backward_cpu): one pass over the output's gradient and the stored accumulator
+// computes dacc and each column's partial sums of the bias's gradient; a second, small pass adds the
+// partial sums in order.
+std::vector<Tensor> linear_gelu_backward_cuda(const Tensor& _grad, const Tensor& acc, const Tensor& bias, std::vector<bool> _needs) {
+  const int64_t n = check_backward_inputs(_grad, acc, bias, _needs);
+  const int32_t device_index = _grad.get_device_index();
+  const kernelgen::DeviceGuard device_guard(device_index);
+  std::vector<Tensor> _grads;
+  if (_needs[0]) {
+    _grads.push_back(torch::stable::empty(_grad.sizes(), _grad.scalar_type(), std::nullopt, _grad.device()));
+  }
+  if (_needs[1]) {
+    const std::vector<int64_t> bias_shape = {n};
+    _grads.push_back(torch::stable::empty(bias_shape, _grad.scalar_type(), std::nullopt, _grad.device()));
+  }
+  const int64_t rows = n == 0 ? 0 : _grad.numel() / n;
+  if (rows == 0 || _grads.empty()) {
+    if (_needs[1]) {
+      torch::stable::zero_(_grads.back());  // a sum over no rows
+    }
+    return _grads;  // nothing to launch: a launch with zero blocks is an error
+  }
+  const Tensor _grad_contig = torch::stable::contiguous(_grad);
+  const Tensor acc_contig = torch::stable::contiguous(acc);
+  const Tensor bias_contig = torch::stable::contiguous(bias);
+  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  THO_DISPATCH_V2(_grad.scalar_type(), "linear_gelu_backward_cuda", AT_WRAP([&] {
+    using sum_t = partial_t<scalar_t>;  // the math type (linear_gelu_kernel.h)
+    scalar_t* dacc = _needs[0] ? _grads.front().mutable_data_ptr<scalar_t>() : nullptr;
+    scalar_t* dbias = _needs[1] ? _grads.back().mutable_data_ptr<scalar_t>() : nullptr;
+    // The bias's partial sums, one row per slot of rows: a small buffer, freed when this function
+    // returns (the caching allocator keeps it for the stream's later work).
+    Tensor _partial;
+    sum_t* partial = nullptr;
+    if (dbias != nullptr) {
+      const std::vector<int64_t> shape = {linear_gelu_backward_slots<scalar_t>(rows, n, device_index) * n};
+      _partial = torch::stable::empty(shape, sizeof(sum_t) == 8 ? ScalarType::Double : ScalarType::Float, std::nullopt,
+                                      _grad.device());
+      partial = _partial.mutable_data_ptr<sum_t>();
+    }
+    launch_linear_gelu_backward<scalar_t>(_grad_contig.const_data_ptr<scalar_t>(), acc_contig.const_data_ptr<scalar_t>(),
+                                  bias_contig.const_data_ptr<scalar_t>(), dacc, dbias, partial, rows, n, device_index, stream);
+  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  return _grads;
 }
 
 }  // namespace
@@ -51,4 +115,6 @@ Tensor linear_gelu_cuda(const Tensor& a, const Tensor& b, const Tensor& bias) {
 
 STABLE_TORCH_LIBRARY_IMPL(myteam, CUDA, m) {
   m.impl("linear_gelu", TORCH_BOX(&linear_gelu::linear_gelu_cuda));
+  m.impl("linear_gelu_with_acc", TORCH_BOX(&linear_gelu::linear_gelu_with_acc_cuda));
+  m.impl("linear_gelu_backward", TORCH_BOX(&linear_gelu::linear_gelu_backward_cuda));
 }

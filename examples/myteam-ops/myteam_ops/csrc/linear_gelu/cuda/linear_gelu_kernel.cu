@@ -13,24 +13,44 @@ namespace linear_gelu {
 
 // The op (its bias and epilogue: Op in ../linear_gelu_problem.h) on the package's kernels.
 template <typename scalar_t>
-void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
+void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, scalar_t* acc_out, const Problem& p,
                   int device, cudaStream_t stream) {
 #if defined(KG_SM90A)
   // On Hopper, the CUTLASS kernel (linear_gelu_sm90.cu) when it takes the problem; the package's
   // kernels otherwise.
   if constexpr (kg::gemm::kTensorCoreType<scalar_t>) {
-    if (kg::gemm::is_sm90(device) && launch_linear_gelu_sm90<scalar_t>(a, b, bias, c, p, device, stream)) {
+    if (kg::gemm::is_sm90(device) && launch_linear_gelu_sm90<scalar_t>(a, b, bias, c, acc_out, p, device, stream)) {
       return;
     }
   }
 #endif
-  kg::gemm::Launch<Op, scalar_t>::run(a, b, bias, c, p, device, stream);
+  kg::gemm::Launch<Op, scalar_t>::run(a, b, bias, c, p, device, stream, acc_out);
+}
+
+// The epilogue's backward (Op::grads) on the package's kernel (kg::gemm::BackwardLaunch in gemm.cuh).
+template <typename scalar_t>
+int64_t linear_gelu_backward_slots(int64_t rows, int64_t n, int device) {
+  return kg::gemm::BackwardLaunch<Op, scalar_t>::slots(rows, n, device);
+}
+
+template <typename scalar_t>
+void launch_linear_gelu_backward(const scalar_t* grad, const scalar_t* acc, const scalar_t* bias, scalar_t* dacc, scalar_t* dbias,
+                  partial_t<scalar_t>* partial, int64_t rows, int64_t n, int device, cudaStream_t stream) {
+  kg::gemm::BackwardLaunch<Op, scalar_t>::run(grad, acc, bias, dacc, dbias, partial, rows, n, device, stream);
 }
 
 // One instantiation per supported dtype; linear_gelu_cuda.cpp calls them from its dtype dispatch.
-template void launch_linear_gelu<float>(const float*, const float*, const float*, float*, const Problem&, int, cudaStream_t);
-template void launch_linear_gelu<double>(const double*, const double*, const double*, double*, const Problem&, int, cudaStream_t);
-template void launch_linear_gelu<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
-template void launch_linear_gelu<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
+template void launch_linear_gelu<float>(const float*, const float*, const float*, float*, float*, const Problem&, int, cudaStream_t);
+template void launch_linear_gelu<double>(const double*, const double*, const double*, double*, double*, const Problem&, int, cudaStream_t);
+template void launch_linear_gelu<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
+template void launch_linear_gelu<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
+template int64_t linear_gelu_backward_slots<float>(int64_t, int64_t, int);
+template void launch_linear_gelu_backward<float>(const float*, const float*, const float*, float*, float*, partial_t<float>*, int64_t, int64_t, int, cudaStream_t);
+template int64_t linear_gelu_backward_slots<double>(int64_t, int64_t, int);
+template void launch_linear_gelu_backward<double>(const double*, const double*, const double*, double*, double*, partial_t<double>*, int64_t, int64_t, int, cudaStream_t);
+template int64_t linear_gelu_backward_slots<torch::headeronly::Half>(int64_t, int64_t, int);
+template void launch_linear_gelu_backward<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, torch::headeronly::Half*, partial_t<torch::headeronly::Half>*, int64_t, int64_t, int, cudaStream_t);
+template int64_t linear_gelu_backward_slots<torch::headeronly::BFloat16>(int64_t, int64_t, int);
+template void launch_linear_gelu_backward<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, partial_t<torch::headeronly::BFloat16>*, int64_t, int64_t, int, cudaStream_t);
 
 }  // namespace linear_gelu

@@ -6,6 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <type_traits>
+
 #include "../linear_gelu_problem.h"
 
 namespace linear_gelu {
@@ -14,15 +17,29 @@ namespace linear_gelu {
 // C: M x N, each batch entry stored after the previous one, bias: N), on GPU `device`, launched on
 // `stream`. Needs M, N and batch >= 1, K >= 0, batch <= 65535 and ceil(M / 128) <= 65535 (the grid
 // limits). Instantiated in linear_gelu_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
+// acc_out: null, or (the training forward) where the accumulator A @ B is stored too, rounded to
+// scalar_t, laid out as C: the backward's derivatives read it.
 template <typename scalar_t>
-void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
+void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, scalar_t* acc_out, const Problem& p,
                   int device, cudaStream_t stream);
+
+// The epilogue's backward over rows x n elements (the output's rows: batch * M, and N), row-major and
+// contiguous: dacc = _grad * d out / d acc (null: not asked for) and the bias's gradient dbias, the column
+// sums of _grad * d out / d bias (null: not asked for), from grad and acc. `partial` holds linear_gelu_backward_slots(rows, n, device) * n values of the
+// op-math type (partial_t) where dbias is asked for. rows, n >= 1.
+template <typename scalar_t>
+using partial_t = std::conditional_t<std::is_same_v<scalar_t, double>, double, float>;
+template <typename scalar_t>
+int64_t linear_gelu_backward_slots(int64_t rows, int64_t n, int device);
+template <typename scalar_t>
+void launch_linear_gelu_backward(const scalar_t* grad, const scalar_t* acc, const scalar_t* bias, scalar_t* dacc, scalar_t* dbias,
+                  partial_t<scalar_t>* partial, int64_t rows, int64_t n, int device, cudaStream_t stream);
 
 // The Hopper path (linear_gelu_sm90.cu, CUTLASS; compiled when the build targets 9.0, see KG_SM90A in
 // _build.py): float16/bfloat16 on an sm_90 device. Returns false, having launched nothing, when the
 // problem is one it does not take (K or N not a multiple of 8, misaligned pointers, K = 0).
 template <typename scalar_t>
-bool launch_linear_gelu_sm90(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
+bool launch_linear_gelu_sm90(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, scalar_t* acc_out, const Problem& p,
                        int device, cudaStream_t stream);
 
 }  // namespace linear_gelu

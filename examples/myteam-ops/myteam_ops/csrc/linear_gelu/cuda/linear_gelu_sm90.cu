@@ -10,12 +10,12 @@
 namespace linear_gelu {
 
 template <typename scalar_t>
-bool launch_linear_gelu_sm90(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, const Problem& p,
+bool launch_linear_gelu_sm90(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, scalar_t* acc_out, const Problem& p,
                        int device, cudaStream_t stream) {
-  return kg::gemm_sm90::Launch<Op, scalar_t>::run(a, b, bias, c, p, device, stream);
+  return kg::gemm_sm90::Launch<Op, scalar_t>::run(a, b, bias, c, p, device, stream, acc_out);
 }
 
-template bool launch_linear_gelu_sm90<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
-template bool launch_linear_gelu_sm90<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
+template bool launch_linear_gelu_sm90<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
+template bool launch_linear_gelu_sm90<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
 
 }  // namespace linear_gelu
