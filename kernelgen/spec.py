@@ -784,6 +784,7 @@ class PackageSpec:
             "has_triton": any(op.backend == "triton" for op in self.ops),
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
             "fused_backward_ops": [op.op_name for op in self.ops if op.fused_backward],
+            "matmul_backward": any(op.kind == "matmul" and op.fused_backward for op in self.ops),
             "triton_rowwise_backward": any(op.fused_backward and op.backend == "triton" and op.kind == "rowwise"
                                            and op.weights for op in self.ops),
             "spell": ABI_SPELLINGS[self.abi],

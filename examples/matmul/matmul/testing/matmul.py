@@ -210,6 +210,17 @@ class MatmulSuite(Suite):
         if dtype == torch.float64:
             pytest.skip("float64 gradients are checked by gradcheck: the float64 vjp of reference() is no more exact than the op")
 
+    def backward_args(self, shape, dtype, device, seed):
+        """The backward op's arguments for an output of `shape`, after the output's gradient: the stored
+        accumulator (an op whose training forward stores one) and the bias (an op with one)."""
+        acc = [make(shape, dtype, device, seed)] if self.op.with_acc is not None else []
+        return acc + ([make(shape[-1:], dtype, device, seed + 1)] if self.op.bias else [])
+
+    @property
+    def backward_flags(self):
+        """The backward op's `_needs` flags: dacc, and the bias's gradient for an op with a bias."""
+        return 2 if self.op.bias else 1
+
     def _leaves(self, a, b, requires=(True, True, True)):
         args = [a, b, self.bias_for(b)] if self.op.bias else [a, b]
         return [x.detach().clone().requires_grad_(need) for x, need in zip(args, requires)]
@@ -293,9 +304,8 @@ class MatmulSuite(Suite):
         self._needs_backward()
         dtype = self.op.dtypes[0]
         grad = make((70, 40), dtype, device, 46)
-        extra = ([make((70, 40), dtype, device, 47)] if self.op.with_acc is not None else []) + \
-            ([make((40,), dtype, device, 48)] if self.op.bias else [])
-        count = 2 if self.op.bias else 1
+        extra = self.backward_args((70, 40), dtype, device, 47)
+        count = self.backward_flags
         every = self.op.backward(grad, *extra, [True] * count)
         assert len(every) == count and every[0].shape == grad.shape
         for mask in range(2**count):
@@ -350,9 +360,7 @@ class MatmulSuite(Suite):
         self._needs_backward()
         dtype = self.op.dtypes[0]
         grad = make((9, 11), dtype, device, 57)
-        extra = ([make((9, 11), dtype, device, 58)] if self.op.with_acc is not None else []) + \
-            ([make((11,), dtype, device, 59)] if self.op.bias else [])
-        torch.library.opcheck(self.op.backward, (grad, *extra, [True] * (2 if self.op.bias else 1)))
+        torch.library.opcheck(self.op.backward, (grad, *self.backward_args((9, 11), dtype, device, 58), [True] * self.backward_flags))
         if self.op.with_acc is not None:
             args = self._with_bias(make((9, 6), dtype, device, 60), make((6, 11), dtype, device, 61), seed=62, device=device)
             torch.library.opcheck(self.op.with_acc, [t.requires_grad_() for t in args])
@@ -361,13 +369,12 @@ class MatmulSuite(Suite):
         self._needs_backward()
         dtype = self.op.dtypes[0]
         grad = make((3, 5), dtype, device, 0)
-        extra = ([make((3, 5), dtype, device, 0)] if self.op.with_acc is not None else []) + \
-            ([make((5,), dtype, device, 0)] if self.op.bias else [])
+        extra = self.backward_args((3, 5), dtype, device, 0)
         with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: _needs must have")):
             self.op.backward(grad, *extra, [True] * 3)
         if self.op.with_acc is not None:
             with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: grad is [3, 5] but acc is [3, 4]")):
-                self.op.backward(grad, make((3, 4), dtype, device, 0), *extra[1:], [True] * (2 if self.op.bias else 1))
+                self.op.backward(grad, make((3, 4), dtype, device, 0), *extra[1:], [True] * self.backward_flags)
 
     @pytest.mark.large
     @requires_cuda

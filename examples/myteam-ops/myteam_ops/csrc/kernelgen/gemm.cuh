@@ -26,8 +26,9 @@
 // Training: an op whose generated backward reads the accumulator (Op::kSavesAcc) passes a second
 // output, `acc_out`, in its training forward. Each kernel then stores the accumulator there too, rounded
 // to the inputs' dtype, in the same pass: the backward needs it, and recomputing it would cost a third
-// product. Elsewhere acc_out is null and nothing more is stored. The backward itself
-// (epilogue_backward_kernel, at the end) is an elementwise pass with a column sum for the bias.
+// product. Elsewhere acc_out is null and nothing more is stored.
+// The backward itself (epilogue_backward_kernel, at the end) is an elementwise pass with a column sum
+// for the bias.
 
 #include <cuda_runtime_api.h>
 // STD_CUDA_CHECK, STD_CUDA_KERNEL_LAUNCH_CHECK: C10_CUDA_CHECK's stable twins (the same messages,

@@ -105,6 +105,22 @@ int64_t check_backward_inputs(const Tensor& _grad, const Tensor& acc, const Tens
   return n;
 }
 
+std::vector<Tensor> empty_backward_outputs(const Tensor& _grad, const std::vector<bool>& _needs, int64_t n, int64_t* rows) {
+  std::vector<Tensor> _grads;
+  if (_needs[0]) {
+    _grads.push_back(torch::stable::empty(_grad.sizes(), _grad.scalar_type(), std::nullopt, _grad.device()));
+  }
+  if (_needs[1]) {
+    const std::vector<int64_t> bias_shape = {n};
+    _grads.push_back(torch::stable::empty(bias_shape, _grad.scalar_type(), std::nullopt, _grad.device()));
+  }
+  *rows = n == 0 ? 0 : _grad.numel() / n;
+  if (*rows == 0 && _needs[1]) {
+    torch::stable::zero_(_grads.back());  // a sum over no rows
+  }
+  return _grads;
+}
+
 namespace {
 
 // Multiply-adds per torch::stable::parallel_for task: small products stay on one thread.
@@ -192,19 +208,9 @@ constexpr int64_t kGrainElements = 1 << 14;
 // rows, whatever the number of threads, so the result is bitwise reproducible.
 std::vector<Tensor> linear_gelu_backward_cpu(const Tensor& _grad, const Tensor& acc, const Tensor& bias, std::vector<bool> _needs) {
   const int64_t n = check_backward_inputs(_grad, acc, bias, _needs);
-  std::vector<Tensor> _grads;
-  if (_needs[0]) {
-    _grads.push_back(torch::stable::empty(_grad.sizes(), _grad.scalar_type(), std::nullopt, _grad.device()));
-  }
-  if (_needs[1]) {
-    const std::vector<int64_t> bias_shape = {n};
-    _grads.push_back(torch::stable::empty(bias_shape, _grad.scalar_type(), std::nullopt, _grad.device()));
-  }
-  const int64_t rows = n == 0 ? 0 : _grad.numel() / n;
+  int64_t rows = 0;
+  std::vector<Tensor> _grads = empty_backward_outputs(_grad, _needs, n, &rows);
   if (rows == 0 || _grads.empty()) {
-    if (_needs[1]) {
-      torch::stable::zero_(_grads.back());  // a sum over no rows
-    }
     return _grads;
   }
   const Tensor _grad_contig = torch::stable::contiguous(_grad);

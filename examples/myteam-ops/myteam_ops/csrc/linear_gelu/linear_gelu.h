@@ -24,4 +24,10 @@ kernelgen::Tensor empty_output(const kernelgen::Tensor& a, const Problem& p);
 int64_t check_backward_inputs(const kernelgen::Tensor& _grad, const kernelgen::Tensor& acc, const kernelgen::Tensor& bias,
                               const std::vector<bool>& _needs);
 
+// The backward's outputs that _needs asks for, allocated like _grad: dacc (the gradient's shape) and the bias's
+// gradient (N; zeroed when there are no rows: a sum over none). *rows is set to the gradient's rows
+// (batch * M). Both backends call it after check_backward_inputs.
+std::vector<kernelgen::Tensor> empty_backward_outputs(const kernelgen::Tensor& _grad, const std::vector<bool>& _needs,
+                                                      int64_t n, int64_t* rows);
+
 }  // namespace linear_gelu

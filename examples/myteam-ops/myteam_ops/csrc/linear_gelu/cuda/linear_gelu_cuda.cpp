@@ -71,19 +71,9 @@ std::vector<Tensor> linear_gelu_backward_cuda(const Tensor& _grad, const Tensor&
   const int64_t n = check_backward_inputs(_grad, acc, bias, _needs);
   const int32_t device_index = _grad.get_device_index();
   const kernelgen::DeviceGuard device_guard(device_index);
-  std::vector<Tensor> _grads;
-  if (_needs[0]) {
-    _grads.push_back(torch::stable::empty(_grad.sizes(), _grad.scalar_type(), std::nullopt, _grad.device()));
-  }
-  if (_needs[1]) {
-    const std::vector<int64_t> bias_shape = {n};
-    _grads.push_back(torch::stable::empty(bias_shape, _grad.scalar_type(), std::nullopt, _grad.device()));
-  }
-  const int64_t rows = n == 0 ? 0 : _grad.numel() / n;
+  int64_t rows = 0;
+  std::vector<Tensor> _grads = empty_backward_outputs(_grad, _needs, n, &rows);
   if (rows == 0 || _grads.empty()) {
-    if (_needs[1]) {
-      torch::stable::zero_(_grads.back());  // a sum over no rows
-    }
     return _grads;  // nothing to launch: a launch with zero blocks is an error
   }
   const Tensor _grad_contig = torch::stable::contiguous(_grad);
