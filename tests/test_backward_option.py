@@ -212,17 +212,19 @@ def test_an_op_recorded_before_its_kind_had_a_generated_backward_keeps_the_stub(
                 "ops": [{"name": "act", "kind": "elementwise", "inputs": ["x"], "expr": "x * sigmoid(x)"},
                         {"name": "rms", "kind": "rowwise", "inputs": ["x"], "weights": ["w"], "expr": "x * rsqrt(mean(x * x) + 1e-6) * w"},
                         {"name": "act_tl", "kind": "elementwise", "backend": "triton", "inputs": ["x"], "expr": "x"},
-                        {"name": "rms_tl", "kind": "rowwise", "backend": "triton", "inputs": ["x"], "expr": "x - max(x)"}]}
+                        {"name": "rms_tl", "kind": "rowwise", "backend": "triton", "inputs": ["x"], "expr": "x - max(x)"},
+                        {"name": "lg", "kind": "matmul", "epilogue": "acc * sigmoid(acc) + bias", "bias": True}]}
     backwards = {version: [op.backward for op in PackageSpec.from_answers(record(version)).ops]
-                 for version in ("10", "13", "14", "15")}
-    assert backwards == {"10": ["vjp", "vjp", "vjp", "vjp"], "13": ["fused", "vjp", "vjp", "vjp"],
-                         "14": ["fused", "fused", "vjp", "vjp"], "15": ["fused"] * 4}
+                 for version in ("10", "13", "14", "15", "17")}
+    assert backwards == {"10": ["vjp"] * 5, "13": ["fused", "vjp", "vjp", "vjp", "vjp"],
+                         "14": ["fused", "fused", "vjp", "vjp", "vjp"], "15": ["fused"] * 4 + ["vjp"], "17": ["fused"] * 5}
+    assert [op.saves_acc for op in PackageSpec.from_answers(record("15")).ops][-1] is False  # the stub saves nothing
     assert PackageSpec.from_answers(record("13")).answers()["ops"][1]["backward"] == "vjp"  # recorded from now on
     full = {**record("10"), "abi": "full"}
     full["ops"] = [full["ops"][0]]  # the full ABI has no rowwise C++ ops
     assert [op.backward for op in PackageSpec.from_answers(full).ops] == ["fused"]  # it has no generated backward
     # A Triton op has no C++: its generated backward does not depend on the package's ABI.
-    full_tl = {**record("15"), "abi": "full", "ops": record("15")["ops"][2:]}
+    full_tl = {**record("15"), "abi": "full", "ops": record("15")["ops"][2:4]}
     assert [op.fused_backward for op in PackageSpec.from_answers(full_tl).ops] == [True, True]
 
 
