@@ -127,6 +127,39 @@ def test_matmul_cases_run_float32_with_tf32_off_and_on(monkeypatch):
     assert flags == [False, True]
 
 
+def test_backward_mode_races_a_training_step_of_each_implementation(monkeypatch):
+    """--backward: every implementation's forward and backward through autograd, the vjp stub after eager,
+    on leaves whose gradients each step writes afresh; the bytes (or operations) of both passes."""
+    harness = load_library_harness()
+    monkeypatch.setattr(torch, "compile", lambda fn, **options: fn)
+    calls = []
+
+    def op(a, b):
+        calls.append("op")
+        return a * b
+
+    races = harness.Races(op=op, reference=lambda a, b: a * b, twins={"op_tl": lambda a, b: b * a},
+                          fused=("mul", torch.mul), inputs=2, stub=lambda a, b: a * b)
+    case, = harness.elementwise_cases("op", races, torch.device("cpu"), ["float32"], [64], use_compile=True, backward=True)
+    assert list(case.impls) == ["op", "eager", "vjp", "op_tl", "compile", "mul"]
+    assert case.amount == (3 * 2 + 2) * 64 * 4  # forward: a, b, out; backward: grad, a, b, da, db
+    case.impls["op"]()
+    first = [leaf.grad.clone() for leaf in case.impls["op"].leaves]
+    case.impls["op"]()  # the gradients are written afresh, not accumulated
+    assert calls == ["op", "op"]
+    assert all(torch.equal(leaf.grad, g) for leaf, g in zip(case.impls["op"].leaves, first, strict=True))
+    assert all(leaf.requires_grad and leaf.grad.shape == (64,) for leaf in case.impls["op"].leaves)
+    rw = harness.Races(op=lambda x, w: x * w, reference=lambda x, w: x * w, inputs=1, weights=1)
+    case, = harness.rowwise_cases("rw", rw, torch.device("cpu"), ["float32"], [256], [64], use_compile=False, backward=True)
+    assert list(case.impls) == ["rw", "eager"] and case.amount == (5 * 256 + 3 * 64) * 4
+    mm = harness.Races(op=lambda a, b: a @ b, reference=lambda a, b: a @ b)
+    case = next(iter(harness.matmul_cases("mm", mm, torch.device("cpu"), ["bfloat16"], [(4, 6, 2)], use_compile=False,
+                                          backward=True)))
+    assert case.amount == 6.0 * 4 * 6 * 2
+    case.impls["mm"]()
+    assert harness.parse_args("x", ["--backward"]).backward and not harness.parse_args("x", []).backward
+
+
 def test_main_refuses_an_unsupported_dtype_and_a_bad_size_on_one_line():
     harness = load_library_harness()
 

@@ -9,6 +9,9 @@ of their own); the figure of merit is TFLOP/s = 2 M N K / time. float32 is repor
 "float32+tf32" with torch.backends.cuda.matmul.allow_tf32 = True, where cuBLAS uses tensor cores
 with 10-bit mantissas; matmul computes in true float32 in both rows, so the second ratio shows
 what TF32 buys. Baselines: eager = torch.matmul, compile = torch.compile(torch.matmul).
+
+--backward times a training step instead, out.backward(grad) through autograd (6 M N K operations: the
+forward's product and the backward's two).
 """
 
 import os

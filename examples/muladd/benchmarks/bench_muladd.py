@@ -10,6 +10,11 @@ An elementwise op is memory-bound, so the figure of merit is bandwidth: bytes ac
   addcmul   torch.addcmul(c, a, b), PyTorch's own fused kernel for this expression
 and reports the percentage of a device-to-device copy measured in the same run, the practical
 roofline: no kernel that reads and writes memory once can beat it by much.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient and the inputs read again, the
+inputs' gradients written).
 """
 
 import os
@@ -30,6 +35,7 @@ def races(lib):  # lib is muladd, imported by the harness once the arguments are
     return harness.Races(
         op=lib.muladd,
         reference=lib.ops.muladd.reference,
+        stub=harness.vjp_stub(lib.ops.muladd),  # --backward: the op with its vjp stub, the column "vjp"
         fused=("addcmul", lambda a, b, c: torch.addcmul(c, a, b)),
         inputs=3,
     )

@@ -10,6 +10,11 @@ An elementwise op is memory-bound, so the figure of merit is bandwidth: bytes ac
   gelu_tl   the same expression on the Triton backend (myteam_ops.gelu_tl)
 and reports the percentage of a device-to-device copy measured in the same run, the practical
 roofline: no kernel that reads and writes memory once can beat it by much.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient and the inputs read again, the
+inputs' gradients written).
 """
 
 import os
@@ -28,6 +33,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.gelu,
         reference=lib.ops.gelu.reference,
+        stub=harness.vjp_stub(lib.ops.gelu),  # --backward: the op with its vjp stub, the column "vjp"
         twins={"gelu_tl": lib.gelu_tl},
         inputs=1,
     )

@@ -12,6 +12,11 @@ row length: each size runs with every row length. It races, in the same run:
   layernorm   the same expression on the CUDA C++ backend (myteam_ops.layernorm)
 and reports the percentage of a device-to-device copy of one input measured in the same run, the
 practical roofline.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient, the inputs and the weights read
+again, their gradients written).
 """
 
 import os
@@ -35,6 +40,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.layernorm_tl,
         reference=lib.ops.layernorm_tl.reference,
+        stub=harness.vjp_stub(lib.ops.layernorm_tl),  # --backward: the op with its vjp stub, the column "vjp"
         twins={"layernorm": lib.layernorm},
         fused=("fused", lambda x, w, b: torch.nn.functional.layer_norm(x, (x.shape[-1],), w, b, eps=1e-05)),
         inputs=1, weights=2,

@@ -11,6 +11,10 @@ with 10-bit mantissas; linear_gelu computes in true float32 in both rows, so the
 what TF32 buys. Baselines: eager = reference() (torch.matmul, then the epilogue as separate ops),
 compile = torch.compile(reference, mode="max-autotune-no-cudagraphs"), which may fuse the epilogue into
 a Triton GEMM of its own (the first call autotunes: minutes).
+
+--backward times a training step instead, out.backward(grad) through autograd (6 M N K operations: the
+forward's product and the backward's two), with "vjp", the op with its stub
+(_backward_vjp), beside the op's generated backward.
 """
 
 import os
@@ -28,6 +32,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.linear_gelu,
         reference=lib.ops.linear_gelu.reference,
+        stub=harness.vjp_stub(lib.ops.linear_gelu),  # --backward: the op with its vjp stub, the column "vjp"
         bias=True,
         compile_mode="max-autotune-no-cudagraphs",
     )

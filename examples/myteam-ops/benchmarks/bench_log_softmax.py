@@ -11,6 +11,11 @@ row length: each size runs with every row length. It races, in the same run:
   fused     torch.log_softmax(x, dim=-1), PyTorch's own kernel for this expression
 and reports the percentage of a device-to-device copy of one input measured in the same run, the
 practical roofline.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient, the inputs and the weights read
+again, their gradients written).
 """
 
 import os
@@ -34,6 +39,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.log_softmax,
         reference=lib.ops.log_softmax.reference,
+        stub=harness.vjp_stub(lib.ops.log_softmax),  # --backward: the op with its vjp stub, the column "vjp"
         fused=("fused", lambda x: torch.log_softmax(x, dim=-1)),
         inputs=1,
         uniform=(0.5, 2.5),  # positive inputs: the expression is only smooth there (log, sqrt, x / y, ...)

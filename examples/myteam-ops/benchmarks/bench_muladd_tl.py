@@ -11,6 +11,11 @@ An elementwise op is memory-bound, so the figure of merit is bandwidth: bytes ac
   muladd   the same expression on the CUDA C++ backend (myteam_ops.muladd)
 and reports the percentage of a device-to-device copy measured in the same run, the practical
 roofline: no kernel that reads and writes memory once can beat it by much.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient and the inputs read again, the
+inputs' gradients written).
 """
 
 import os
@@ -31,6 +36,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.muladd_tl,
         reference=lib.ops.muladd_tl.reference,
+        stub=harness.vjp_stub(lib.ops.muladd_tl),  # --backward: the op with its vjp stub, the column "vjp"
         twins={"muladd": lib.muladd},
         fused=("addcmul", lambda a, b, c: torch.addcmul(c, a, b)),
         inputs=3,

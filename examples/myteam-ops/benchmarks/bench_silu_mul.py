@@ -9,6 +9,11 @@ An elementwise op is memory-bound, so the figure of merit is bandwidth: bytes ac
   compile   torch.compile(reference): Inductor's fused Triton kernel
 and reports the percentage of a device-to-device copy measured in the same run, the practical
 roofline: no kernel that reads and writes memory once can beat it by much.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient and the inputs read again, the
+inputs' gradients written).
 """
 
 import os
@@ -27,6 +32,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.silu_mul,
         reference=lib.ops.silu_mul.reference,
+        stub=harness.vjp_stub(lib.ops.silu_mul),  # --backward: the op with its vjp stub, the column "vjp"
         inputs=2,
     )
 

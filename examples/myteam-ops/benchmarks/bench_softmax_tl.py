@@ -12,6 +12,11 @@ row length: each size runs with every row length. It races, in the same run:
   softmax   the same expression on the CUDA C++ backend (myteam_ops.softmax)
 and reports the percentage of a device-to-device copy of one input measured in the same run, the
 practical roofline.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient, the inputs and the weights read
+again, their gradients written).
 """
 
 import os
@@ -35,6 +40,7 @@ def races(lib):  # lib is myteam_ops, imported by the harness once the arguments
     return harness.Races(
         op=lib.softmax_tl,
         reference=lib.ops.softmax_tl.reference,
+        stub=harness.vjp_stub(lib.ops.softmax_tl),  # --backward: the op with its vjp stub, the column "vjp"
         twins={"softmax": lib.softmax},
         fused=("fused", lambda x: torch.softmax(x, dim=-1)),
         inputs=1,

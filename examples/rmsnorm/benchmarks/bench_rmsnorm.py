@@ -11,6 +11,11 @@ row length: each size runs with every row length. It races, in the same run:
   fused     torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-06), PyTorch's own kernel for this expression
 and reports the percentage of a device-to-device copy of one input measured in the same run, the
 practical roofline.
+
+--backward times a training step instead, out.backward(grad) through autograd, for every one of them
+(the op with its generated backward) and for "vjp", the op with its stub (_backward_vjp: the vjp of
+reference()); the bytes counted are then both passes' (the gradient, the inputs and the weights read
+again, their gradients written).
 """
 
 import os
@@ -34,6 +39,7 @@ def races(lib):  # lib is rmsnorm, imported by the harness once the arguments ar
     return harness.Races(
         op=lib.rmsnorm,
         reference=lib.ops.rmsnorm.reference,
+        stub=harness.vjp_stub(lib.ops.rmsnorm),  # --backward: the op with its vjp stub, the column "vjp"
         fused=("fused", lambda x, w: torch.nn.functional.rms_norm(x, (x.shape[-1],), w, eps=1e-06)),
         inputs=1, weights=1,
         uniform=(0.5, 2.5),  # positive inputs: the expression is only smooth there (log, sqrt, x / y, ...)

@@ -9,7 +9,10 @@ them honestly and reports:
   * a table on stdout: time, throughput (GB/s of bytes actually moved, or TFLOP/s), the op's
     ratio to every baseline, and the percentage of the roofline measured in the same run;
   * --json PATH: every measurement, with the device and versions, for machines;
-  * --plot PATH: a PNG of throughput against size (needs matplotlib: pip install matplotlib).
+  * --plot PATH: a PNG of throughput against size (needs matplotlib: pip install matplotlib);
+  * --backward: forward+backward instead (out.backward(grad) through autograd, every argument requiring
+    grad), with the op's vjp stub as one more column where the op has a generated backward; the bytes
+    or operations counted are then those of both passes.
 
 How it times: on CUDA, triton.testing.do_bench (CUDA events around each call, the L2 cache
 flushed before each, the median of many calls after a warm-up); without triton, the same method
@@ -239,6 +242,8 @@ def parse_args(description: str, argv: Optional[list[str]] = None, dtypes: Itera
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--rounds", type=int, default=3,
                         help="interleaved rounds per case; each implementation keeps its fastest (default 3)")
+    parser.add_argument("--backward", action="store_true",
+                        help="time forward+backward (out.backward(grad)) instead of the forward alone")
     return parser.parse_args(argv)
 
 
@@ -298,10 +303,37 @@ class Races:
     uniform: Optional[tuple[float, float]] = None  # (low, high): inputs drawn uniformly from there; None: N(0, 1)
     bias: bool = False  # matmul: a bias of N elements follows A and B
     compile_mode: Optional[str] = None  # torch.compile's mode for the compile baseline
+    stub: Optional[Callable[..., Any]] = None  # --backward: the op with the vjp stub as its backward (vjp_stub)
 
 
-def _impls(op: str, races: Races, args: list[torch.Tensor], use_compile: bool) -> dict[str, Callable[[], Any]]:
-    """The functions one case races, on the same arguments, in the table's order."""
+def vjp_stub(module: Any) -> Callable[..., Any]:
+    """The op of ops/<op>.py (``module``) with ``module._backward_vjp``, the vjp of its reference, as its
+    backward: what the op's training step costs without its generated backward (the column "vjp")."""
+    namespace, name = module._OP.split("::")
+    forward = getattr(getattr(torch.ops, namespace), name).default
+
+    class ViaVjp(torch.autograd.Function):
+        @staticmethod
+        def forward(*args: Any) -> Any:
+            return forward(*args)
+
+        @staticmethod
+        def setup_context(ctx: Any, inputs: Any, output: Any) -> None:
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx: Any, grad: Any) -> Any:
+            return module._backward_vjp(ctx, grad)
+
+    return ViaVjp.apply
+
+
+def _impls(op: str, races: Races, args: list[torch.Tensor], use_compile: bool,
+           backward: bool = False) -> dict[str, Callable[[], Any]]:
+    """The functions one case races, on the same arguments, in the table's order; with ``backward``,
+    each one's forward+backward (_training)."""
+    if backward:
+        return _training(op, races, args, use_compile)
     impls = {op: lambda: races.op(*args), "eager": lambda: races.reference(*args)}
     for name, fn in races.twins.items():
         impls[name] = lambda fn=fn: fn(*args)
@@ -312,6 +344,38 @@ def _impls(op: str, races: Races, args: list[torch.Tensor], use_compile: bool) -
     if races.fused is not None:
         fused = races.fused[1]
         impls[races.fused[0]] = lambda: fused(*args)
+    return impls
+
+
+def _training(op: str, races: Races, args: list[torch.Tensor], use_compile: bool) -> dict[str, Callable[[], Any]]:
+    """--backward: each implementation's forward and backward, through autograd, on copies of the
+    arguments that all require grad and with one fixed random output gradient; their .grad is cleared
+    before each step, so every step writes its gradients afresh. The op's own autograd runs its
+    registered backward (a generated one, or its stub); "vjp" is the op with the stub (Races.stub)."""
+    leaves = [arg.detach().clone().requires_grad_() for arg in args]
+    with torch.no_grad():
+        shape = races.reference(*args).shape
+    generator = torch.Generator(args[0].device).manual_seed(7)
+    grad = torch.randn(shape, dtype=args[0].dtype, device=args[0].device, generator=generator)
+
+    def step(fn: Callable[..., Any]) -> Callable[[], Any]:
+        def run_step() -> None:
+            for leaf in leaves:
+                leaf.grad = None
+            fn(*leaves).backward(grad)
+        run_step.leaves = leaves  # type: ignore[attr-defined]  # for a look at the gradients
+        return run_step
+
+    impls = {op: step(races.op), "eager": step(races.reference)}
+    if races.stub is not None:
+        impls["vjp"] = step(races.stub)
+    for name, fn in races.twins.items():
+        impls[name] = step(fn)
+    if use_compile:
+        torch._dynamo.reset()
+        impls["compile"] = step(torch.compile(races.reference, dynamic=False, mode=races.compile_mode))
+    if races.fused is not None:
+        impls[races.fused[0]] = step(races.fused[1])
     return impls
 
 
@@ -326,6 +390,10 @@ def _start(doc: str, argv: Optional[list[str]], package: str, op: str, backend: 
     if device.type == "cuda" and backend == "cuda" and not lib.WITH_CUDA:
         sys.exit(f"{op} was built without CUDA; rebuild with a CUDA toolkit, or pass --device cpu")
     return args, lib, device
+
+
+def _titled(title: str, args: argparse.Namespace) -> str:
+    return f"{title}, forward+backward" if args.backward else title
 
 
 def _dtypes(args: argparse.Namespace, op: str, supported: list[str]) -> list[str]:
@@ -372,10 +440,11 @@ def _copy_roofline(source: torch.Tensor) -> tuple[str, float, Callable[[], Any]]
 
 
 def rowwise_cases(op: str, races: Races, device: torch.device, dtypes: list[str], sizes: list[int], cols_list: list[int],
-                  use_compile: bool) -> Iterable[Case]:
+                  use_compile: bool, backward: bool = False) -> Iterable[Case]:
     """Per dtype, size n and row length cols: the op's inputs of n // cols rows of cols, then its weights
-    of cols. The bytes moved are the inputs and the weights read and the output written; the roofline
-    is a copy of the first input."""
+    of cols. The bytes moved are the inputs and the weights read and the output written (--backward: also
+    the gradient, the inputs and the weights read again and their gradients written); the roofline is a
+    copy of the first input."""
     for dtype_name in dtypes:
         dtype = getattr(torch, dtype_name)
         for n in sizes:
@@ -384,9 +453,12 @@ def rowwise_cases(op: str, races: Races, device: torch.device, dtypes: list[str]
                 generator = torch.Generator(device).manual_seed(n + cols)
                 args = _random([(rows, cols)] * races.inputs + [(cols,)] * races.weights, dtype, device, races, generator)
                 elements = rows * cols
-                moved = ((races.inputs + 1) * elements + races.weights * cols) * args[0].element_size()
+                if backward:
+                    moved = ((3 * races.inputs + 2) * elements + 3 * races.weights * cols) * args[0].element_size()
+                else:
+                    moved = ((races.inputs + 1) * elements + races.weights * cols) * args[0].element_size()
                 yield Case(dtype=dtype_name, size=cols, shape=f"{rows}x{cols}", amount=moved, unit="GB/s",
-                           impls=_impls(op, races, args, use_compile), roofline=_copy_roofline(args[0]),
+                           impls=_impls(op, races, args, use_compile, backward), roofline=_copy_roofline(args[0]),
                            group=fmt_size(elements))
 
 
@@ -403,5 +475,5 @@ def main_rowwise(doc: str, argv: Optional[list[str]], races: Callable[[Any], Rac
     cols = _ints(args.cols, cuda_cols, cpu_cols, device, "--cols")
     dtypes = _dtypes(args, op, dtypes)
     use_compile = device.type == "cuda" and not args.no_compile
-    run(rowwise_cases(op, races(lib), device, dtypes, sizes, cols, use_compile), op=op, device=device, args=args,
-        title=title, xlabel="row length")
+    run(rowwise_cases(op, races(lib), device, dtypes, sizes, cols, use_compile, args.backward), op=op, device=device,
+        args=args, title=_titled(title, args), xlabel="row length")
