@@ -80,7 +80,7 @@ Tensor empty_output(const Tensor& a, const Problem& p) {
 int64_t check_backward_inputs(const Tensor& _grad, const Tensor& acc, const Tensor& bias, const std::vector<bool>& _needs) {
   // The op's autograd calls the backward with the output's gradient, the accumulator its training forward
   // stored and the bias; these checks make a direct call with anything else fail clearly.
-  KG_CHECK(_needs.size() == 2, "linear_gelu_backward: _needs must have 2 flags (acc, bias), got ",
+  KG_CHECK(_needs.size() == 2, "linear_gelu_backward: _needs must have 2 flags (dacc, the bias's gradient), got ",
            std::to_string(_needs.size()));
   const ScalarType dtype = _grad.scalar_type();
   KG_CHECK(
