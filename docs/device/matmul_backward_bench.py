@@ -31,7 +31,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from backward_bench import import_package  # noqa: E402
+from backward_bench import _vjp_function, import_package  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -56,19 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     plain = getattr(getattr(torch.ops, namespace), args.op).default
     torch.backends.cuda.matmul.allow_tf32 = False
 
-    class ViaVjp(torch.autograd.Function):
-        @staticmethod
-        def forward(*xs):
-            return plain(*xs)
-
-        @staticmethod
-        def setup_context(ctx, inputs, output):
-            ctx.save_for_backward(*inputs)
-            ctx.set_materialize_grads(False)
-
-        @staticmethod
-        def backward(ctx, grad):
-            return op_module._backward_vjp(ctx, grad)
+    ViaVjp = _vjp_function(torch, plain, op_module)  # the registered op's forward, the stub's backward
 
     def bench(fn) -> float:
         return do_bench(fn, warmup=10, rep=80, return_mode="median")

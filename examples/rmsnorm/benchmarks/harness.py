@@ -331,27 +331,26 @@ def vjp_stub(module: Any) -> Callable[..., Any]:
 def _impls(op: str, races: Races, args: list[torch.Tensor], use_compile: bool,
            backward: bool = False) -> dict[str, Callable[[], Any]]:
     """The functions one case races, on the same arguments, in the table's order; with ``backward``,
-    each one's forward+backward (_training)."""
-    if backward:
-        return _training(op, races, args, use_compile)
-    impls = {op: lambda: races.op(*args), "eager": lambda: races.reference(*args)}
-    for name, fn in races.twins.items():
-        impls[name] = lambda fn=fn: fn(*args)
+    each one's forward+backward (_training), and "vjp", the op with its stub (Races.stub), after eager."""
+    functions: dict[str, Callable[..., Any]] = {op: races.op, "eager": races.reference}
+    if backward and races.stub is not None:
+        functions["vjp"] = races.stub
+    functions.update(races.twins)
     if use_compile:
         torch._dynamo.reset()  # one compiled kernel per dtype and shape, none reused stale
-        compiled = torch.compile(races.reference, dynamic=False, mode=races.compile_mode)
-        impls["compile"] = lambda: compiled(*args)
+        functions["compile"] = torch.compile(races.reference, dynamic=False, mode=races.compile_mode)
     if races.fused is not None:
-        fused = races.fused[1]
-        impls[races.fused[0]] = lambda: fused(*args)
-    return impls
+        functions[races.fused[0]] = races.fused[1]
+    if backward:
+        return _training(functions, races, args)
+    return {name: (lambda fn=fn: fn(*args)) for name, fn in functions.items()}
 
 
-def _training(op: str, races: Races, args: list[torch.Tensor], use_compile: bool) -> dict[str, Callable[[], Any]]:
-    """--backward: each implementation's forward and backward, through autograd, on copies of the
-    arguments that all require grad and with one fixed random output gradient; their .grad is cleared
-    before each step, so every step writes its gradients afresh. The op's own autograd runs its
-    registered backward (a generated one, or its stub); "vjp" is the op with the stub (Races.stub)."""
+def _training(functions: dict[str, Callable[..., Any]], races: Races, args: list[torch.Tensor]) -> dict[str, Callable[[], Any]]:
+    """--backward: each function's forward and backward, through autograd, on copies of the arguments
+    that all require grad and with one fixed random output gradient; their .grad is cleared before each
+    step, so every step writes its gradients afresh. The op's own autograd runs its registered backward
+    (a generated one, or its stub)."""
     leaves = [arg.detach().clone().requires_grad_() for arg in args]
     with torch.no_grad():
         shape = races.reference(*args).shape
@@ -366,17 +365,7 @@ def _training(op: str, races: Races, args: list[torch.Tensor], use_compile: bool
         run_step.leaves = leaves  # type: ignore[attr-defined]  # for a look at the gradients
         return run_step
 
-    impls = {op: step(races.op), "eager": step(races.reference)}
-    if races.stub is not None:
-        impls["vjp"] = step(races.stub)
-    for name, fn in races.twins.items():
-        impls[name] = step(fn)
-    if use_compile:
-        torch._dynamo.reset()
-        impls["compile"] = step(torch.compile(races.reference, dynamic=False, mode=races.compile_mode))
-    if races.fused is not None:
-        impls[races.fused[0]] = step(races.fused[1])
-    return impls
+    return {name: step(fn) for name, fn in functions.items()}
 
 
 def _start(doc: str, argv: Optional[list[str]], package: str, op: str, backend: str, dtypes: list[str],
