@@ -206,8 +206,8 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     columns = [diff.GRAD, *parsed.inputs, *parsed.weights]
     plans = {**backward.input_plan, **backward.weight_plan}
     # A mask [f == r_k] of a max or min stage k calls that stage's argument function (a placeholder
-    # name here, the call after printing), which is not inlined (OPMATH_NOINLINE_FN): f is then computed
-    # by the same machine code as the reduction that found r_k, and equals it bitwise where it should.
+    # name here, the call after printing), whose sums and products are exact (diff.emit): f is then
+    # computed bit for bit as the reduction that found r_k computed it, wherever each copy is inlined.
     masked: set[int] = set()
 
     def mask_calls(node: Any) -> Any:
@@ -241,9 +241,9 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
         "reductions": [
             {
                 "func": stage.func, "forward": stage.forward, "canonical": stage.canonical,
-                "cpp": with_calls(diff.emit(arg, "cpp", acc_type="acc_t")),
+                "cpp": with_calls(diff.emit(arg, "cpp", acc_type="acc_t", exact=index in masked)),
                 "reads": [name in diff.variables(arg) or _calls_a_mask(arg) for name in columns],
-                "noinline": index in masked,
+                "exact": index in masked,
             }
             for index, (stage, arg) in enumerate(zip(backward.stages, stage_args, strict=True))
         ],
@@ -303,7 +303,7 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         "grad_masks": masks_read(*trees),
         # a masked stage's argument with exact products (diff.emit): a kernel that computes it in two
         # passes over the row gets the same bits in both
-        "exact_args": {k: diff.emit(stage_args[k], "triton", acc="ACC", exact_products=True) for k in sorted(masked)},
+        "exact_args": {k: diff.emit(stage_args[k], "triton", acc="ACC", exact=True) for k in sorted(masked)},
     }
     for style in ("triton", "torch"):
         bindings, grads = diff.emit_cse(trees, style, acc="ACC")

@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
+from kernelgen.emit import small_whole
 from kernelgen.expr import FUNCTIONS, BinOp, Call, Neg, Num, ParsedExpr, Power, Reduce, RowRef, Var
 
 #: The name of the incoming gradient (``dL/d out``) in the gradient trees. Input and weight names
@@ -577,7 +578,7 @@ def as_parsed(tree: Node, like: ParsedExpr, extra_inputs: Iterable[str] = ()) ->
 
 
 def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = "ACC",
-         exact_products: bool = False) -> str:
+         exact: bool = False) -> str:
     """The text of ``tree`` in ``style`` (``cpp``, ``torch``, ``triton`` or ``canonical``).
 
     Comparisons print as ``(a > b ? acc_t(1.0) : acc_t(0.0))`` (C++), ``(a > b).to(ACC)`` (Triton),
@@ -586,9 +587,12 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
     the row length as ``_n``. Reductions are not printed here (see :meth:`RowwiseBackward.emit`)
     except in the canonical style.
 
-    ``exact_products`` (Triton only) prints every product, ``x ** 2`` to ``x ** 4`` included, as
-    ``libdevice.mul_rn``, which the compiler never contracts with an addition into an FMA: two copies of
-    such an expression in one kernel give the same bits wherever they are compiled."""
+    ``exact`` (C++ and Triton) prints every sum, difference and product, whole powers included, with
+    round-to-nearest operations the compiler never contracts into a fused multiply-add (``opmath::add_rn``,
+    ``sub_rn``, ``mul_rn`` and ``ipow_rn``; ``libdevice.add_rn``, ``sub_rn`` and ``mul_rn``): two copies of
+    such an expression in one kernel give the same bits however each is compiled. A mask ``[f == max(f)]``
+    needs that. Without it, a copy contracts ``a * b + c`` or not by how its products are used around it,
+    and so does a function's last multiplication with the addition that reads its result."""
     if style not in _STYLES:
         raise ValueError(f"unknown style {style!r}; choose from {', '.join(_STYLES)}")
     holes: list[str] = []
@@ -614,13 +618,9 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
             return hole(f"_r[{node.index}]" if style == "cpp" else f"_r{node.index}")
         if isinstance(node, RowLen):
             return hole(ROW_LENGTH)
-        if exact_products and style == "triton":
-            factors = _product_factors(node)
-            if factors is not None:
-                texts = [emit(f, style, acc=acc, exact_products=True) for f in factors]
-                text = texts[0]
-                for other in texts[1:]:
-                    text = f"libdevice.mul_rn({text}, {other})"
+        if exact and style in ("cpp", "triton"):
+            text = _exact_text(node, style, acc_type, acc)
+            if text is not None:
                 return hole(text)
         if isinstance(node, Reduce):
             if style != "canonical":
@@ -641,18 +641,31 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
     return _HOLE.sub(lambda m: holes[int(m.group(1))], text)
 
 
-def _product_factors(node: Node) -> list[Node] | None:
-    """The factors of a product ``a * b`` or of a whole power 2 to 4 (``x ** 3``, ``pow(x, 3)``), or None."""
-    if isinstance(node, BinOp) and node.op == "*":
-        return [node.left, node.right]
+_EXACT_OPS = {"+": "add_rn", "-": "sub_rn", "*": "mul_rn"}
+
+
+def _exact_text(node: Node, style: str, acc_type: str, acc: str) -> str | None:
+    """``node`` as an exact operation (see :func:`emit`), or None where it is not a sum, difference,
+    product or whole power."""
+    def operand(tree: Node) -> str:
+        return emit(tree, style, acc_type=acc_type, acc=acc, exact=True)
+
+    prefix = "opmath::" if style == "cpp" else "libdevice."
+    if isinstance(node, BinOp) and node.op in _EXACT_OPS:
+        return f"{prefix}{_EXACT_OPS[node.op]}({operand(node.left)}, {operand(node.right)})"
     exponent: float | None = None
     base: Node | None = None
     if isinstance(node, Power):
         base, exponent = node.base, node.exponent
     elif isinstance(node, Call) and node.func == "pow" and isinstance(node.args[1], Num):
         base, exponent = node.args[0], node.args[1].value
-    if base is not None and exponent in (2.0, 3.0, 4.0):
-        return [base] * int(exponent)
+    if base is None or exponent is None:
+        return None
+    if style == "cpp" and small_whole(exponent) and exponent not in (0.0, 1.0):
+        return f"opmath::ipow_rn<{int(exponent)}>({operand(base)})"
+    if style == "triton" and exponent in (2.0, 3.0, 4.0):
+        text = operand(base)
+        return "libdevice.mul_rn(" * (int(exponent) - 1) + text + f", {text})" * (int(exponent) - 1)
     return None
 
 

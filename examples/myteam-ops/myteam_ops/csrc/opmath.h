@@ -18,16 +18,6 @@
 #else
 #define OPMATH_FN inline
 #endif
-// A step whose result is compared for equality with a value computed from it elsewhere (the argument of a
-// max or min reduction, and the backward's mask [f == max(f)] of the elements that reach it): one
-// compiled copy computes it everywhere. Inlined, each copy may contract a * b + c into a fused
-// multiply-add differently, and the mask could then miss every element of the row.
-#if defined(__CUDACC__)
-#define OPMATH_NOINLINE_FN __host__ __device__ __noinline__
-#else
-#define OPMATH_NOINLINE_FN __attribute__((noinline)) inline
-#endif
-
 namespace  {
 namespace opmath {
 
@@ -80,6 +70,39 @@ OPMATH_FN double pow(double x, double y) { return ::pow(x, y); }
 template <typename T>
 OPMATH_FN T square(T x) { return x * x; }
 
+// ---- Exact arithmetic: add_rn, sub_rn, mul_rn and ipow_rn ---------------------------------------
+// Each operation is rounded on its own and never contracted into a fused multiply-add. A value that is
+// computed twice and compared for equality is written with them: the backward's mask [f == max(f)]
+// computes f again after the reduction that found max(f), and the mask must see those very bits. With
+// plain operators each copy may contract a * b + c into an FMA differently (the compiler decides by how
+// the copy's products are used around it), and the mask could then miss every element of the row.
+// On the GPU these are the round-to-nearest intrinsics (__fmul_rn and kin), as cheap as the plain
+// instructions; on the CPU each is a call the compiler cannot fuse across (-ffp-contract=fast, the
+// default of g++, fuses on hosts with FMA, such as aarch64).
+namespace exact_host {
+template <typename T>
+__attribute__((noinline)) T add(T a, T b) { return a + b; }
+template <typename T>
+__attribute__((noinline)) T sub(T a, T b) { return a - b; }
+template <typename T>
+__attribute__((noinline)) T mul(T a, T b) { return a * b; }
+}  // namespace exact_host
+#if defined(__CUDA_ARCH__)
+OPMATH_FN float add_rn(float a, float b) { return __fadd_rn(a, b); }
+OPMATH_FN double add_rn(double a, double b) { return __dadd_rn(a, b); }
+OPMATH_FN float sub_rn(float a, float b) { return __fsub_rn(a, b); }
+OPMATH_FN double sub_rn(double a, double b) { return __dsub_rn(a, b); }
+OPMATH_FN float mul_rn(float a, float b) { return __fmul_rn(a, b); }
+OPMATH_FN double mul_rn(double a, double b) { return __dmul_rn(a, b); }
+#else
+template <typename T>
+OPMATH_FN T add_rn(T a, T b) { return exact_host::add(a, b); }
+template <typename T>
+OPMATH_FN T sub_rn(T a, T b) { return exact_host::sub(a, b); }
+template <typename T>
+OPMATH_FN T mul_rn(T a, T b) { return exact_host::mul(a, b); }
+#endif
+
 // x ** n for a whole n (the expression's x ** 3.0 becomes ipow<3>(x)): multiplications by repeated
 // squaring, as PyTorch and Inductor do. powf costs a log, an exp and their special cases: with it, a
 // float16 tanh-GELU with x ** 3 runs at about 0.4x of torch.compile on an H100. Results may differ
@@ -98,6 +121,25 @@ OPMATH_FN T ipow(T x) {
       return half * half * x;
     } else {
       return half * half;
+    }
+  }
+}
+
+// ipow with exact products (mul_rn, above), for a value that is computed twice and compared.
+template <int N, typename T>
+OPMATH_FN T ipow_rn(T x) {
+  if constexpr (N < 0) {
+    return T(1) / ipow_rn<-N>(x);
+  } else if constexpr (N == 0) {
+    return T(1);
+  } else if constexpr (N == 1) {
+    return x;
+  } else {
+    const T half = ipow_rn<N / 2>(x);
+    if constexpr (N % 2 == 1) {
+      return mul_rn(mul_rn(half, half), x);
+    } else {
+      return mul_rn(half, half);
     }
   }
 }
