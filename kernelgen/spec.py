@@ -559,6 +559,18 @@ class OpSpec:
         return any("acc" in diff.variables(tree) for tree in diff.elementwise_vjp(parsed).values())
 
     @property
+    def library_product_dtypes(self) -> list[str]:
+        """The dtypes whose product a matmul op takes from cuBLAS (``torch::stable::matmul``) on the GPU, then
+        applies its epilogue in a pass of its own: float32 and float64, on the stable ABI. cuBLAS's float32
+        product runs at about twice the speed of the SIMT kernel (which has no tensor cores to use at full
+        float32 precision), and its float64 product uses the FP64 tensor cores; the epilogue's extra pass
+        reads and writes the output once, a few per cent of the product at the sizes where either matters.
+        float16 and bfloat16 keep the op's own kernels, where the epilogue is fused into the product."""
+        if self.kind != "matmul" or self.backend != "cuda" or self.abi != "stable":
+            return []
+        return [d for d in self.dtypes if d in ("float32", "float64")]
+
+    @property
     def fused(self) -> bool:
         """A matmul op with an epilogue other than the plain product, or a bias."""
         return self.kind == "matmul" and (self.epilogue != "acc" or self.bias)
@@ -785,6 +797,8 @@ class PackageSpec:
             "sm90_ops": [op.op_name for op in self.ops if op.sm90],
             "fused_backward_ops": [op.op_name for op in self.ops if op.fused_backward],
             "matmul_backward": any(op.kind == "matmul" and op.fused_backward for op in self.ops),
+            "library_product_dtypes": {op.op_name: op.library_product_dtypes for op in self.ops
+                                       if op.library_product_dtypes},
             "triton_rowwise_backward": any(op.fused_backward and op.backend == "triton" and op.kind == "rowwise"
                                            and op.weights for op in self.ops),
             "spell": ABI_SPELLINGS[self.abi],
@@ -806,8 +820,10 @@ class PackageSpec:
                          "weights": [ids[n] for n in op.weights],
                          "names": {ident: name for name, ident in ids.items()}})
         if op.kind == "matmul":
+            library = op.library_product_dtypes
             data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90, "fused": op.fused,
-                         "saves_acc": op.saves_acc})
+                         "saves_acc": op.saves_acc, "library_dtypes": library,
+                         "kernel_dtypes": [d for d in op.dtypes if d not in library]})
         return data
 
 

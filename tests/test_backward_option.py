@@ -127,14 +127,16 @@ def test_a_rowwise_op_gets_a_generated_backward_and_vjp_keeps_the_stub(tmp_path)
 
 def test_a_rowwise_mask_calls_the_argument_of_its_reduction(tmp_path):
     """The gradient of a max or min that is not a softmax-style stabilizer reads the mask [f == max(f)]: it
-    calls the reduction's own argument function, which is not inlined, so that f is the same bits in both
-    places. A softmax's max needs no mask, and keeps everything inlined."""
-    masked = _new(tmp_path / "a", "msub", "--kind", "rowwise", "--inputs", "x,y", "--expr", "x * y - max(x * y)")
+    calls the reduction's own argument function, whose sums and products are exact (never contracted into
+    an FMA), so that f is the same bits in both places. A softmax's max needs no mask, and keeps plain
+    arithmetic."""
+    masked = _new(tmp_path / "a", "msub", "--kind", "rowwise", "--inputs", "x,y", "--expr", "x * y - max(x * y + x ** 3)")
     header = (masked / "msub" / "csrc" / "msub" / "msub.h").read_text()
-    assert "OPMATH_NOINLINE_FN acc_t msub_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t y, const acc_t* _r)" in header
+    assert ("OPMATH_FN acc_t msub_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t y, const acc_t* _r) {\n"
+            "  return opmath::add_rn(opmath::mul_rn(x, y), opmath::ipow_rn<3>(x));") in header
     assert "(msub_grad_reduce1_arg<acc_t>(_grad, x, y, _r) == _r[1] ? acc_t(1.0) : acc_t(0.0))" in header
     softmax = _new(tmp_path / "b", "sm", "--kind", "rowwise", "--inputs", "x", "--expr", "exp(x - max(x)) / sum(exp(x - max(x)))")
-    assert "OPMATH_NOINLINE_FN acc_t" not in (softmax / "sm" / "csrc" / "sm" / "sm.h").read_text()
+    assert "_rn(" not in (softmax / "sm" / "csrc" / "sm" / "sm.h").read_text()
 
 
 def test_a_plain_matmul_keeps_its_analytic_backward(tmp_path):
@@ -278,6 +280,25 @@ def test_a_matmul_epilogue_gets_a_generated_backward_and_a_training_forward(tmp_
     assert "def grad_error_bound(_m, _grad, acc, bias, acc_error):" in tests
     assert "with_acc=torch.ops.lg.lg_with_acc.default" in tests
     assert "`lg_epilogue_grad`" in (root / "README.md").read_text()
+
+
+def test_float32_and_float64_take_cublas_product_and_an_epilogue_pass(tmp_path):
+    """The GPU's float32 and float64 products are cuBLAS's (torch::stable::matmul), with the epilogue applied
+    by a pass of its own (in place for inference; beside the accumulator for training); float16 and bfloat16
+    keep the fused kernels, which are instantiated for them only. A plain product is cuBLAS's alone."""
+    root = _new(tmp_path / "a", "lg", "--kind", "matmul", "--bias", "--epilogue", "(acc + bias) * sigmoid(1.702 * (acc + bias))")
+    cuda = (root / "lg" / "csrc" / "lg" / "cuda" / "lg_cuda.cpp").read_text()
+    assert "if (a.scalar_type() == ScalarType::Float || a.scalar_type() == ScalarType::Double) {" in cuda
+    assert "const Tensor acc = torch::stable::matmul(a, b);" in cuda
+    assert "Tensor c = acc_out != nullptr ? torch::stable::empty_like(acc) : acc;" in cuda
+    assert "}), ScalarType::Half, ScalarType::BFloat16);" in cuda  # the fused kernels' dispatch
+    kernel = (root / "lg" / "csrc" / "lg" / "cuda" / "lg_kernel.cu").read_text()
+    assert "template void launch_lg_epilogue<float>(" in kernel and "template void launch_lg<float>(" not in kernel
+    assert "library_dtypes=(torch.float32, torch.float64)" in (root / "tests" / "test_lg.py").read_text()
+    plain = _new(tmp_path / "b", "mm", "--kind", "matmul", "--dtypes", "float32")
+    cuda = (plain / "mm" / "csrc" / "mm" / "cuda" / "mm_cuda.cpp").read_text()
+    assert "  return torch::stable::matmul(a, b);\n}" in cuda and "THO_DISPATCH_V2" not in cuda
+    assert "launch_mm" not in (plain / "mm" / "csrc" / "mm" / "cuda" / "mm_kernel.cu").read_text()
 
 
 def test_a_linear_matmul_stores_no_accumulator(tmp_path):

@@ -172,3 +172,13 @@ def test_ops_lists_a_fused_matmul_with_its_epilogue(tmp_path):
     result = CliRunner().invoke(main, ["ops", str(root)])
     assert result.exit_code == 0, result.output
     assert "C = max(acc + bias, 0.0), acc = A @ B (a, b, bias)" in result.output
+
+
+def test_float32_and_float64_matmul_products_come_from_the_library():
+    """On the stable ABI a matmul op's float32 and float64 products are cuBLAS's (library_product_dtypes), the
+    half types' its own kernels'; the full ABI keeps its kernels for every dtype; other kinds have none."""
+    assert OpSpec.create("mm", kind="matmul").library_product_dtypes == ["float32", "float64"]
+    assert OpSpec.create("mm", kind="matmul", dtypes="float16,float64").library_product_dtypes == ["float64"]
+    assert OpSpec.create("mm", kind="matmul", dtypes="bfloat16").library_product_dtypes == []
+    assert OpSpec.create("mm", kind="matmul", abi="full").library_product_dtypes == []
+    assert OpSpec.create("ew", inputs="x", expr="x * 2").library_product_dtypes == []

@@ -33,4 +33,5 @@ class TestMatmul(HopperPathChecks, MatmulSuite):
         reference=reference,
         error_bound=error_bound,
         dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16),
+        library_dtypes=(torch.float32, torch.float64),
     )

@@ -7,8 +7,9 @@ Problems are N x N x N, or M x N x K written MxNxK (A is M x K, B is K x N; thes
 of their own); the figure of merit is TFLOP/s = 2 M N K / time. float32 is reported twice:
 "float32" with TF32 off for both (true float32 arithmetic, cuBLAS on its SIMT path), and
 "float32+tf32" with torch.backends.cuda.matmul.allow_tf32 = True, where cuBLAS uses tensor cores
-with 10-bit mantissas; linear_gelu computes in true float32 in both rows, so the second ratio shows
-what TF32 buys. Baselines: eager = reference() (torch.matmul, then the epilogue as separate ops),
+with 10-bit mantissas; linear_gelu's float32 product is cuBLAS's and follows the setting too, so both
+rows compare like with like.
+Baselines: eager = reference() (torch.matmul, then the epilogue as separate ops),
 compile = torch.compile(reference, mode="max-autotune-no-cudagraphs"), which may fuse the epilogue into
 a Triton GEMM of its own (the first call autotunes: minutes).
 

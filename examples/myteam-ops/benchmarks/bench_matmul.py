@@ -7,8 +7,9 @@ Problems are N x N x N, or M x N x K written MxNxK (A is M x K, B is K x N; thes
 of their own); the figure of merit is TFLOP/s = 2 M N K / time. float32 is reported twice:
 "float32" with TF32 off for both (true float32 arithmetic, cuBLAS on its SIMT path), and
 "float32+tf32" with torch.backends.cuda.matmul.allow_tf32 = True, where cuBLAS uses tensor cores
-with 10-bit mantissas; matmul computes in true float32 in both rows, so the second ratio shows
-what TF32 buys. Baselines: eager = torch.matmul, compile = torch.compile(torch.matmul).
+with 10-bit mantissas; matmul's float32 product is cuBLAS's and follows the setting too, so both
+rows compare like with like.
+Baselines: eager = torch.matmul, compile = torch.compile(torch.matmul).
 
 --backward times a training step instead, out.backward(grad) through autograd (6 M N K operations: the
 forward's product and the backward's two).

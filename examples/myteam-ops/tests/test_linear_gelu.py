@@ -73,4 +73,5 @@ class TestLinearGelu(HopperPathChecks, MatmulSuite):
         backward=torch.ops.myteam.linear_gelu_backward.default,
         grad_error_bound=grad_error_bound,
         with_acc=torch.ops.myteam.linear_gelu_with_acc.default,
+        library_dtypes=(torch.float32, torch.float64),
     )

@@ -31,13 +31,16 @@ SHAPES = [(1, 1, 1), (17, 33, 65), (127, 129, 255), (1, 4096, 1), (4096, 1, 4096
 
 @dataclasses.dataclass(frozen=True)
 class MatmulOp(OpUnderTest):
-    """A matmul op: whether it takes a bias, whether it has an epilogue (``fused``), and with a generated
+    """A matmul op: whether it takes a bias, whether it has an epilogue (``fused``), with a generated
     backward (``backward``: the epilogue's, ``torch.ops.<ns>.<op>_backward.default``) whether its training
-    forward stores the accumulator (``with_acc``: ``torch.ops.<ns>.<op>_with_acc.default``, or None)."""
+    forward stores the accumulator (``with_acc``: ``torch.ops.<ns>.<op>_with_acc.default``, or None), and the
+    dtypes whose product it takes from cuBLAS on the GPU (``library_dtypes``), then applying its epilogue
+    in a pass of its own."""
 
     bias: bool = False
     fused: bool = False
     with_acc: Any = None
+    library_dtypes: tuple = ()
 
 
 def make(shape, dtype, device, seed):
@@ -408,6 +411,29 @@ class MatmulSuite(Suite):
             mismatches = Mismatches(dacc[window])
             mismatches.check_piece(dacc[window].reshape(-1), want.reshape(-1), m.allowed_error(want, bound).reshape(-1))
             mismatches.check()
+
+    @requires_cuda
+    def test_which_kernels_compute_each_dtype(self):
+        """float32 and float64 (an op's library_dtypes) take cuBLAS's product, then the epilogue's own pass
+        (kg::gemm's epilogue_kernel) where there is an epilogue; every other dtype runs the package's own
+        product kernels. The training forward follows the same path."""
+        for dtype in self.op.dtypes:
+            a, b = make((96, 80), dtype, "cuda", 24), make((80, 72), dtype, "cuda", 25)
+            args = (a, b, self.bias_for(b)) if self.op.bias else (a, b)
+            calls = [lambda: self.run(a, b)]
+            if self.op.with_acc is not None:
+                calls.append(lambda: self.op.with_acc(*args))
+            for call in calls:
+                kernels = cuda_kernels(call)
+                if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
+                    pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as "
+                                "compute-sanitizer): which kernel ran is unchecked")
+                ours = sorted(name for name in kernels if "kg::gemm::" in name or "cutlass::" in name and "device_kernel" in name)
+                if dtype in self.op.library_dtypes:
+                    assert [name for name in ours if "epilogue_kernel" not in name] == [], sorted(kernels)
+                    assert any("epilogue_kernel" in name for name in ours) == self.op.fused, sorted(kernels)
+                else:
+                    assert ours and not any("epilogue_kernel" in name for name in ours), sorted(kernels)
 
     def test_bitwise_deterministic(self, device, dtype):
         a, b = make((257, 300), dtype, device, 16), make((300, 129), dtype, device, 17)

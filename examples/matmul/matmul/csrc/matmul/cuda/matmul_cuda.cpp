@@ -13,7 +13,7 @@
 #include "../matmul.h"
 #include "matmul_kernel.h"
 
-namespace matmul {
+namespace matmul_op {
 namespace {
 
 using kernelgen::Tensor;
@@ -24,6 +24,11 @@ Tensor matmul_cuda(const Tensor& a, const Tensor& b) {
   // Allocate and launch on A's GPU, whatever the current device is.
   const int32_t device_index = a.get_device_index();
   const kernelgen::DeviceGuard device_guard(device_index);
+  if (a.scalar_type() == ScalarType::Float || a.scalar_type() == ScalarType::Double) {
+    // cuBLAS's product (see matmul_kernel.cu): at full float32 and float64 precision it outruns
+    // the SIMT kernel, and without an epilogue there is nothing to fuse.
+    return torch::stable::matmul(a, b);
+  }
   Tensor c = empty_output(a, p);
   if (c.numel() == 0) {
     return c;  // M, N or batch is 0: nothing to compute (and a zero-size grid is a launch error)
@@ -43,13 +48,13 @@ Tensor matmul_cuda(const Tensor& a, const Tensor& b) {
   THO_DISPATCH_V2(a.scalar_type(), "matmul_cuda", AT_WRAP([&] {
     launch_matmul<scalar_t>(a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(),
                            c.mutable_data_ptr<scalar_t>(), p, device_index, stream);
-  }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
+  }), ScalarType::Half, ScalarType::BFloat16);
   return c;
 }
 
 }  // namespace
-}  // namespace matmul
+}  // namespace matmul_op
 
 STABLE_TORCH_LIBRARY_IMPL(matmul, CUDA, m) {
-  m.impl("matmul", TORCH_BOX(&matmul::matmul_cuda));
+  m.impl("matmul", TORCH_BOX(&matmul_op::matmul_cuda));
 }

@@ -16,12 +16,18 @@ namespace linear_gelu {
 // C = linear_gelu_epilogue(A @ B, bias) for p.batch row-major, contiguous problems (A: M x K, B: K x N,
 // C: M x N, each batch entry stored after the previous one, bias: N), on GPU `device`, launched on
 // `stream`. Needs M, N and batch >= 1, K >= 0, batch <= 65535 and ceil(M / 128) <= 65535 (the grid
-// limits). Instantiated in linear_gelu_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
+// limits). Instantiated in linear_gelu_kernel.cu for torch::headeronly::Half, torch::headeronly::BFloat16.
 // acc_out: null, or (the training forward) where the accumulator A @ B is stored too, rounded to
 // scalar_t, laid out as C: the backward's derivatives read it.
 template <typename scalar_t>
 void launch_linear_gelu(const scalar_t* a, const scalar_t* b, const scalar_t* bias, scalar_t* c, scalar_t* acc_out, const Problem& p,
                   int device, cudaStream_t stream);
+
+// out = linear_gelu_epilogue(acc, bias) over `total` elements of rows n long, row-major and contiguous (out may
+// be acc: in place), for float32 and float64, whose product is cuBLAS's. total, n >= 1.
+template <typename scalar_t>
+void launch_linear_gelu_epilogue(const scalar_t* acc, const scalar_t* bias, scalar_t* out, int64_t total, int64_t n, int device,
+                  cudaStream_t stream);
 
 // The epilogue's backward over rows x n elements (the output's rows: batch * M, and N), row-major and
 // contiguous: dacc = _grad * d out / d acc (null: not asked for) and the bias's gradient dbias, the column

@@ -8,12 +8,12 @@
 
 #include "../matmul_problem.h"
 
-namespace matmul {
+namespace matmul_op {
 
 // C = matmul_epilogue(A @ B) for p.batch row-major, contiguous problems (A: M x K, B: K x N,
 // C: M x N, each batch entry stored after the previous one), on GPU `device`, launched on
 // `stream`. Needs M, N and batch >= 1, K >= 0, batch <= 65535 and ceil(M / 128) <= 65535 (the grid
-// limits). Instantiated in matmul_kernel.cu for float, double, torch::headeronly::Half, torch::headeronly::BFloat16.
+// limits). Instantiated in matmul_kernel.cu for torch::headeronly::Half, torch::headeronly::BFloat16.
 template <typename scalar_t>
 void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
                   int device, cudaStream_t stream);
@@ -25,4 +25,4 @@ template <typename scalar_t>
 bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
                        int device, cudaStream_t stream);
 
-}  // namespace matmul
+}  // namespace matmul_op
