@@ -560,7 +560,7 @@ class OpSpec:
 
     @property
     def library_product_dtypes(self) -> list[str]:
-        """The dtypes whose product a matmul op takes from cuBLAS (``torch::stable::matmul``) on the GPU, then
+        """The dtypes whose product a matmul op takes from cuBLAS (ATen's matmul, ``kernelgen::library_product``) on the GPU, then
         applies its epilogue in a pass of its own: float32 and float64, on the stable ABI. cuBLAS's float32
         product runs at about twice the speed of the SIMT kernel (which has no tensor cores to use at full
         float32 precision), and its float64 product uses the FP64 tensor cores; the epilogue's extra pass

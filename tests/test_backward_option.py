@@ -283,13 +283,13 @@ def test_a_matmul_epilogue_gets_a_generated_backward_and_a_training_forward(tmp_
 
 
 def test_float32_and_float64_take_cublas_product_and_an_epilogue_pass(tmp_path):
-    """The GPU's float32 and float64 products are cuBLAS's (torch::stable::matmul), with the epilogue applied
+    """The GPU's float32 and float64 products are cuBLAS's (ATen's matmul by name), with the epilogue applied
     by a pass of its own (in place for inference; beside the accumulator for training); float16 and bfloat16
     keep the fused kernels, which are instantiated for them only. A plain product is cuBLAS's alone."""
     root = _new(tmp_path / "a", "lg", "--kind", "matmul", "--bias", "--epilogue", "(acc + bias) * sigmoid(1.702 * (acc + bias))")
     cuda = (root / "lg" / "csrc" / "lg" / "cuda" / "lg_cuda.cpp").read_text()
     assert "if (a.scalar_type() == ScalarType::Float || a.scalar_type() == ScalarType::Double) {" in cuda
-    assert "const Tensor acc = torch::stable::matmul(a, b);" in cuda
+    assert "const Tensor acc = kernelgen::library_product(a, b);" in cuda
     assert "Tensor c = acc_out != nullptr ? torch::stable::empty_like(acc) : acc;" in cuda
     assert "}), ScalarType::Half, ScalarType::BFloat16);" in cuda  # the fused kernels' dispatch
     kernel = (root / "lg" / "csrc" / "lg" / "cuda" / "lg_kernel.cu").read_text()
@@ -297,7 +297,7 @@ def test_float32_and_float64_take_cublas_product_and_an_epilogue_pass(tmp_path):
     assert "library_dtypes=(torch.float32, torch.float64)" in (root / "tests" / "test_lg.py").read_text()
     plain = _new(tmp_path / "b", "mm", "--kind", "matmul", "--dtypes", "float32")
     cuda = (plain / "mm" / "csrc" / "mm" / "cuda" / "mm_cuda.cpp").read_text()
-    assert "  return torch::stable::matmul(a, b);\n}" in cuda and "THO_DISPATCH_V2" not in cuda
+    assert "  return kernelgen::library_product(a, b);\n}" in cuda and "THO_DISPATCH_V2" not in cuda
     assert "launch_mm" not in (plain / "mm" / "csrc" / "mm" / "cuda" / "mm_kernel.cu").read_text()
 
 

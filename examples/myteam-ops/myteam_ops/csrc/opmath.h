@@ -144,7 +144,7 @@ OPMATH_FN T ipow_rn(T x) {
   }
 }
 
-// ---- fast_float: the op-math type of float16 and bfloat16 in the elementwise CUDA kernel ---------
+// ---- fast_float: float16 and bfloat16 arithmetic in the CUDA kernels ------------------------------
 // A float whose division, exp and sigmoid run on the GPU's fast approximate instructions
 // (div.full.f32, ex2.approx.f32), as torch.compile's Triton kernels do. Their errors are far below
 // the rounding of a 16-bit result, half an ulp: 2^-11 relative in float16, 2^-8 in bfloat16.
@@ -165,7 +165,9 @@ struct fast_float {
   OPMATH_FN constexpr operator float() const { return v; }
 };
 
-// The op-math type of the elementwise CUDA kernel for storage type S (whose op-math type is A).
+// The type a CUDA kernel evaluates an expression in, for storage type S (whose op-math type is A): the
+// elementwise kernel, the rowwise forward kernels (whose reductions still sum in A) and the matmul
+// epilogues.
 template <typename S, typename A>
 using kernel_math_type = std::conditional_t<std::is_same<A, float>::value && !std::is_same<S, float>::value, fast_float, A>;
 

@@ -14,7 +14,12 @@
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/stable/accelerator.h>
 #include <torch/csrc/stable/macros.h>
+#include <torch/csrc/stable/c/shim.h>
+#include <torch/csrc/stable/stableivalue_conversions.h>
+#include <torch/csrc/stable/tensor.h>
+#include <torch/csrc/stable/version.h>
 
+#include <array>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -41,6 +46,21 @@ inline cudaStream_t current_cuda_stream(int32_t device_index) {
                              std::to_string(device_index));
   }
   return static_cast<cudaStream_t>(stream);
+}
+
+// A @ B by ATen's matmul (cuBLAS on the GPU; it follows torch.backends.cuda.matmul's precision settings),
+// called through the dispatcher by the op's name: the stable ABI's way to call any registered op, which
+// torch::stable's own wrapper of matmul also takes. The float32 and float64 matmul ops take their
+// product from it (csrc/<op>/cuda/<op>_cuda.cpp). The macro that turns the shim's error code into the
+// op's exception is checked by name, as above.
+inline torch::stable::Tensor library_product(const torch::stable::Tensor& a, const torch::stable::Tensor& b) {
+  std::array<StableIValue, 2> stack{torch::stable::detail::from(a), torch::stable::detail::from(b)};
+#if defined(STABLE_TORCH_ERROR_CODE_CHECK)
+  STABLE_TORCH_ERROR_CODE_CHECK(torch_call_dispatcher("aten::matmul", "", stack.data(), TORCH_ABI_VERSION));
+#else
+  TORCH_ERROR_CODE_CHECK(torch_call_dispatcher("aten::matmul", "", stack.data(), TORCH_ABI_VERSION));
+#endif
+  return torch::stable::detail::to<torch::stable::Tensor>(stack[0]);
 }
 
 }  // namespace kernelgen

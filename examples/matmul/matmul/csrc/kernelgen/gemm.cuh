@@ -453,7 +453,7 @@ struct alignas(sizeof(T) * V) Vec {
 };
 
 // ---- The epilogue alone, after a library's product (float32, float64) -------------------------
-// float32 and float64 take cuBLAS's product (the op's tensor side calls torch::stable::matmul) and then
+// float32 and float64 take cuBLAS's product (the op's tensor side calls kernelgen::library_product, ATen's matmul) and then
 // this pass: out = epilogue(acc[, bias]) element by element over rows x n, row-major, where out may be acc
 // itself (the inference forward overwrites the product in place). cuBLAS's float32 product runs at about
 // twice the SIMT kernel's speed and its float64 product uses the FP64 tensor cores; this pass reads and

@@ -5,7 +5,7 @@
 #include "../stable_utils.h"
 #include "matmul_problem.h"
 
-namespace matmul_op {
+namespace matmul {
 
 // Throws std::runtime_error (RuntimeError in Python) naming the shapes, unless A and B are 2-D (or
 // both 3-D with equal batch sizes), A's columns match B's rows, and they share a supported dtype
@@ -15,4 +15,4 @@ Problem check_inputs(const kernelgen::Tensor& a, const kernelgen::Tensor& b);
 // The output, allocated like the inputs: [batch,] M x N, contiguous.
 kernelgen::Tensor empty_output(const kernelgen::Tensor& a, const Problem& p);
 
-}  // namespace matmul_op
+}  // namespace matmul

@@ -6,7 +6,7 @@
 
 #include "../opmath.h"
 
-namespace matmul_op {
+namespace matmul {
 
 // The problem size of C = A @ B: A is [batch,] M x K, B is [batch,] K x N.
 struct Problem {
@@ -39,4 +39,4 @@ struct Op {
   }
 };
 
-}  // namespace matmul_op
+}  // namespace matmul

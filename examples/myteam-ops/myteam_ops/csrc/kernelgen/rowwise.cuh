@@ -288,6 +288,70 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   static constexpr int kShare = -1;
   static constexpr int kValues = kColumns + Op::kShared;
 
+  // The type the op's formula is evaluated in. Where the op allows it (Op::kFastMath: the forward), that
+  // is opmath::kernel_math_type (../opmath.h): for float16 and bfloat16, opmath::fast_float, whose
+  // division and exp run on the GPU's approximate instructions, as the elementwise kernel's and
+  // torch.compile's do. Their errors are far below a 16-bit result's rounding, and an expression with
+  // several divisions or exps per element is otherwise bound by its arithmetic, not by memory. float32
+  // and float64, and the backward (GradOp, whose masks compare values computed in two places), evaluate
+  // in acc_t itself. The values, the reductions' sums and the per-row values stay in acc_t; only the
+  // formula's arithmetic changes type.
+  using eval_t = std::conditional_t<Op::kFastMath, opmath::kernel_math_type<scalar_t, acc_t>, acc_t>;
+  static constexpr bool kFast = !std::is_same_v<eval_t, acc_t>;
+
+  // Step S's argument (Op::arg), the output (Op::out) and the shared terms (Op::share), in eval_t.
+  template <int S>
+  static __device__ __forceinline__ acc_t arg(const acc_t (&v)[kValues], const acc_t* r) {
+    if constexpr (kFast) {
+      eval_t fv[kValues];
+      eval_t fr[Op::kReductions];
+      widen_all(fv, v, fr, r);
+      return static_cast<acc_t>(Op::template arg<S>(fv, fr));
+    } else {
+      return Op::template arg<S>(v, r);
+    }
+  }
+  static __device__ __forceinline__ acc_t out(const acc_t (&v)[kValues], acc_t kept, const acc_t* r) {
+    if constexpr (kFast) {
+      eval_t fv[kValues];
+      eval_t fr[Op::kReductions];
+      widen_all(fv, v, fr, r);
+      return static_cast<acc_t>(Op::template out<eval_t>(fv, eval_t(kept), fr));
+    } else {
+      return Op::template out<acc_t>(v, kept, r);
+    }
+  }
+  static __device__ __forceinline__ void share(acc_t (&v)[kValues]) {
+    if constexpr (Op::kShared > 0) {
+      if constexpr (kFast) {
+        eval_t fv[kValues];
+#pragma unroll
+        for (int i = 0; i < kValues; ++i) {
+          fv[i] = v[i];
+        }
+        Op::share(fv);
+#pragma unroll
+        for (int i = kColumns; i < kValues; ++i) {
+          v[i] = static_cast<acc_t>(fv[i]);
+        }
+      } else {
+        Op::share(v);
+      }
+    }
+  }
+  // (The copies are register renames: eval_t is a float.)
+  static __device__ __forceinline__ void widen_all(eval_t (&fv)[kValues], const acc_t (&v)[kValues],
+                                                   eval_t (&fr)[Op::kReductions], const acc_t* r) {
+#pragma unroll
+    for (int i = 0; i < kValues; ++i) {
+      fv[i] = v[i];
+    }
+#pragma unroll
+    for (int i = 0; i < Op::kReductions; ++i) {
+      fr[i] = r[i];
+    }
+  }
+
   // Whether step S reads a shared term that reads column c (kShare: whether any term does).
   template <int S>
   static __host__ __device__ constexpr bool shares(int c) {
@@ -413,9 +477,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   template <int S>
   static __device__ __forceinline__ void loaded_values(acc_t (&v)[kValues], const pack_t (&packs)[kColumns], int k) {
     ((v[I] = loaded_value<S, I>(packs[I], k)), ...);
-    if constexpr (Op::kShared > 0) {
-      Op::share(v);  // the terms the step does not read are computed on zeros and discarded
-    }
+    share(v);  // the terms the step does not read are computed on zeros and discarded
   }
 
   // Reduction S over a row held in registers: each thread folds its elements, then row_reduce (and,
@@ -438,7 +500,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
           acc_t v[kValues];
           held_values<S>(v, row, weights, p, k);
           held_shared<S, kPacks * kVec>(v, shared, p, k);
-          const acc_t value = Op::template arg<S>(v, r);
+          const acc_t value = arg<S>(v, r);
           if constexpr (S == Op::kKept) {
             kept[p * kVec + k] = value;
           }
@@ -475,7 +537,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
       for (int k = 0; k < kVec; ++k) {
         acc_t v[kValues];
         loaded_values<S>(v, packs, k);
-        acc = Reduce::combine(acc, Op::template arg<S>(v, r));
+        acc = Reduce::combine(acc, arg<S>(v, r));
       }
     }
     r[S] = row_reduce<Reduce>(acc, scratch, kMaxThreads);
@@ -532,7 +594,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
         for (int k = 0; k < kVec; ++k) {
           acc_t v[Step::kValues];
           Step::template held_values<Step::kShare>(v, row_v, weights, p, k);
-          Op::share(v);
+          Step::share(v);
 #pragma unroll
           for (int term = 0; term < Op::kShared; ++term) {
             shared[term * kPerThread + p * kVec + k] = v[Step::kColumns + term];
@@ -565,7 +627,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
         acc_t v[Step::kValues];
         Step::template held_values<Step::kOutput>(v, row_v, weights, p, k);
         Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
-        result.v[k] = static_cast<scalar_t>(Op::template out<acc_t>(v, Op::kKept >= 0 ? kept[p * kVec + k] : acc_t(0), r));
+        result.v[k] = static_cast<scalar_t>(Step::out(v, Op::kKept >= 0 ? kept[p * kVec + k] : acc_t(0), r));
       }
       *reinterpret_cast<pack_t*>(out + base + col) = result;
     }
@@ -662,9 +724,9 @@ long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restri
       Step::template loaded_values<Step::kOutput>(v, packs, k);
       acc_t kept = acc_t(0);
       if constexpr (Op::kKept >= 0) {
-        kept = Op::template arg<Op::kKept>(v, r);
+        kept = Step::template arg<Op::kKept>(v, r);
       }
-      result.v[k] = static_cast<scalar_t>(Op::template out<acc_t>(v, kept, r));
+      result.v[k] = static_cast<scalar_t>(Step::out(v, kept, r));
     }
     *reinterpret_cast<pack_t*>(out + base + col) = result;
   }

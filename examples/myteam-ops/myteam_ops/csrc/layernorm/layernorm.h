@@ -56,6 +56,9 @@ struct Op {
   // accumulate in it too.
   template <typename scalar_t>
   using math_t = opmath::opmath_type<scalar_t>;
+  // The CUDA kernels evaluate the formula of a float16 or bfloat16 row in opmath::fast_float (fast
+  // division and exp; see Steps::eval_t in ../kernelgen/rowwise.cuh). The CPU loop computes in math_t.
+  static constexpr bool kFastMath = true;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, Reduce0<acc_t>, Reduce1<acc_t>>;
   static constexpr bool kMean[kReductions] = {kMean0, kMean1};
@@ -151,6 +154,9 @@ struct GradOp {
   static constexpr int kReductions = kGradReductions;
   template <typename scalar_t>
   using math_t = opmath::opmath_type<scalar_t>;
+  // The gradients are evaluated in math_t everywhere: a mask [f == max(f)] computes f again in
+  // OPMATH_FN code, and must see the bits its reduction saw.
+  static constexpr bool kFastMath = false;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>, GradReduce2<acc_t>, GradReduce3<acc_t>>;
   static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1, kGradMean2, kGradMean3};

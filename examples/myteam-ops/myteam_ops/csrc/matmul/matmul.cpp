@@ -24,7 +24,7 @@
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
 #include "matmul.h"
 
-namespace matmul_op {
+namespace matmul {
 
 using kernelgen::shape_of;
 using kernelgen::Tensor;
@@ -124,7 +124,7 @@ Tensor matmul_cpu(const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace
-}  // namespace matmul_op
+}  // namespace matmul
 
 // The schema: name and signature, declared once for all backends.
 STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
@@ -135,5 +135,5 @@ STABLE_TORCH_LIBRARY_FRAGMENT(myteam, m) {
 // registers boxed kernels only (a stack of StableIValues crosses the C interface): TORCH_BOX
 // generates that wrapper around the typed function.
 STABLE_TORCH_LIBRARY_IMPL(myteam, CPU, m) {
-  m.impl("matmul", TORCH_BOX(&matmul_op::matmul_cpu));
+  m.impl("matmul", TORCH_BOX(&matmul::matmul_cpu));
 }

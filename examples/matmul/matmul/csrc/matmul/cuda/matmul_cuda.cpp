@@ -13,7 +13,7 @@
 #include "../matmul.h"
 #include "matmul_kernel.h"
 
-namespace matmul_op {
+namespace matmul {
 namespace {
 
 using kernelgen::Tensor;
@@ -27,7 +27,7 @@ Tensor matmul_cuda(const Tensor& a, const Tensor& b) {
   if (a.scalar_type() == ScalarType::Float || a.scalar_type() == ScalarType::Double) {
     // cuBLAS's product (see matmul_kernel.cu): at full float32 and float64 precision it outruns
     // the SIMT kernel, and without an epilogue there is nothing to fuse.
-    return torch::stable::matmul(a, b);
+    return kernelgen::library_product(a, b);
   }
   Tensor c = empty_output(a, p);
   if (c.numel() == 0) {
@@ -53,8 +53,8 @@ Tensor matmul_cuda(const Tensor& a, const Tensor& b) {
 }
 
 }  // namespace
-}  // namespace matmul_op
+}  // namespace matmul
 
 STABLE_TORCH_LIBRARY_IMPL(matmul, CUDA, m) {
-  m.impl("matmul", TORCH_BOX(&matmul_op::matmul_cuda));
+  m.impl("matmul", TORCH_BOX(&matmul::matmul_cuda));
 }

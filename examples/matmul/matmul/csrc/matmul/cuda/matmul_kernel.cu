@@ -11,7 +11,7 @@
 #include "../../kernelgen/gemm.cuh"
 #include "matmul_kernel.h"
 
-namespace matmul_op {
+namespace matmul {
 
 // The op (its bias and epilogue: Op in ../matmul_problem.h) on the package's kernels.
 template <typename scalar_t>
@@ -33,4 +33,4 @@ void launch_matmul(const scalar_t* a, const scalar_t* b, scalar_t* c, const Prob
 template void launch_matmul<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
 template void launch_matmul<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
 
-}  // namespace matmul_op
+}  // namespace matmul

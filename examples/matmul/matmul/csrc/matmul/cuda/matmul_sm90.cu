@@ -7,7 +7,7 @@
 #include "../../kernelgen/gemm_sm90.cuh"  // first: it builds CUTLASS without device-side asserts
 #include "matmul_kernel.h"
 
-namespace matmul_op {
+namespace matmul {
 
 template <typename scalar_t>
 bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
@@ -18,4 +18,4 @@ bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const
 template bool launch_matmul_sm90<torch::headeronly::Half>(const torch::headeronly::Half*, const torch::headeronly::Half*, torch::headeronly::Half*, const Problem&, int, cudaStream_t);
 template bool launch_matmul_sm90<torch::headeronly::BFloat16>(const torch::headeronly::BFloat16*, const torch::headeronly::BFloat16*, torch::headeronly::BFloat16*, const Problem&, int, cudaStream_t);
 
-}  // namespace matmul_op
+}  // namespace matmul

@@ -8,7 +8,7 @@
 
 #include "../matmul_problem.h"
 
-namespace matmul_op {
+namespace matmul {
 
 // C = matmul_epilogue(A @ B) for p.batch row-major, contiguous problems (A: M x K, B: K x N,
 // C: M x N, each batch entry stored after the previous one), on GPU `device`, launched on
@@ -25,4 +25,4 @@ template <typename scalar_t>
 bool launch_matmul_sm90(const scalar_t* a, const scalar_t* b, scalar_t* c, const Problem& p,
                        int device, cudaStream_t stream);
 
-}  // namespace matmul_op
+}  // namespace matmul
