@@ -412,6 +412,22 @@ class MatmulSuite(Suite):
             mismatches.check_piece(dacc[window].reshape(-1), want.reshape(-1), m.allowed_error(want, bound).reshape(-1))
             mismatches.check()
 
+    def forward_kernels(self, a, b):
+        """The names of the CUDA kernels the forward launches on (a, b), then the training forward's where the
+        op has one. Skips the test when the profiler sees none (CUPTI held by another tool)."""
+        args = (a, b, self.bias_for(b)) if self.op.bias else (a, b)
+        calls = [lambda: self.run(a, b)]
+        if self.op.with_acc is not None:
+            calls.append(lambda: self.op.with_acc(*args))
+        found = []
+        for call in calls:
+            kernels = cuda_kernels(call)
+            if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
+                pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as compute-sanitizer): "
+                            "which kernel ran is unchecked")
+            found.append(kernels)
+        return found
+
     @requires_cuda
     def test_which_kernels_compute_each_dtype(self):
         """float32 and float64 (an op's library_dtypes) take cuBLAS's product, then the epilogue's own pass
@@ -419,15 +435,7 @@ class MatmulSuite(Suite):
         product kernels. The training forward follows the same path."""
         for dtype in self.op.dtypes:
             a, b = make((96, 80), dtype, "cuda", 24), make((80, 72), dtype, "cuda", 25)
-            args = (a, b, self.bias_for(b)) if self.op.bias else (a, b)
-            calls = [lambda: self.run(a, b)]
-            if self.op.with_acc is not None:
-                calls.append(lambda: self.op.with_acc(*args))
-            for call in calls:
-                kernels = cuda_kernels(call)
-                if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
-                    pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as "
-                                "compute-sanitizer): which kernel ran is unchecked")
+            for kernels in self.forward_kernels(a, b):
                 # the package's kernels, by their names as the profiler gives them (demangled or not)
                 ours = sorted(name for name in kernels
                               if "kg::gemm::" in name or "2kg4gemm" in name or ("cutlass" in name and "device_kernel" in name))
@@ -554,12 +562,5 @@ class HopperPathChecks:
             out, acc = self.op.with_acc(*args)
             assert torch.equal(out, self.run(a, b))
             self.assert_accumulator(acc, a, b)
-        calls = [lambda: self.run(a, b)]
-        if self.op.with_acc is not None:
-            calls.append(lambda: self.op.with_acc(*args))
-        for call in calls:
-            kernels = cuda_kernels(call)
-            if not kernels:  # every call launches a kernel, so an empty list means the profiler is blind
-                pytest.skip("the profiler saw no CUDA kernel (CUPTI is held by another tool, such as compute-sanitizer): "
-                            "which kernel ran is unchecked")
+        for kernels in self.forward_kernels(a, b):
             assert any("cutlass" in name for name in kernels) == takes_cutlass, sorted(kernels)
