@@ -50,9 +50,10 @@ inline cudaStream_t current_cuda_stream(int32_t device_index) {
 
 // A @ B by ATen's matmul (cuBLAS on the GPU; it follows torch.backends.cuda.matmul's precision settings),
 // called through the dispatcher by the op's name: the stable ABI's way to call any registered op, which
-// torch::stable's own wrapper of matmul also takes. The float32 and float64 matmul ops take their
-// product from it (csrc/<op>/cuda/<op>_cuda.cpp). The macro that turns the shim's error code into the
-// op's exception is checked by name, as above.
+// torch::stable's own wrapper of matmul also takes. Calling it by name keeps that wrapper's identifier out
+// of the generated code, where kernelgen would have to move an op named matmul to namespace matmul_op.
+// The float32 and float64 matmul ops take their product from it (csrc/<op>/cuda/<op>_cuda.cpp). The
+// macro that turns the shim's error code into the op's exception is checked by name, as above.
 inline torch::stable::Tensor library_product(const torch::stable::Tensor& a, const torch::stable::Tensor& b) {
   std::array<StableIValue, 2> stack{torch::stable::detail::from(a), torch::stable::detail::from(b)};
 #if defined(STABLE_TORCH_ERROR_CODE_CHECK)
