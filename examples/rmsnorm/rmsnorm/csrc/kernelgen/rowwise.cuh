@@ -305,7 +305,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     if constexpr (kFast) {
       eval_t fv[kValues];
       eval_t fr[Op::kReductions];
-      widen_all(fv, v, fr, r);
+      to_eval(fv, v, fr, r, S);  // step S reads the reductions before it
       return static_cast<acc_t>(Op::template arg<S>(fv, fr));
     } else {
       return Op::template arg<S>(v, r);
@@ -315,7 +315,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     if constexpr (kFast) {
       eval_t fv[kValues];
       eval_t fr[Op::kReductions];
-      widen_all(fv, v, fr, r);
+      to_eval(fv, v, fr, r, Op::kReductions);
       return static_cast<acc_t>(Op::template out<eval_t>(fv, eval_t(kept), fr));
     } else {
       return Op::template out<acc_t>(v, kept, r);
@@ -339,16 +339,19 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
       }
     }
   }
-  // (The copies are register renames: eval_t is a float.)
-  static __device__ __forceinline__ void widen_all(eval_t (&fv)[kValues], const acc_t (&v)[kValues],
-                                                   eval_t (&fr)[Op::kReductions], const acc_t* r) {
+  // The values and the first `reductions` per-row values in eval_t. (The copies are register renames:
+  // eval_t is a float.)
+  static __device__ __forceinline__ void to_eval(eval_t (&fv)[kValues], const acc_t (&v)[kValues],
+                                                 eval_t (&fr)[Op::kReductions], const acc_t* r, int reductions) {
 #pragma unroll
     for (int i = 0; i < kValues; ++i) {
       fv[i] = v[i];
     }
 #pragma unroll
     for (int i = 0; i < Op::kReductions; ++i) {
-      fr[i] = r[i];
+      if (i < reductions) {
+        fr[i] = r[i];
+      }
     }
   }
 
