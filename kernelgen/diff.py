@@ -589,7 +589,7 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
 
     ``exact`` (C++ and Triton) prints every sum, difference and product, whole powers included, with
     round-to-nearest operations the compiler never contracts into a fused multiply-add (``opmath::add_rn``,
-    ``sub_rn``, ``mul_rn`` and ``ipow_rn``; ``libdevice.add_rn``, ``sub_rn`` and ``mul_rn``): two copies of
+    ``sub_rn``, ``mul_rn`` and ``ipow<N, true>``; ``libdevice.add_rn``, ``sub_rn`` and ``mul_rn``): two copies of
     such an expression in one kernel give the same bits however each is compiled. A mask ``[f == max(f)]``
     needs that. Without it, a copy contracts ``a * b + c`` or not by how its products are used around it,
     and so does a function's last multiplication with the addition that reads its result."""
@@ -662,7 +662,7 @@ def _exact_text(node: Node, style: str, acc_type: str, acc: str) -> str | None:
     if base is None or exponent is None:
         return None
     if style == "cpp" and small_whole(exponent) and exponent not in (0.0, 1.0):
-        return f"opmath::ipow_rn<{int(exponent)}>({operand(base)})"
+        return f"opmath::ipow<{int(exponent)}, true>({operand(base)})"
     if style == "triton" and exponent in (2.0, 3.0, 4.0):
         text = operand(base)
         return "libdevice.mul_rn(" * (int(exponent) - 1) + text + f", {text})" * (int(exponent) - 1)

@@ -157,11 +157,11 @@ def test_jit_mode_edit_and_rerun(tmp_path):
 @pytest.mark.build
 def test_a_rowwise_op_with_a_masked_gradient_builds_and_passes_its_tests(tmp_path):
     """A max that is not a softmax stabilizer: the gradient reads the mask [f == max(f)], which computes f
-    again with exact sums and products (opmath::add_rn, mul_rn, ipow_rn: no fused multiply-add in either
+    again with exact sums and products (opmath::add_rn, mul_rn, ipow<N, true>: no fused multiply-add in either
     copy). Built with nvcc and g++ (whose host versions are calls it cannot fuse across), its own tests
     passing: on the CPU the mask must still find every row's maximum, or the gradients fail their bound."""
     root, package, _ = _generate_and_build(
         tmp_path, "max-gap", "--kind", "rowwise", "--inputs", "x,y", "--weights", "w",
         "--expr", "(x * y - max(x * y * w + x ** 3)) * w")
     header = (root / package / "csrc" / "max_gap" / "max_gap.h").read_text()
-    assert "opmath::add_rn(opmath::mul_rn(opmath::mul_rn(x, y), w), opmath::ipow_rn<3>(x))" in header
+    assert "opmath::add_rn(opmath::mul_rn(opmath::mul_rn(x, y), w), opmath::ipow<3, true>(x))" in header

@@ -70,7 +70,7 @@ OPMATH_FN double pow(double x, double y) { return ::pow(x, y); }
 template <typename T>
 OPMATH_FN T square(T x) { return x * x; }
 
-// ---- Exact arithmetic: add_rn, sub_rn, mul_rn and ipow_rn ---------------------------------------
+// ---- Exact arithmetic: add_rn, sub_rn, mul_rn (and ipow<N, true>) -------------------------------
 // Each operation is rounded on its own and never contracted into a fused multiply-add. A value that is
 // computed twice and compared for equality is written with them: the backward's mask [f == max(f)]
 // computes f again after the reduction that found max(f), and the mask must see those very bits. With
@@ -103,43 +103,35 @@ template <typename T>
 OPMATH_FN T mul_rn(T a, T b) { return exact_host::mul(a, b); }
 #endif
 
-// x ** n for a whole n (the expression's x ** 3.0 becomes ipow<3>(x)): multiplications by repeated
-// squaring, as PyTorch and Inductor do. powf costs a log, an exp and their special cases: with it, a
-// float16 tanh-GELU with x ** 3 runs at about 0.4x of torch.compile on an H100. Results may differ
-// from pow's by a rounding or two.
-template <int N, typename T>
-OPMATH_FN T ipow(T x) {
-  if constexpr (N < 0) {
-    return T(1) / ipow<-N>(x);
-  } else if constexpr (N == 0) {
-    return T(1);
-  } else if constexpr (N == 1) {
-    return x;
+// a * b, and with kExact mul_rn's exact product (above).
+template <bool kExact, typename T>
+OPMATH_FN T times(T a, T b) {
+  if constexpr (kExact) {
+    return mul_rn(a, b);
   } else {
-    const T half = ipow<N / 2>(x);
-    if constexpr (N % 2 == 1) {
-      return half * half * x;
-    } else {
-      return half * half;
-    }
+    return a * b;
   }
 }
 
-// ipow with exact products (mul_rn, above), for a value that is computed twice and compared.
-template <int N, typename T>
-OPMATH_FN T ipow_rn(T x) {
+// x ** n for a whole n (the expression's x ** 3.0 becomes ipow<3>(x)): multiplications by repeated
+// squaring, as PyTorch and Inductor do. powf costs a log, an exp and their special cases: with it, a
+// float16 tanh-GELU with x ** 3 runs at about 0.4x of torch.compile on an H100. Results may differ
+// from pow's by a rounding or two. With kExact the products are exact (mul_rn), for a value that is
+// computed twice and compared (ipow<3, true>(x)).
+template <int N, bool kExact = false, typename T>
+OPMATH_FN T ipow(T x) {
   if constexpr (N < 0) {
-    return T(1) / ipow_rn<-N>(x);
+    return T(1) / ipow<-N, kExact>(x);
   } else if constexpr (N == 0) {
     return T(1);
   } else if constexpr (N == 1) {
     return x;
   } else {
-    const T half = ipow_rn<N / 2>(x);
+    const T half = ipow<N / 2, kExact>(x);
     if constexpr (N % 2 == 1) {
-      return mul_rn(mul_rn(half, half), x);
+      return times<kExact>(times<kExact>(half, half), x);
     } else {
-      return mul_rn(half, half);
+      return times<kExact>(half, half);
     }
   }
 }
