@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import diff
+from .cost import HEAVY_EPILOGUE_COST, distinct_math_cost, heavy_epilogue
 from .errors import AnswersError, ExprError, InvalidNameError, SpecError, clip, did_you_mean
 from .expr import ParsedExpr
 from .expr import parse as parse_expr
@@ -523,8 +524,9 @@ class OpSpec:
 
     @property
     def sm90(self) -> bool:
-        """A matmul op with the CUTLASS Hopper path: on the stable ABI, with float16 or bfloat16."""
-        return self.abi == "stable" and self.kind == "matmul" and bool({"float16", "bfloat16"} & set(self.dtypes))
+        """A matmul op with the CUTLASS Hopper path: on the stable ABI, with float16 or bfloat16 computed by its
+        own kernels (:attr:`kernel_dtypes`)."""
+        return self.abi == "stable" and self.kind == "matmul" and bool({"float16", "bfloat16"} & set(self.kernel_dtypes))
 
     def identifiers(self, package: str) -> dict[str, str]:
         """Input and weight name -> the identifier the generated code of this op uses for it (the
@@ -560,15 +562,33 @@ class OpSpec:
 
     @property
     def library_product_dtypes(self) -> list[str]:
-        """The dtypes whose product a matmul op takes from cuBLAS (ATen's matmul, ``kernelgen::library_product``) on the GPU, then
-        applies its epilogue in a pass of its own: float32 and float64, on the stable ABI. cuBLAS's float32
-        product runs at about twice the speed of the SIMT kernel (which has no tensor cores to use at full
-        float32 precision), and its float64 product uses the FP64 tensor cores; the epilogue's extra pass
-        reads and writes the output once, a few per cent of the product at the sizes where either matters.
-        float16 and bfloat16 keep the op's own kernels, where the epilogue is fused into the product."""
+        """The dtypes whose product a matmul op takes from cuBLAS (ATen's matmul, ``kernelgen::library_product``)
+        on the GPU, then applies its epilogue in a pass of its own, on the stable ABI:
+
+        * float32 and float64, always: cuBLAS's float32 product runs at about twice the speed of the SIMT
+          kernel (which has no tensor cores to use at full float32 precision), and its float64 product uses
+          the FP64 tensor cores;
+        * float16 and bfloat16 when the epilogue is heavy (:func:`heavy_epilogue`): its math then costs the
+          fused kernel's few epilogue warps more than the extra pass costs (reading and writing the output
+          once). A light epilogue (a bias, GELU, SiLU, a square) stays fused into the op's own product kernels.
+        """
         if self.kind != "matmul" or self.backend != "cuda" or self.abi != "stable":
             return []
-        return [d for d in self.dtypes if d in ("float32", "float64")]
+        return [d for d in self.dtypes if d in ("float32", "float64") or self.heavy_epilogue]
+
+    @property
+    def heavy_epilogue(self) -> bool:
+        """A matmul op whose epilogue's math is heavy (:func:`kernelgen.cost.heavy_epilogue`): in float16 and
+        bfloat16 it runs in a pass of its own after cuBLAS's product, and its backward kernel loads one row
+        at a time (``Op::kHeavy``)."""
+        return self.fused and heavy_epilogue((self.epilogue_parsed or parse_epilogue(self.epilogue, self.bias)).tree)
+
+    @property
+    def kernel_dtypes(self) -> list[str]:
+        """The dtypes a matmul op computes with its own product kernels (every dtype not in
+        :attr:`library_product_dtypes`)."""
+        library = self.library_product_dtypes
+        return [d for d in self.dtypes if d not in library]
 
     @property
     def fused(self) -> bool:
@@ -823,7 +843,9 @@ class PackageSpec:
             library = op.library_product_dtypes
             data.update({"epilogue": op.epilogue, "bias": op.bias, "sm90": op.sm90, "fused": op.fused,
                          "saves_acc": op.saves_acc, "library_dtypes": library,
-                         "kernel_dtypes": [d for d in op.dtypes if d not in library]})
+                         "kernel_dtypes": op.kernel_dtypes, "heavy_epilogue": op.heavy_epilogue,
+                         "heavy_epilogue_cost": HEAVY_EPILOGUE_COST,
+                         "epilogue_cost": distinct_math_cost((op.epilogue_parsed or parse_epilogue(op.epilogue, op.bias)).tree)})
         return data
 
 

@@ -14,8 +14,9 @@ from click.testing import CliRunner
 from conftest import tree
 
 from kernelgen.cli import main
+from kernelgen.cost import HEAVY_EPILOGUE_COST, distinct_math_cost
 from kernelgen.errors import AnswersError
-from kernelgen.spec import OpSpec, PackageSpec
+from kernelgen.spec import OpSpec, PackageSpec, parse_epilogue
 
 
 def invoke(*args: str):
@@ -299,6 +300,30 @@ def test_float32_and_float64_take_cublas_product_and_an_epilogue_pass(tmp_path):
     cuda = (plain / "mm" / "csrc" / "mm" / "cuda" / "mm_cuda.cpp").read_text()
     assert "  return kernelgen::library_product(a, b);\n}" in cuda and "THO_DISPATCH_V2" not in cuda
     assert "launch_mm" not in (plain / "mm" / "csrc" / "mm" / "cuda" / "mm_kernel.cu").read_text()
+
+
+def test_a_heavy_epilogue_takes_a_pass_of_its_own_in_the_half_types_too(tmp_path):
+    """An epilogue whose math cost is above kernelgen.cost.HEAVY_EPILOGUE_COST runs after cuBLAS's product in
+    float16 and bfloat16 as well: the op has no product kernels of its own (no CUTLASS file), and its
+    comments, tests and README say why."""
+    heavy = "sqrt(abs(bias) + 1.0) + sigmoid(tanh(sin(acc * 0.05)))"
+    assert distinct_math_cost(parse_epilogue(heavy, True).tree) > HEAVY_EPILOGUE_COST
+    root = _new(tmp_path, "hv", "--kind", "matmul", "--bias", "--epilogue", heavy)
+    cuda_dir = root / "hv" / "csrc" / "hv" / "cuda"
+    assert not (cuda_dir / "hv_sm90.cu").exists() and not (root / "hv" / "csrc" / "kernelgen" / "gemm_sm90.cuh").exists()
+    cuda = (cuda_dir / "hv_cuda.cpp").read_text()
+    assert "if (a.scalar_type()" not in cuda  # every dtype takes the library's product
+    assert "}), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);" in cuda
+    assert f"the epilogue is heavy (math cost {distinct_math_cost(parse_epilogue(heavy, True).tree)}" in cuda
+    kernel = (cuda_dir / "hv_kernel.cu").read_text()
+    assert "launch_hv<" not in kernel and "template void launch_hv_epilogue<torch::headeronly::BFloat16>(" in kernel
+    assert "library_dtypes=(torch.float32, torch.float64, torch.float16, torch.bfloat16)" in \
+        (root / "tests" / "test_hv.py").read_text()
+    readme = " ".join((root / "README.md").read_text().split())
+    assert "In float16 and bfloat16 this epilogue is heavy" in readme
+    assert "with the epilogue in a pass of its own after cuBLAS's product" in readme
+    light = "0.5 * (acc + bias) * (1 + erf((acc + bias) * 0.7071067811865476))"  # GELU stays fused
+    assert OpSpec.create("g", kind="matmul", bias=True, epilogue=light).library_product_dtypes == ["float32", "float64"]
 
 
 def test_a_linear_matmul_stores_no_accumulator(tmp_path):

@@ -23,11 +23,11 @@ using torch::headeronly::ScalarType;
 
 // float32 and float64: A @ B by cuBLAS (kernelgen::library_product in ../../stable_cuda.h, which
 // follows torch.backends.cuda.matmul's precision settings as torch.matmul does), then the epilogue in a
-// pass of its own. At full precision cuBLAS's product outruns the package's SIMT kernel
-// (float32: about 2x at 4096^3; float64: on the FP64 tensor cores), and the extra pass reads and
-// writes C once, a few per cent of the product. The inference forward applies the epilogue in place,
-// over the product's own allocation; the training forward keeps the product as the accumulator and
-// writes C beside it.
+// pass of its own. At full precision cuBLAS's product outruns the package's SIMT kernel (float32: about
+// 2x at 4096^3; float64: on the FP64 tensor cores).
+// The extra pass reads and writes C once, a few per cent of the product. The inference forward applies
+// the epilogue in place, over the product's own allocation; the training forward keeps the product as the
+// accumulator and writes C beside it.
 Tensor linear_gelu_after_library_product(const Tensor& a, const Tensor& b, const Tensor& bias, const Problem& p, int32_t device_index, Tensor* acc_out) {
   const Tensor acc = kernelgen::library_product(a, b);
   Tensor c = acc_out != nullptr ? torch::stable::empty_like(acc) : acc;

@@ -3,7 +3,8 @@
 // float16 and bfloat16: the matrix-product kernels (a tensor-core kernel for float16/bfloat16 on
 // sm_80+, the SIMT kernel otherwise) and their launch; on Hopper, the CUTLASS kernel of linear_gelu_sm90.cu
 // runs first.
-// float32 and float64: cuBLAS computes the product (linear_gelu_cuda.cpp), and the epilogue has a pass of its own.
+// float32 and float64: cuBLAS computes the product, and the epilogue has a pass of its own
+// (linear_gelu_cuda.cpp says why).
 // The tensor side (checks, device guard, allocation, stream, dtype dispatch, registration) is in
 // linear_gelu_cuda.cpp. This file sees raw pointers only and includes no tensor headers (stable or
 // not), which nvcc is slow to parse: only the half types and the CUDA error checks, header-only.
