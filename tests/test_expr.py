@@ -406,6 +406,25 @@ def test_math_cost_counts_what_the_launch_rule_weighs():
     assert parse("sin(cos(x))", ("x",)).math_cost == MATH_COST["sin"] + MATH_COST["cos"]
 
 
+def test_distinct_math_cost_counts_a_repeated_subexpression_once_and_sorts_epilogues():
+    """distinct_math_cost (kernelgen.cost.heavy_epilogue's measure) counts each distinct subexpression once,
+    as the compiler computes it once; heavy_epilogue keeps common epilogues light (fused) and sends several
+    transcendental calls on acc to a pass of their own."""
+    from kernelgen.cost import HEAVY_EPILOGUE_COST, distinct_math_cost, heavy_epilogue
+    from kernelgen.expr import MATH_COST
+
+    silu = parse("(acc + bias) * sigmoid(acc + bias)", ("acc", "bias")).tree
+    assert distinct_math_cost(silu) == 2 + MATH_COST["sigmoid"]  # acc + bias once, the product, the call
+    assert parse("(acc + bias) * sigmoid(acc + bias)", ("acc", "bias")).math_cost == 3 + MATH_COST["sigmoid"]
+    light = ["acc + bias", "max(acc + bias, 0) ** 2", "(acc + bias) * sigmoid(acc + bias)",
+             "0.5 * (acc + bias) * (1 + erf((acc + bias) * 0.7071067811865476))",
+             "0.5 * acc * (1 + tanh(0.7978845608028654 * (acc + 0.044715 * acc ** 3)))"]
+    heavy = ["tanh(cos(acc * 0.05))", "pow(abs(acc) + 1, bias * 0.25)", "sigmoid(tanh(sin(acc))) + bias"]
+    for text in light + heavy:
+        tree = parse(text, ("acc", "bias") if "bias" in text else ("acc",)).tree
+        assert heavy_epilogue(tree) == (text in heavy), (text, distinct_math_cost(tree), HEAVY_EPILOGUE_COST)
+
+
 def test_fast_float_keeps_its_type_through_every_function_and_matches_float_on_the_host(tmp_path):
     """opmath::fast_float (the float16/bfloat16 op-math type of the elementwise CUDA kernel): every
     emitted construct, with acc_t = fast_float, compiles, stays a fast_float (so the fast division and

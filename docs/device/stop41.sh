@@ -14,8 +14,19 @@
 #   Builds of the library package with other backward-kernel constants (copies of .device/mmab/library40 with
 #   gemm.cuh edited: bwd_r1, bwd_r2: kRowsPerStep 1 and 2; bwd_lb3: __launch_bounds__(kThreads, 3)) in .device/mmab/bw_*.
 #
-#   SET=40 bash docs/device/stop41.sh paths   # both paths of every op, against torch.compile (then SET=41)
+# The shipped rule, and the templates' final state (kRowsPerStep by Op::kHeavy, ipow<N, true>):
+#   for s in 40 41 42; do python docs/device/matmul_epilogue_sweep.py .device/mmab/rule$s --seed $s \
+#       --count <8 with --named for 40, else 10> --name mm${s}_rule --dtypes bfloat16,float16 --path rule; done
+#   python docs/device/rowwise_sweep.py generate .device/rbw41 --manifest docs/results/backward/h100_v14/rbw36_expressions.json \
+#       --only r02,r04 --backward fused --backends cuda                             # masked gradients
+#   kernelgen new maxgap --op max_gap --kind rowwise --inputs x,y --weights w \
+#       --expr "(x * y - max(x * y * w + x ** 3)) * w" --defaults --output .device/mg41   # a mask with ipow<3, true>
+#
+#   SET=40 bash docs/device/stop41.sh paths   # both paths of every op, against torch.compile (then SET=41, 42)
 #   bash docs/device/stop41.sh bwd            # the epilogue's backward kernel alone, in each build
+#   bash docs/device/stop41.sh rule           # the rule's builds against torch.compile, and their backward kernels
+#   bash docs/device/stop41.sh final          # their GPU suites, the masked rowwise suites, memcheck
+#   bash docs/device/stop41.sh examples       # build the examples here; the matmul and rowwise GPU suites
 #   PKGS=... bash docs/device/stop41.sh tests # the GPU suites of the ops of PKGS
 # Logs land in $OUT.
 set -uo pipefail
@@ -41,5 +52,45 @@ case "${1:-}" in
         "tests/$1" -k "${K:-not cpu and not large}" > "$LOGS/test_$(basename "$0")_${1%.py}.log" 2>&1; \
         echo "$(basename "$0") $1: $(tail -1 "$LOGS/test_$(basename "$0")_${1%.py}.log")"' | sort | tee "$OUT/tests_summary.txt"
     grep -h -B2 -A30 "^FAILED\|^ERROR\|Error" $LOGS/test_*.log | head -300 > "$OUT/tests_failures.txt" ;;
-  *) echo "usage: bash docs/device/stop41.sh paths|bwd|tests" >&2; exit 2 ;;
+  rule)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    for S in 40 41 42; do
+      timeout 170 python3 docs/device/matmul_paths_bench.py .device/mmab/rule$S/mm${S}_rule --dtypes bfloat16 \
+        --shapes 4096x4096x4096,8192x1024x8192 --compile bfloat16 --rounds 2 --json "$OUT/rule$S.json" 2>&1 \
+        | grep -v Warning | tee "$OUT/rule$S.txt"
+    done
+    timeout 60 python3 docs/device/matmul_bwd_kernel_bench.py .device/mmab/rule40/mm40_rule --label rule40 \
+      --json "$OUT/bwd_rule40.json" 2>&1 | grep -v Warning | tee "$OUT/bwd_rule40.txt" ;;
+  final)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    (PKGS="${PKGS:-.device/mmab/rule40/mm40_rule .device/mmab/rule41/mm41_rule .device/mmab/rule42/mm42_rule .device/rbw41/rsweep-ops .device/mg41/maxgap}" \
+      JOBS=6 TEST_LIMIT=300 bash "$0" tests)
+    timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_matmul.py \
+      .device/mmab/rule40/mm40_rule --ops m00,m07,n00 --dtypes bfloat16,float16 > "$LOGS/memcheck_rule.log" 2>&1
+    echo "matmul memcheck: rc=$? $(grep -E 'ERROR SUMMARY' "$LOGS/memcheck_rule.log" | tail -1)" | tee -a "$OUT/tests_summary.txt"
+    for tool in memcheck racecheck; do
+      timeout 90 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        .device/mg41/maxgap --ops max_gap --dtypes float32,bfloat16 > "$LOGS/san_mg_$tool.log" 2>&1
+      echo "max_gap $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/san_mg_$tool.log" | tail -1)" | tee -a "$OUT/tests_summary.txt"
+    done
+    tail -5 "$LOGS/memcheck_rule.log" "$LOGS"/san_mg_*.log > "$OUT/sanitizer_tails.txt" ;;
+  examples)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    if ls .whl/nvidia_cutlass-*.whl > /dev/null 2>&1 && [ ! -d /tmp/cutlass ]; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
+    fi
+    export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 CXX=/usr/bin/g++ CC=/usr/bin/gcc
+    for ex in examples/myteam-ops examples/rmsnorm examples/matmul; do
+      (cd $ex && t=$(date +%s) && python3 setup.py build_ext --inplace > "$LOGS/build_$(basename $ex).log" 2>&1
+       echo "build $ex: rc=$? in $(( $(date +%s) - t )) s") &
+    done
+    wait
+    {
+      for t in linear_gelu matmul softmax layernorm; do echo "examples/myteam-ops tests/test_$t.py"; done
+      echo "examples/rmsnorm tests/test_rmsnorm.py"; echo "examples/matmul tests/test_matmul.py"
+    } | xargs -P 6 -L 1 bash -c 'cd "$0" && timeout 400 python3 -m pytest -q -rfE -p no:cacheprovider "$1" \
+        -k "not cpu and not large" > "$LOGS/ex_$(basename "$1" .py).log" 2>&1; echo "$0 $1: $(tail -1 "$LOGS/ex_$(basename "$1" .py).log")"' \
+      | sort | tee "$OUT/examples_summary.txt"
+    grep -h -B2 -A30 "^FAILED\|^ERROR" $LOGS/ex_*.log | head -200 > "$OUT/examples_failures.txt" ;;
+  *) echo "usage: bash docs/device/stop41.sh paths|bwd|tests|rule|final|examples" >&2; exit 2 ;;
 esac
