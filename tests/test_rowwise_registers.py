@@ -74,6 +74,11 @@ def test_the_vector_register_kernels_do_not_spill(op, tmp_path):
     # and a cluster kernel for each.
     assert {name.split("/")[0] for name in vector} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, sorted(report)
     assert {name.split("/")[0] for name in vector if "/cluster_" in name} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, sorted(report)
-    spilled = {name: figures for name, figures in vector.items() if figures[1]}
+    # The cluster kernel is built twice: for two blocks an SM (64 registers) and for three (40), which the
+    # launch takes only where it does not spill. The first must never spill; the second may.
+    dense = {name for name in vector if re.search(r"/cluster_Li\d+ELi\d+ELi3EJ", name)}
+    assert {name.split("/")[0] for name in dense} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, sorted(report)
+    spilled = {name: figures for name, figures in vector.items() if figures[1] and name not in dense}
     assert not spilled, f"{op}: kernels spilling (registers, bytes): {spilled}"
     assert all(registers <= 64 for registers, _ in vector.values())
+    assert all(vector[name][0] <= 40 for name in dense)

@@ -27,6 +27,10 @@
 #   bash docs/device/stop41.sh rule           # the rule's builds against torch.compile, and their backward kernels
 #   bash docs/device/stop41.sh final          # their GPU suites, the masked rowwise suites, memcheck
 #   bash docs/device/stop41.sh examples       # build the examples here; the matmul and rowwise GPU suites
+#   bash docs/device/stop41.sh cluster        # rowwise long rows: the cluster kernel at 64 registers (cl41a: the
+#       templates of 062f09a) against the build for three blocks an SM where it does not spill (cl41b), both from
+#       python docs/device/rowwise_sweep.py generate .device/cl41<a|b> --manifest docs/results/rowwise/sweep38_expressions.json \
+#         --only r20,quad4,resrms,softmax,layernorm,csilu,r04,r13,r18,r06 --backends cuda
 #   PKGS=... bash docs/device/stop41.sh tests # the GPU suites of the ops of PKGS
 # Logs land in $OUT.
 set -uo pipefail
@@ -84,6 +88,17 @@ case "${1:-}" in
       (cd $ex && t=$(date +%s) && python3 setup.py build_ext --inplace > "$LOGS/build_$(basename $ex).log" 2>&1
        echo "build $ex: rc=$? in $(( $(date +%s) - t )) s") &
     done
+    # While the examples build: r20 (seed 38) at rows of 16384, before and after the fast_float forward
+    # (.device/r20old: templates of 9bdf959~1; .device/r20new: this stop's), one process each, twice.
+    for round in 1 2; do
+      for v in old new; do
+        [ -d .device/r20$v ] || continue
+        timeout 100 python3 docs/device/rowwise_sweep.py run .device/r20$v/rsweep-ops --sizes 67108864 --cols 4096,16384 \
+          --dtypes float16,bfloat16 --rounds 2 --build-log .device/r20$v/rsweep-ops/build.log \
+          --json "$OUT/r20${v}_$round.json" > "$LOGS/r20${v}_$round.txt" 2>&1
+        echo "r20 $v round $round: rc=$?"; grep -E "^ *r20|r20 " "$LOGS/r20${v}_$round.txt" | head -8
+      done
+    done
     wait
     {
       for t in linear_gelu matmul softmax layernorm; do echo "examples/myteam-ops tests/test_$t.py"; done
@@ -92,5 +107,13 @@ case "${1:-}" in
         -k "not cpu and not large" > "$LOGS/ex_$(basename "$1" .py).log" 2>&1; echo "$0 $1: $(tail -1 "$LOGS/ex_$(basename "$1" .py).log")"' \
       | sort | tee "$OUT/examples_summary.txt"
     grep -h -B2 -A30 "^FAILED\|^ERROR" $LOGS/ex_*.log | head -200 > "$OUT/examples_failures.txt" ;;
-  *) echo "usage: bash docs/device/stop41.sh paths|bwd|tests|rule|final|examples" >&2; exit 2 ;;
+  cluster)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    for v in a b; do
+      timeout 280 python3 docs/device/rowwise_sweep.py run .device/cl41$v/rsweep-ops --sizes 67108864 --cols ${COLS:-16384,65536} \
+        --dtypes ${DTYPES:-bfloat16,float32} --rounds 2 --build-log .device/cl41$v/rsweep-ops/build.log \
+        --json "$OUT/cl41$v.json" > "$LOGS/cl41$v.txt" 2>&1
+      echo "cl41$v: rc=$?"
+    done ;;
+  *) echo "usage: bash docs/device/stop41.sh paths|bwd|tests|rule|final|examples|cluster" >&2; exit 2 ;;
 esac

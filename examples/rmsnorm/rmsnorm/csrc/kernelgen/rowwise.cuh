@@ -668,9 +668,11 @@ rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ 
 // holds a row, and every reduction is completed across the cluster (InCluster). Every element is read
 // from HBM once and written once: a softmax over 262144 columns moves the bytes of a copy, where the
 // multi-pass kernel reads its row three times. chunk is a multiple of kVec, so every block's slice
-// starts 16-byte aligned when the row does.
-template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, std::size_t... I>
-__global__ void __launch_bounds__(kMaxThreads, kWideThreads / kMaxThreads)
+// starts 16-byte aligned when the row does. kMinBlocks: the blocks an SM must hold at once, which caps
+// a thread's registers (2: 64 registers; 3: 40); the launch takes the build of 3 unless that cap made
+// it spill (launch_cluster_rows).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kMinBlocks, std::size_t... I>
+__global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
 cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t cols, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
@@ -838,6 +840,30 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     return clusters > 0;
   }
 
+  // Whether the build of cluster_rows_kernel for three blocks an SM (40 registers a thread) is the one to
+  // launch: ptxas fitted it without spilling, its local memory no larger than the 64-register build's.
+  // Three 512-thread blocks keep 48 warps an SM resident, two keep 32; an arithmetic-bound row then hides
+  // its latency better (on an H100, r20 of the rowwise sweep in bfloat16 at rows of 16384: 46 registers,
+  // two blocks, 601 us; the same formula at 40 registers, three blocks, 532 us). Asked once per device.
+  template <class Dense, class Wide>
+  static bool dense_fits(Dense dense, Wide wide) {
+    static std::atomic<int> known[kDevices];  // 0 not asked yet, 1 dense, 2 wide
+    int device = 0;
+    STD_CUDA_CHECK(cudaGetDevice(&device));
+    if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
+      return known[device].load(std::memory_order_relaxed) == 1;
+    }
+    cudaFuncAttributes dense_attributes{};
+    cudaFuncAttributes wide_attributes{};
+    STD_CUDA_CHECK(cudaFuncGetAttributes(&dense_attributes, dense));
+    STD_CUDA_CHECK(cudaFuncGetAttributes(&wide_attributes, wide));
+    const bool fits = dense_attributes.localSizeBytes <= wide_attributes.localSizeBytes;
+    if (device < kDevices) {
+      known[device].store(fits ? 1 : 2, std::memory_order_relaxed);
+    }
+    return fits;
+  }
+
   // Rows longer than the register kernel holds, in the registers of a cluster of blocks per row
   // (cluster_rows_kernel). Returns false, launching nothing, where the row takes more than
   // kMaxClusterBlocks blocks or the device cannot run the cluster: the caller then takes the
@@ -845,15 +871,25 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   template <int kVec>
   static bool launch_cluster_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols,
                                   cudaStream_t stream) {
+    // float32/float64 fix the thread count at compile time, as launch_register_rows does.
+    constexpr int kThreads = sizeof(scalar_t) > 2 ? kMaxThreads : 0;
     constexpr int kPerThread = per_thread<Op, scalar_t, kVec>();
+    const auto dense = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, 3, I...>;
+    const auto wide = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, kWideThreads / kMaxThreads, I...>;
+    static Fits dense_known;
+    static Fits wide_known;
+    return dense_fits(dense, wide) ? launch_cluster<kVec, kPerThread>(dense, dense_known, in..., out, rows, cols, stream)
+                                   : launch_cluster<kVec, kPerThread>(wide, wide_known, in..., out, rows, cols, stream);
+  }
+
+  template <int kVec, int kPerThread, class Kernel>
+  static bool launch_cluster(Kernel kernel, Fits& known, const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows,
+                             int64_t cols, cudaStream_t stream) {
     constexpr int64_t kBlockCols = int64_t{kPerThread} * kMaxThreads;  // the most columns one block holds
     const int64_t blocks = (cols + kBlockCols - 1) / kBlockCols;
     if (blocks > kMaxClusterBlocks) {
       return false;
     }
-    // float32/float64 fix the thread count at compile time, as launch_register_rows does.
-    const auto kernel = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, (sizeof(scalar_t) > 2 ? kMaxThreads : 0), I...>;
-    static Fits known;
     if (!cluster_fits(kernel, static_cast<int>(blocks), known)) {
       return false;
     }
