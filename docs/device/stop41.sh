@@ -27,6 +27,8 @@
 #   bash docs/device/stop41.sh rule           # the rule's builds against torch.compile, and their backward kernels
 #   bash docs/device/stop41.sh final          # their GPU suites, the masked rowwise suites, memcheck
 #   bash docs/device/stop41.sh examples       # build the examples here; the matmul and rowwise GPU suites
+#   bash docs/device/stop41.sh rows           # after the cluster change: the rowwise examples built here, their GPU
+#       suites, memcheck and racecheck over the cluster kernels of cl41b
 #   bash docs/device/stop41.sh cluster        # rowwise long rows: the cluster kernel at 64 registers (cl41a: the
 #       templates of 062f09a) against the build for three blocks an SM where it does not spill (cl41b), both from
 #       python docs/device/rowwise_sweep.py generate .device/cl41<a|b> --manifest docs/results/rowwise/sweep38_expressions.json \
@@ -115,5 +117,23 @@ case "${1:-}" in
         --json "$OUT/cl41$v.json" > "$LOGS/cl41$v.txt" 2>&1
       echo "cl41$v: rc=$?"
     done ;;
-  *) echo "usage: bash docs/device/stop41.sh paths|bwd|tests|rule|final|examples|cluster" >&2; exit 2 ;;
+  rows)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    export TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 CXX=/usr/bin/g++ CC=/usr/bin/gcc KERNELGEN_NO_CUTLASS=1
+    for ex in examples/myteam-ops examples/rmsnorm; do
+      (cd $ex && t=$(date +%s) && python3 setup.py build_ext --inplace > "$LOGS/build_$(basename $ex).log" 2>&1
+       echo "build $ex: rc=$? in $(( $(date +%s) - t )) s") &
+    done
+    for tool in memcheck racecheck; do  # while the examples build
+      timeout 150 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_rows.py \
+        .device/cl41b/rsweep-ops --ops r20,softmax,layernorm,r13 --dtypes bfloat16,float32 > "$LOGS/san_rows_$tool.log" 2>&1
+      echo "rows $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$LOGS/san_rows_$tool.log" | tail -1)" | tee -a "$OUT/rows_summary.txt"
+    done
+    wait
+    { for t in softmax log_softmax layernorm; do echo "examples/myteam-ops tests/test_$t.py"; done
+      echo "examples/rmsnorm tests/test_rmsnorm.py"; } | xargs -P 4 -L 1 bash -c 'cd "$0" && timeout 300 python3 -m pytest -q -rfE \
+        -p no:cacheprovider "$1" -k "not cpu and not large" > "$LOGS/rows_$(basename "$1" .py).log" 2>&1; \
+        echo "$0 $1: $(tail -1 "$LOGS/rows_$(basename "$1" .py).log")"' | sort | tee -a "$OUT/rows_summary.txt"
+    grep -h -v "^=========\s*$" "$LOGS"/san_rows_*.log | grep -v Warning | tail -30 > "$OUT/rows_sanitizer_tail.txt" ;;
+  *) echo "usage: bash docs/device/stop41.sh paths|bwd|tests|rule|final|examples|cluster|rows" >&2; exit 2 ;;
 esac
