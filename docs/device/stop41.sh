@@ -33,6 +33,8 @@
 #       templates of 062f09a) against the build for three blocks an SM where it does not spill (cl41b), both from
 #       python docs/device/rowwise_sweep.py generate .device/cl41<a|b> --manifest docs/results/rowwise/sweep38_expressions.json \
 #         --only r20,quad4,resrms,softmax,layernorm,csilu,r04,r13,r18,r06 --backends cuda
+#   VARIANTS="b c" COLS=1024,4096,16384 bash docs/device/stop41.sh cluster   # the register kernel built the same
+#       two ways (cl41c) against one build (cl41b)
 #   PKGS=... bash docs/device/stop41.sh tests # the GPU suites of the ops of PKGS
 # Logs land in $OUT.
 set -uo pipefail
@@ -111,7 +113,7 @@ case "${1:-}" in
     grep -h -B2 -A30 "^FAILED\|^ERROR" $LOGS/ex_*.log | head -200 > "$OUT/examples_failures.txt" ;;
   cluster)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
-    for v in a b; do
+    for v in ${VARIANTS:-a b}; do
       timeout 280 python3 docs/device/rowwise_sweep.py run .device/cl41$v/rsweep-ops --sizes 67108864 --cols ${COLS:-16384,65536} \
         --dtypes ${DTYPES:-bfloat16,float32} --rounds 2 --build-log .device/cl41$v/rsweep-ops/build.log \
         --json "$OUT/cl41$v.json" > "$LOGS/cl41$v.txt" 2>&1
