@@ -551,7 +551,7 @@ namespace bwd {
 constexpr int kThreads = 256;
 // Rows a thread loads at once: 4 where the epilogue is light and the pass memory-bound; 1 where it is
 // heavy (Op::kHeavy): its derivatives' math then hides the loads' latency, and four rows' worth of it
-// would hold four times the values in registers (on an H100, one row is 1.2-1.35x faster for heavy
+// would hold four times the values in registers (on an H100, one row is 1.15-1.35x faster for heavy
 // epilogues in bfloat16, and 1.1-1.7x slower for light ones).
 template <class Op>
 constexpr int kRowsPerStep = Op::kHeavy ? 1 : 4;

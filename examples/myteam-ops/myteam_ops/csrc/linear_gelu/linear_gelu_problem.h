@@ -58,7 +58,7 @@ struct Op {
   // The gradients at one element: d[0] for acc, d[1] for the bias.
   static constexpr int kGrads = 2;
   // Whether the epilogue's math is heavy (kernelgen's estimate: math cost 23, not above its threshold
-  // of 28). The backward kernel then loads one row at a time (bwd::kRowsPerStep in gemm.cuh).
+  // of 28). A heavy epilogue's backward kernel loads one row at a time (bwd::kRowsPerStep in gemm.cuh).
   static constexpr bool kHeavy = false;
   template <typename T>
   static OPMATH_FN void grads(T grad, T acc, T bias, T (&d)[kGrads]) {
