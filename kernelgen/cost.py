@@ -17,8 +17,8 @@ MATH_COST: dict[str, int] = {
 _DIVISION_COST = 10  # an IEEE float division
 
 
-def math_cost(node: Node) -> int:
-    """A rough count of the float instructions one element of ``node`` costs (:data:`MATH_COST`)."""
+def _own_cost(node: Node) -> int:
+    """The instructions of ``node``'s own operation, its operands not included."""
     own = 0
     if isinstance(node, Call):
         own = MATH_COST[node.func]
@@ -35,7 +35,12 @@ def math_cost(node: Node) -> int:
             own = MATH_COST["pow"]
     elif isinstance(node, Neg):
         own = 1
-    return own + sum(math_cost(child) for child in children(node))
+    return own
+
+
+def math_cost(node: Node) -> int:
+    """A rough count of the float instructions one element of ``node`` costs (:data:`MATH_COST`)."""
+    return _own_cost(node) + sum(math_cost(child) for child in children(node))
 
 
 def distinct_math_cost(node: Node, seen: set[Node] | None = None) -> int:
@@ -45,8 +50,7 @@ def distinct_math_cost(node: Node, seen: set[Node] | None = None) -> int:
     if node in seen:
         return 0
     seen.add(node)
-    own = math_cost(node) - sum(math_cost(child) for child in children(node))
-    return own + sum(distinct_math_cost(child, seen) for child in children(node))
+    return _own_cost(node) + sum(distinct_math_cost(child, seen) for child in children(node))
 
 
 def functions(node: Node) -> set[str]:

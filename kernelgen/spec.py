@@ -557,7 +557,7 @@ class OpSpec:
         training forward (``<op>_with_acc``) stores it, rounded to the inputs' dtype, beside the output."""
         if self.kind != "matmul" or not self.fused_backward:
             return False
-        parsed = self.epilogue_parsed or parse_epilogue(self.epilogue, self.bias)
+        parsed = self.parsed_epilogue
         return any("acc" in diff.variables(tree) for tree in diff.elementwise_vjp(parsed).values())
 
     @property
@@ -581,7 +581,13 @@ class OpSpec:
         """A matmul op whose epilogue's math is heavy (:func:`kernelgen.cost.heavy_epilogue`): in float16 and
         bfloat16 it runs in a pass of its own after cuBLAS's product, and its backward kernel loads one row
         at a time (``Op::kHeavy``)."""
-        return self.fused and heavy_epilogue((self.epilogue_parsed or parse_epilogue(self.epilogue, self.bias)).tree)
+        return self.fused and heavy_epilogue(self.parsed_epilogue.tree)
+
+    @property
+    def parsed_epilogue(self) -> ParsedExpr:
+        """A matmul op's epilogue, parsed (the one :meth:`create` parsed, or parsed again for a spec built
+        directly)."""
+        return self.epilogue_parsed or parse_epilogue(self.epilogue, self.bias)
 
     @property
     def kernel_dtypes(self) -> list[str]:
@@ -845,7 +851,7 @@ class PackageSpec:
                          "saves_acc": op.saves_acc, "library_dtypes": library,
                          "kernel_dtypes": op.kernel_dtypes, "heavy_epilogue": op.heavy_epilogue,
                          "heavy_epilogue_cost": HEAVY_EPILOGUE_COST,
-                         "epilogue_cost": distinct_math_cost((op.epilogue_parsed or parse_epilogue(op.epilogue, op.bias)).tree)})
+                         "epilogue_cost": distinct_math_cost(op.parsed_epilogue.tree)})
         return data
 
 

@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     root = generate(pkg, args.out, force=False)
     manifest = {"seed": args.seed, "path": args.path,
-                "ops": [{"name": op.op_name, "saves_acc": op.saves_acc, "cost": distinct_math_cost(op.epilogue_parsed.tree),
+                "ops": [{"name": op.op_name, "saves_acc": op.saves_acc, "cost": distinct_math_cost(op.parsed_epilogue.tree),
                          "library_dtypes": op.library_product_dtypes, **item} for op, item in zip(ops, items, strict=True)]}
     (args.out / f"{args.name}.json").write_text(json.dumps(manifest, indent=2) + "\n")
     for entry in manifest["ops"]:
