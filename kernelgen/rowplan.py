@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .cost import math_cost
+from .cost import distinct_math_cost, math_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
 from .nodes import (
     Node,
@@ -175,7 +175,12 @@ def plan_forms(
     else:
         output["kept"], cpp_output = None, cpp_plan.output
     output.update(cpp=emit(cpp_output, CppStyle(acc_type)), **cpp_reads(cpp_output))
+    # The arithmetic of one element in the register kernel: each shared term once, then every step (the
+    # output with its kept argument, which a kernel may compute again), a term repeated within a step once.
+    steps = [stage.arg for stage in cpp_plan.reductions] + [cpp_plan.output]
+    element_cost = sum(distinct_math_cost(node) for node in (*terms, *steps))
     return {
+        "math_cost": element_cost,
         "shared": [
             {"cpp": emit(term, CppStyle(acc_type)), "canonical": canonical(term), "earlier": [f"_s{j}" for j in range(k)],
              "inputs": [name for name in inputs if name in columns_of[k]],

@@ -7,7 +7,8 @@ compute-sanitizer (issue 28's memcheck and racecheck evidence for the cluster ke
 For every rowwise op (Triton ops, whose name ends in _tl, are left out) and each dtype it calls the op on
 rows that reach each kernel: one warp (several rows a block), several warps, one block of 512 threads
 (16384), a cluster of two blocks (16385, no 16-byte vectors), of four (65536, with them; 65537 without),
-of sixteen (262144) and a row past the largest cluster (262147: the multi-pass kernel), and on misaligned
+of sixteen (262144; eight of the deep build for one 2-byte input), a row past the largest cluster (262147: the
+multi-pass kernel), the longest row the deep build holds (524288: sixteen blocks), and on misaligned
 views (every row one element into its storage). Each result is compared with the op's reference in
 float64 on the CPU (a loose check: the sanitizer is the point; racecheck flags PyTorch's own CUDA
 reductions). A call that raises is reported (RAISED, with the
@@ -24,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package  # noqa: E402
 
-SHAPES = [(7, 33), (5, 1000), (3, 16384), (2, 16385), (2, 65536), (2, 65537), (2, 262144), (1, 262147)]
+SHAPES = [(7, 33), (5, 1000), (3, 16384), (2, 16385), (2, 65536), (2, 65537), (2, 262144), (1, 262147), (1, 524288)]
 LOOSE = {"float32": 1e-3, "float64": 1e-9, "float16": 3e-2, "bfloat16": 1e-1}
 
 

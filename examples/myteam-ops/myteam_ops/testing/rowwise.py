@@ -32,8 +32,8 @@ CHUNK = 2**22
 # Row lengths around a warp (31, 32, 33), odd ones that defeat 16-byte vectors (1000 in float64 is
 # fine, 4099 is not), the last row one block holds in registers (16384), the first that takes a cluster
 # of blocks on the GPU (16385), a cluster of four blocks with 16-byte vectors and without (65536, 65537),
-# one of sixteen (262144: one float32 or two 2-byte inputs), and a row past the largest cluster, which
-# takes the multi-pass kernel (262147).
+# one of sixteen or, for one 2-byte input, of eight blocks of 64 elements a thread (262144), and a row past
+# the largest cluster, which takes the multi-pass kernel (262147).
 ROW_LENGTHS = [1, 31, 32, 33, 1000, 4099, 16384, 16385, 65536, 65537, 262144, 262147]
 
 

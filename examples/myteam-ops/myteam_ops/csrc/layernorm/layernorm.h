@@ -59,6 +59,10 @@ struct Op {
   // The CUDA kernels evaluate the formula of a float16 or bfloat16 row in opmath::fast_float (fast
   // division and exp; see Steps::eval_t in ../kernelgen/rowwise.cuh). The CPU loop computes in math_t.
   static constexpr bool kFastMath = true;
+  // The formula's arithmetic at one element, in about an instruction a unit (kernelgen.cost: a division
+  // or exp 10, cos 25): the cluster kernel holds fewer elements a thread where its unrolled code would
+  // outgrow the instruction cache (cluster_start in ../kernelgen/rowwise.cuh).
+  static constexpr int kMathCost = 11;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, Reduce0<acc_t>, Reduce1<acc_t>>;
   static constexpr bool kMean[kReductions] = {kMean0, kMean1};

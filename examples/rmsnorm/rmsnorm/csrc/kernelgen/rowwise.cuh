@@ -20,8 +20,10 @@
 //     then across the cluster: every block puts its value in its shared memory, and after a cluster
 //     barrier every thread reads all the blocks' values through distributed shared memory and folds
 //     them in rank order. So the row is still read from HBM once and written once, at any length up to
-//     kMaxClusterBlocks * kMaxThreads * per_thread() (262144 elements of one float32 or two bfloat16
-//     inputs).
+//     kMaxClusterBlocks * kMaxThreads * per_thread() (262144 elements of one float32 input or two
+//     bfloat16 ones, 524288 of one bfloat16 input). A thread holds up to 128 bytes of each input
+//     (cluster_start), twice the register kernel's 2-byte share: the fewer blocks a row takes, the less
+//     of their waiting at each reduction is paid per byte.
 //   * Rows longer still, or on GPUs without clusters, take a multi-pass kernel (long_rows_kernel): one
 //     block per row, each reduction a loop over the row (re-read from memory, which the L2 cache partly
 //     absorbs), then the output loop.
@@ -50,6 +52,9 @@
 //   arg<R>(v, r), out(v, kept, r)    the formula's steps: v holds the columns' values at one element
 //                                    (0 where the step reads none), then the shared terms', r the
 //                                    reductions so far.
+// and, the forward's Op only,
+//   kFastMath                        whether the 2-byte types evaluate the formula in fast_float;
+//   kMathCost                        the formula's arithmetic at one element (cluster_start).
 // Everything here is in an anonymous namespace: each op's kernel file compiles its own copy, as if
 // written there.
 
@@ -110,19 +115,43 @@ constexpr int64_t kMaxBlocks = 2147483647;
 // blocks per SM a cluster of 16 takes 8 SMs of one GPC. Launch asks the occupancy API whether the
 // device can run the cluster at all before it takes this kernel.
 constexpr int kMaxClusterBlocks = 16;
+// The deep build of cluster_rows_kernel (launch_cluster_rows), for rows that would take more than
+// kPortableClusterBlocks blocks: each thread starts from kClusterBytes of each input (32 float32
+// elements, 64 of the 2-byte types) where the formula is light, and per_thread() halves that while the
+// row's values take more than kRowRegisters.
+//   * Why: a cluster kernel's blocks load their slices, wait for each other at every reduction, then
+//     store, and a cluster of more than 8 blocks (16: the most an H100 runs) waits longest and fits a
+//     GPC's SMs worst. On an H100, at 2^26 bfloat16 elements in rows of 262144, 26 light single-input
+//     expressions ran in clusters of 8 blocks of 64 elements a thread and of 16 blocks of 32: 20 ran
+//     1.03-1.51x faster (median 1.24x; softmax 61% -> 73% of a copy's bandwidth, RMSNorm 75% -> 85%),
+//     the others within 1.5%. At rows of 65536 (2 blocks against 4) the same change won and lost up to
+//     20%, so rows that fit 8 blocks keep kLongPerThread.
+//   * Why not for a heavy formula: every element's arithmetic is unrolled, so a thread's code grows with
+//     the elements it holds, and Op::kMathCost * elements above kClusterCode outgrows the SM's
+//     instruction cache: the two expressions with sin or cos (costs 96 and 102) ran 1.2-2.1x slower at
+//     64 elements a thread (9000 instructions) than at 32 (4600).
+constexpr int kPortableClusterBlocks = 8;
+constexpr int kClusterBytes = 128;
+constexpr int kClusterCode = 80 * 64;  // light: a cost of at most 80 at 64 elements a thread
+template <class Op, typename scalar_t>
+constexpr int cluster_start() {
+  const int wide = std::max(kLongPerThread, kClusterBytes / static_cast<int>(sizeof(scalar_t)));
+  return Op::kMathCost * wide <= kClusterCode ? wide : kLongPerThread;
+}
 
 // Registers one thread's share of the row takes at `per_thread` elements of every input: each input,
 // in its own type, or the reduction argument the output reuses (in the math type), which replaces
 // them: the output then reads no input, so the inputs' registers are free once it is computed; and
 // each shared term, in the math type, kept from the first step to the last that reads it, beside the
 // inputs the steps read directly. Loaded one by one (kVec 1), a 2-byte element takes a register of its
-// own.
-template <class Op, typename scalar_t, int kVec>
+// own. kKeep false: the output computes the kept argument again from the held row (held_row), which
+// then takes no registers of its own.
+template <class Op, typename scalar_t, int kVec, bool kKeep = true>
 constexpr int row_registers(int per_thread) {
   const int bytes = kVec > 1 ? static_cast<int>(sizeof(scalar_t)) : std::max(4, static_cast<int>(sizeof(scalar_t)));
   const int inputs = Op::kInputs * per_thread * bytes / 4;
   const int acc_registers = per_thread * static_cast<int>(sizeof(typename Op::template math_t<scalar_t>)) / 4;
-  const int kept = Op::kKept >= 0 ? acc_registers : 0;
+  const int kept = kKeep && Op::kKept >= 0 ? acc_registers : 0;
   if constexpr (Op::kShared == 0) {
     return std::max(inputs, kept);
   } else {
@@ -148,10 +177,11 @@ constexpr int row_registers(int per_thread) {
 // of a copy's bandwidth when it spills.
 // (kBudget: the registers the row may take; the backward with weights, at up to 128 registers a thread,
 // allows twice kRowRegisters.)
-template <class Op, typename scalar_t, int kVec, int kBudget = kRowRegisters>
+// (kStart: the count to start from; the cluster kernel starts from kClusterBytes of each input.)
+template <class Op, typename scalar_t, int kVec, int kBudget = kRowRegisters, int kStart = kLongPerThread, bool kKeep = true>
 constexpr int per_thread() {
-  int count = kLongPerThread;
-  while (count > kVec && row_registers<Op, scalar_t, kVec>(count) > kBudget) {
+  int count = kStart;
+  while (count > kVec && row_registers<Op, scalar_t, kVec, kKeep>(count) > kBudget) {
     count /= 2;
   }
   return count;
@@ -485,8 +515,8 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
 
   // Reduction S over a row held in registers: each thread folds its elements, then row_reduce (and,
   // for a row shared by a cluster's blocks, Across: InCluster). The argument of reduction kKept is kept
-  // for the output, in `kept`.
-  template <int S, int kPacks, class Across = InBlock>
+  // for the output, in `kept`, unless kKeep is false.
+  template <int S, int kPacks, class Across = InBlock, bool kKeep = true>
   static __device__ __forceinline__ void reduce_held(const pack_t (&row)[kColumns][kPacks], acc_t* r, acc_t* kept,
                                                      const acc_t* shared, acc_t* scratch, int threads, int first,
                                                      int limit, int64_t cols, const Same<I, scalar_t>*... in) {
@@ -504,7 +534,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
           held_values<S>(v, row, weights, p, k);
           held_shared<S, kPacks * kVec>(v, shared, p, k);
           const acc_t value = arg<S>(v, r);
-          if constexpr (S == Op::kKept) {
+          if constexpr (kKeep && S == Op::kKept) {
             kept[p * kVec + k] = value;
           }
           acc = Reduce::combine(acc, value);
@@ -518,12 +548,12 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     }
   }
   // Every reduction in order; each has its own kSlots slots of `scratch`.
-  template <int kPacks, int kSlots, class Across = InBlock, int... S>
+  template <int kPacks, int kSlots, class Across = InBlock, bool kKeep = true, int... S>
   static __device__ __forceinline__ void reduce_held(std::integer_sequence<int, S...>, const pack_t (&row)[kColumns][kPacks],
                                                      acc_t* r, acc_t* kept, const acc_t* shared, acc_t* scratch,
                                                      int threads, int first, int limit, int64_t cols,
                                                      const Same<I, scalar_t>*... in) {
-    (reduce_held<S, kPacks, Across>(row, r, kept, shared, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
+    (reduce_held<S, kPacks, Across, kKeep>(row, r, kept, shared, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
   }
 
   // Reduction S of a row read from memory: a loop over the row, then row_reduce.
@@ -560,7 +590,9 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
 // inputs and the output, its first `limit` elements are there (0: a row past the end, whose threads
 // load and store nothing but take part in every barrier), and `cols` is its length (for a mean). The
 // weights are indexed by the column. scratch: kSlots slots per reduction (row_reduce, and Across's slot).
-template <class Op, typename scalar_t, int kVec, int kPerThread, int kSlots, class Across, std::size_t... I>
+// kKeep: whether the output reads reduction Op::kKept's argument from registers (kept while the
+// reductions run) or computes it again from the held row (fewer registers, more arithmetic).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kSlots, class Across, bool kKeep, std::size_t... I>
 __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out,
                                          int64_t base, int limit, int64_t cols, int threads,
                                          typename Op::template math_t<scalar_t>* scratch) {
@@ -612,8 +644,8 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
   // The output reuses reduction kKept's per-element argument: kept here, in the registers the inputs
   // free once it is computed, instead of evaluated twice (transcendental math such as exp would
   // otherwise make the half-precision kernels compute-bound).
-  acc_t kept[Op::kKept >= 0 ? kPerThread : 1];
-  Step::template reduce_held<kPacks, kSlots, Across>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
+  acc_t kept[kKeep && Op::kKept >= 0 ? kPerThread : 1];
+  Step::template reduce_held<kPacks, kSlots, Across, kKeep>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
                                                      shared, scratch, threads, first, limit, cols, in...);
   Across::reduced();
 
@@ -624,13 +656,26 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
     if (col < limit) {
       pack_t weights[Step::kColumns];
       Step::template load_weights<Step::kOutput>(weights, col, in...);
+      pack_t kept_weights[Step::kColumns];
+      if constexpr (!kKeep && Op::kKept >= 0) {
+        Step::template load_weights<Op::kKept>(kept_weights, col, in...);
+      }
       pack_t result;
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         acc_t v[Step::kValues];
         Step::template held_values<Step::kOutput>(v, row_v, weights, p, k);
         Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
-        result.v[k] = static_cast<scalar_t>(Step::out(v, Op::kKept >= 0 ? kept[p * kVec + k] : acc_t(0), r));
+        acc_t kept_value = acc_t(0);
+        if constexpr (kKeep && Op::kKept >= 0) {
+          kept_value = kept[p * kVec + k];
+        } else if constexpr (Op::kKept >= 0) {
+          acc_t kv[Step::kValues];
+          Step::template held_values<Op::kKept>(kv, row_v, kept_weights, p, k);
+          Step::template held_shared<Op::kKept, kPerThread>(kv, shared, p, k);
+          kept_value = Step::template arg<Op::kKept>(kv, r);
+        }
+        result.v[k] = static_cast<scalar_t>(Step::out(v, kept_value, r));
       }
       *reinterpret_cast<pack_t*>(out + base + col) = result;
     }
@@ -658,7 +703,7 @@ rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ 
   // part in every barrier of the block. Column offsets fit an int: cols <= kMaxRegisterCols here.
   const int limit = row < rows ? static_cast<int>(cols) : 0;
   const int64_t base = row * cols;
-  held_row<Op, scalar_t, kVec, kPerThread, kSlots, InBlock, I...>(in..., out, base, limit, cols, threads, &scratch[0][0]);
+  held_row<Op, scalar_t, kVec, kPerThread, kSlots, InBlock, true, I...>(in..., out, base, limit, cols, threads, &scratch[0][0]);
 }
 
 // Rows longer than the register kernel holds, up to kMaxClusterBlocks * kMaxThreads * kPerThread
@@ -671,7 +716,7 @@ rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ 
 // starts 16-byte aligned when the row does. kMinBlocks: the blocks an SM must hold at once, which caps
 // a thread's registers (2: 64 registers; 3: 40); the launch takes the build of 3 unless that cap made
 // it spill (launch_cluster_rows).
-template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kMinBlocks, std::size_t... I>
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, int kMinBlocks, bool kKeep, std::size_t... I>
 __global__ void __launch_bounds__(kMaxThreads, kMinBlocks)
 cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t cols, int chunk) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -689,7 +734,7 @@ cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __res
   const int64_t base = row * cols;
   // The slice as a row of its own: every pointer moved to its first column (the inputs' and the
   // output's rows at `base` from there, the weights indexed by the column).
-  held_row<Op, scalar_t, kVec, kPerThread, kSlots, InCluster, I...>((in + start)..., out + start, base, limit, cols,
+  held_row<Op, scalar_t, kVec, kPerThread, kSlots, InCluster, kKeep, I...>((in + start)..., out + start, base, limit, cols,
                                                                     kThreads > 0 ? kThreads : static_cast<int>(blockDim.x),
                                                                     &scratch[0][0]);
   // Other blocks of the cluster may still be reading this block's last slot: its shared memory must
@@ -874,8 +919,24 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     // float32/float64 fix the thread count at compile time, as launch_register_rows does.
     constexpr int kThreads = sizeof(scalar_t) > 2 ? kMaxThreads : 0;
     constexpr int kPerThread = per_thread<Op, scalar_t, kVec>();
-    const auto dense = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, 3, I...>;
-    const auto wide = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, kWideThreads / kMaxThreads, I...>;
+    // A row that takes more than kPortableClusterBlocks blocks at kPerThread elements a thread takes the
+    // deep build where it holds more: cluster_start()'s, with the kept argument in registers or, where
+    // that halves the count, computed again for the output (a 2-byte softmax: 64 elements a thread and
+    // its exp twice, not 32 and once). It is built for two blocks an SM only: at 64 elements its
+    // three-block build spills.
+    constexpr int kDeepKept = per_thread<Op, scalar_t, kVec, kRowRegisters, cluster_start<Op, scalar_t>(), true>();
+    constexpr int kDeepFreed = per_thread<Op, scalar_t, kVec, kRowRegisters, cluster_start<Op, scalar_t>(), false>();
+    constexpr bool kKeep = kDeepKept >= kDeepFreed;
+    constexpr int kDeep = kKeep ? kDeepKept : kDeepFreed;
+    if constexpr (kDeep > kPerThread) {
+      if (cols > int64_t{kPortableClusterBlocks} * kMaxThreads * kPerThread) {
+        static Fits deep_known;
+        const auto deep = cluster_rows_kernel<Op, scalar_t, kVec, kDeep, kThreads, kWideThreads / kMaxThreads, kKeep, I...>;
+        return launch_cluster<kVec, kDeep>(deep, deep_known, in..., out, rows, cols, stream);
+      }
+    }
+    const auto dense = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, 3, true, I...>;
+    const auto wide = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, kWideThreads / kMaxThreads, true, I...>;
     static Fits dense_known;
     static Fits wide_known;
     return dense_fits(dense, wide) ? launch_cluster<kVec, kPerThread>(dense, dense_known, in..., out, rows, cols, stream)
