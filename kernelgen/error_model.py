@@ -172,6 +172,7 @@ class _Emitter:
                 error = self._sum([
                     f"{self._abs(b)} * {ea}" if ea else None,
                     f"{self._abs(a)} * {eb}" if eb else None,
+                    f"_m.product_of_errors({ea}, {eb})" if ea and eb else None,
                     "_m.one_rounding({t})",
                 ])
             else:
@@ -200,7 +201,11 @@ class _Emitter:
             slope = f"(2.0 * {x}).abs()"
         else:
             slope = f"({p_text} * {x} ** {float_literal(p - 1)}).abs()"
-        error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.power_error({x}, {p_text}, {{t}})"])
+        error = self._sum([
+            f"{slope} * {ex}" if ex else None,
+            f"_m.product_of_errors({ex}, {ex})" if ex and p == 2 else None,
+            f"_m.power_error({x}, {p_text}, {{t}})",
+        ])
         return self._node(base_node, f"{x} ** {p_text}" if p != 0.5 else f"torch.sqrt({x})", error, comment)
 
     def _call(self, node: Call, comment: str) -> tuple[str, str | None]:
