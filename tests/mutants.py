@@ -204,7 +204,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rw_tl-constant", "rw_tl", "triton", "a constant off by 1% (0.5 becomes 0.505)",
            (_e(RW_TL, "tl.full((), 0.5, ACC) * b", "tl.full((), 0.505, ACC) * b", count=2),)),
     Mutant("rw_tl-last-element", "rw_tl", "triton", "the last element of each row skipped (the store's mask)",
-           (_e(RW_TL, "result.to(out_ptr.dtype.element_ty), mask=mask)", "result.to(out_ptr.dtype.element_ty), mask=mask & (offsets < cols - 1))",
+           (_e(RW_TL, "result.to(out_ptr.dtype.element_ty), mask=mask", "result.to(out_ptr.dtype.element_ty), mask=mask & (offsets < cols - 1)",
                count=2),)),
     Mutant("rw_tl-row-stride", "rw_tl", "triton", "the row stride off by one",
            (_e(RW_TL, "base = tl.program_id(0).to(tl.int64) * cols", "base = tl.program_id(0).to(tl.int64) * (cols - 1)", count=2),)),
