@@ -39,11 +39,11 @@ def grad_error_bound(_m, _grad, x):
     _t2 = 1.0 - _t1  # 1.0 - sigmoid(1.702 * x)
     _e2 = _e1 + _m.one_rounding(_t2)
     _t3 = _t1 * _t2  # sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x))
-    _e3 = _t2.abs() * _e1 + _t1.abs() * _e2 + _m.one_rounding(_t3)
+    _e3 = _t2.abs() * _e1 + _t1.abs() * _e2 + _m.product_of_errors(_e1, _e2) + _m.one_rounding(_t3)
     _t4 = x * _t3  # x * (sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x)))
     _e4 = x.abs() * _e3 + _m.one_rounding(_t4)
     _t5 = 1.702 * _t4  # 1.702 * (x * (sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x))))
-    _e5 = _t4.abs() * _m.literal_rounding(1.702) + 1.702 * _e4 + _m.one_rounding(_t5)
+    _e5 = _t4.abs() * _m.literal_rounding(1.702) + 1.702 * _e4 + _m.product_of_errors(_m.literal_rounding(1.702), _e4) + _m.one_rounding(_t5)
     _t6 = _t1 + _t5  # sigmoid(1.702 * x) + 1.702 * (x * (sigmoid(1.702 * x) * (1.0 - sigmoi...
     _e6 = _e1 + _e5 + _m.one_rounding(_t6)
     _t7 = _grad * _t6  # _grad * (sigmoid(1.702 * x) + 1.702 * (x * (sigmoid(1.702 * x) * (1.0...

@@ -22,7 +22,7 @@ def error_bound(_m, x, w, b):
     _t0 = x - _r0  # x - _r0
     _e0 = _q0 + _m.one_rounding(_t0)
     _t1 = _t0 ** 2.0  # (x - _r0) ** 2.0
-    _e1 = (2.0 * _t0).abs() * _e0 + _m.power_error(_t0, 2.0, _t1)
+    _e1 = (2.0 * _t0).abs() * _e0 + _m.product_of_errors(_e0, _e0) + _m.power_error(_t0, 2.0, _t1)
     _r1, _q1 = _m.mean_of_row(_t1, _e1)  # mean((x - mean(x)) ** 2.0)
     _t2 = x - _r0  # x - _r0
     _e2 = _q0 + _m.one_rounding(_t2)
@@ -31,7 +31,7 @@ def error_bound(_m, x, w, b):
     _t4 = torch.rsqrt(_t3)  # rsqrt(_r1 + 1e-05)
     _e4 = 0.5 * _t4 / _t3.abs() * _e3 + _m.function_error('rsqrt', _t3, _t4)
     _t5 = _t2 * _t4  # (x - _r0) * rsqrt(_r1 + 1e-05)
-    _e5 = _t4.abs() * _e2 + _t2.abs() * _e4 + _m.one_rounding(_t5)
+    _e5 = _t4.abs() * _e2 + _t2.abs() * _e4 + _m.product_of_errors(_e2, _e4) + _m.one_rounding(_t5)
     _t6 = _t5 * w  # (x - _r0) * rsqrt(_r1 + 1e-05) * w
     _e6 = w.abs() * _e5 + _m.one_rounding(_t6)
     _t7 = _t6 + b  # (x - _r0) * rsqrt(_r1 + 1e-05) * w + b
@@ -48,13 +48,13 @@ def grad_error_bound(_m, _grad, x, w, b):
     _t0 = x - _r0  # x - _r0
     _e0 = _q0 + _m.one_rounding(_t0)
     _t1 = _t0 ** 2.0  # (x - _r0) ** 2.0
-    _e1 = (2.0 * _t0).abs() * _e0 + _m.power_error(_t0, 2.0, _t1)
+    _e1 = (2.0 * _t0).abs() * _e0 + _m.product_of_errors(_e0, _e0) + _m.power_error(_t0, 2.0, _t1)
     _r1, _q1 = _m.mean_of_row(_t1, _e1)  # mean((x - mean(x)) ** 2.0)
     _t2 = _grad * w  # _grad * w
     _e2 = _m.one_rounding(_t2)
     _r2, _q2 = _m.mean_of_row(_t2, _e2)  # mean(_grad * w)
     _t3 = _t2 * _t0  # _grad * w * (x - _r0)
-    _e3 = _t0.abs() * _e2 + _t2.abs() * _e0 + _m.one_rounding(_t3)
+    _e3 = _t0.abs() * _e2 + _t2.abs() * _e0 + _m.product_of_errors(_e2, _e0) + _m.one_rounding(_t3)
     _r3, _q3 = _m.mean_of_row(_t3, _e3)  # mean(_grad * w * (x - mean(x)))
     _t4 = _r1 + 1e-05  # _r1 + 1e-05
     _e4 = _q1 + _m.literal_rounding(1e-05) + _m.one_rounding(_t4)
@@ -65,19 +65,19 @@ def grad_error_bound(_m, _grad, x, w, b):
     _t7 = _grad * _t6  # _grad * (rsqrt(_r1 + 1e-05) * w)
     _e7 = _grad.abs() * _e6 + _m.one_rounding(_t7)
     _t8 = _t5 * _r2  # rsqrt(_r1 + 1e-05) * _r2
-    _e8 = _r2.abs() * _e5 + _t5.abs() * _q2 + _m.one_rounding(_t8)
+    _e8 = _r2.abs() * _e5 + _t5.abs() * _q2 + _m.product_of_errors(_e5, _q2) + _m.one_rounding(_t8)
     _t9 = _t7 - _t8  # _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2
     _e9 = _e7 + _e8 + _m.one_rounding(_t9)
     _t10 = _t5 ** 3.0  # rsqrt(_r1 + 1e-05) ** 3.0
     _e10 = (3.0 * _t5 ** 2.0).abs() * _e5 + _m.power_error(_t5, 3.0, _t10)
     _t11 = _t10 * _r3  # rsqrt(_r1 + 1e-05) ** 3.0 * _r3
-    _e11 = _r3.abs() * _e10 + _t10.abs() * _q3 + _m.one_rounding(_t11)
+    _e11 = _r3.abs() * _e10 + _t10.abs() * _q3 + _m.product_of_errors(_e10, _q3) + _m.one_rounding(_t11)
     _t12 = _t11 * _t0  # rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
-    _e12 = _t0.abs() * _e11 + _t11.abs() * _e0 + _m.one_rounding(_t12)
+    _e12 = _t0.abs() * _e11 + _t11.abs() * _e0 + _m.product_of_errors(_e11, _e0) + _m.one_rounding(_t12)
     _t13 = _t9 - _t12  # _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_...
     _e13 = _e9 + _e12 + _m.one_rounding(_t13)
     _t14 = _t0 * _t5  # (x - _r0) * rsqrt(_r1 + 1e-05)
-    _e14 = _t5.abs() * _e0 + _t0.abs() * _e5 + _m.one_rounding(_t14)
+    _e14 = _t5.abs() * _e0 + _t0.abs() * _e5 + _m.product_of_errors(_e0, _e5) + _m.one_rounding(_t14)
     _t15 = _grad * _t14  # _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
     _e15 = _grad.abs() * _e14 + _m.one_rounding(_t15)
     return (_e13, _m.sum_of_column(_t15, _e15, x)[1], _m.sum_of_column(_grad, None, x)[1])

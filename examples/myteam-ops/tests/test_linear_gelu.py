@@ -23,11 +23,11 @@ def error_bound(_m, acc, bias, acc_error):
     _t1 = acc + bias  # acc + bias
     _e1 = acc_error + _m.one_rounding(_t1)
     _t2 = 1.702 * _t1  # 1.702 * (acc + bias)
-    _e2 = _t1.abs() * _m.literal_rounding(1.702) + 1.702 * _e1 + _m.one_rounding(_t2)
+    _e2 = _t1.abs() * _m.literal_rounding(1.702) + 1.702 * _e1 + _m.product_of_errors(_m.literal_rounding(1.702), _e1) + _m.one_rounding(_t2)
     _t3 = torch.sigmoid(_t2)  # sigmoid(1.702 * (acc + bias))
     _e3 = _t3 * (1.0 - _t3) * _e2 + _m.function_error('sigmoid', _t2, _t3)
     _t4 = _t0 * _t3  # (acc + bias) * sigmoid(1.702 * (acc + bias))
-    _e4 = _t3.abs() * _e0 + _t0.abs() * _e3 + _m.one_rounding(_t4)
+    _e4 = _t3.abs() * _e0 + _t0.abs() * _e3 + _m.product_of_errors(_e0, _e3) + _m.one_rounding(_t4)
     return _e4
 
 
@@ -38,17 +38,17 @@ def grad_error_bound(_m, _grad, acc, bias, acc_error):
     _t0 = acc + bias  # acc + bias
     _e0 = acc_error + _m.one_rounding(_t0)
     _t1 = 1.702 * _t0  # 1.702 * (acc + bias)
-    _e1 = _t0.abs() * _m.literal_rounding(1.702) + 1.702 * _e0 + _m.one_rounding(_t1)
+    _e1 = _t0.abs() * _m.literal_rounding(1.702) + 1.702 * _e0 + _m.product_of_errors(_m.literal_rounding(1.702), _e0) + _m.one_rounding(_t1)
     _t2 = torch.sigmoid(_t1)  # sigmoid(1.702 * (acc + bias))
     _e2 = _t2 * (1.0 - _t2) * _e1 + _m.function_error('sigmoid', _t1, _t2)
     _t3 = 1.0 - _t2  # 1.0 - sigmoid(1.702 * (acc + bias))
     _e3 = _e2 + _m.one_rounding(_t3)
     _t4 = _t2 * _t3  # sigmoid(1.702 * (acc + bias)) * (1.0 - sigmoid(1.702 * (acc + bias)))
-    _e4 = _t3.abs() * _e2 + _t2.abs() * _e3 + _m.one_rounding(_t4)
+    _e4 = _t3.abs() * _e2 + _t2.abs() * _e3 + _m.product_of_errors(_e2, _e3) + _m.one_rounding(_t4)
     _t5 = _t0 * _t4  # (acc + bias) * (sigmoid(1.702 * (acc + bias)) * (1.0 - sigmoid(1.702 ...
-    _e5 = _t4.abs() * _e0 + _t0.abs() * _e4 + _m.one_rounding(_t5)
+    _e5 = _t4.abs() * _e0 + _t0.abs() * _e4 + _m.product_of_errors(_e0, _e4) + _m.one_rounding(_t5)
     _t6 = 1.702 * _t5  # 1.702 * ((acc + bias) * (sigmoid(1.702 * (acc + bias)) * (1.0 - sigmo...
-    _e6 = _t5.abs() * _m.literal_rounding(1.702) + 1.702 * _e5 + _m.one_rounding(_t6)
+    _e6 = _t5.abs() * _m.literal_rounding(1.702) + 1.702 * _e5 + _m.product_of_errors(_m.literal_rounding(1.702), _e5) + _m.one_rounding(_t6)
     _t7 = _t2 + _t6  # sigmoid(1.702 * (acc + bias)) + 1.702 * ((acc + bias) * (sigmoid(1.70...
     _e7 = _e2 + _e6 + _m.one_rounding(_t7)
     _t8 = _grad * _t7  # _grad * (sigmoid(1.702 * (acc + bias)) + 1.702 * ((acc + bias) * (sig...

@@ -48,7 +48,7 @@ def grad_error_bound(_m, _grad, x):
     _t2 = _r0 / _r2  # _r0 / _r2
     _e2 = _q0 / _r2.abs() + (_t2 / _r2).abs() * _q2 + _m.division_error(_t2)
     _t3 = _t2 * _t1  # _r0 / _r2 * exp(x - _r1)
-    _e3 = _t1.abs() * _e2 + _t2.abs() * _e1 + _m.one_rounding(_t3)
+    _e3 = _t1.abs() * _e2 + _t2.abs() * _e1 + _m.product_of_errors(_e2, _e1) + _m.one_rounding(_t3)
     _t4 = _grad - _t3  # _grad - _r0 / _r2 * exp(x - _r1)
     _e4 = _e3 + _m.one_rounding(_t4)
     return (_e4,)

@@ -36,7 +36,7 @@ def grad_error_bound(_m, _grad, x, y):
     _t1 = 1.0 - _t0  # 1.0 - sigmoid(x)
     _e1 = _e0 + _m.one_rounding(_t1)
     _t2 = _t0 * _t1  # sigmoid(x) * (1.0 - sigmoid(x))
-    _e2 = _t1.abs() * _e0 + _t0.abs() * _e1 + _m.one_rounding(_t2)
+    _e2 = _t1.abs() * _e0 + _t0.abs() * _e1 + _m.product_of_errors(_e0, _e1) + _m.one_rounding(_t2)
     _t3 = x * _t2  # x * (sigmoid(x) * (1.0 - sigmoid(x)))
     _e3 = x.abs() * _e2 + _m.one_rounding(_t3)
     _t4 = _t0 + _t3  # sigmoid(x) + x * (sigmoid(x) * (1.0 - sigmoid(x)))

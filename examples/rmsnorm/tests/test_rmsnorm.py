@@ -56,7 +56,7 @@ def grad_error_bound(_m, _grad, x, w):
     _t7 = _t4 ** 3.0  # rsqrt(_r0 + 1e-06) ** 3.0
     _e7 = (3.0 * _t4 ** 2.0).abs() * _e4 + _m.power_error(_t4, 3.0, _t7)
     _t8 = _t7 * _r1  # rsqrt(_r0 + 1e-06) ** 3.0 * _r1
-    _e8 = _r1.abs() * _e7 + _t7.abs() * _q1 + _m.one_rounding(_t8)
+    _e8 = _r1.abs() * _e7 + _t7.abs() * _q1 + _m.product_of_errors(_e7, _q1) + _m.one_rounding(_t8)
     _t9 = _t8 * x  # rsqrt(_r0 + 1e-06) ** 3.0 * _r1 * x
     _e9 = x.abs() * _e8 + _m.one_rounding(_t9)
     _t10 = _t6 - _t9  # _grad * (rsqrt(_r0 + 1e-06) * w) - rsqrt(_r0 + 1e-06) ** 3.0 * _r1 * x

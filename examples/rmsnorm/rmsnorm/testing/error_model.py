@@ -95,6 +95,12 @@ class ErrorModel:
             count = count * (1 - y) + 0.5 + self._ulps_of("/", x)[0]
         return 2 * count * y.abs() + abs_floor + self.tiny
 
+    def product_of_errors(self, ea, eb):
+        """The second-order part of a product's error, ea eb u (a * b's first-order part, |b| ea + |a| eb,
+        vanishes where a and b do): all there is of (x - min(x)) ** 2 at a row of one element, where the
+        kernel's x - min(x) is the rounding of x, not 0 (an FMA computes x's product exactly there)."""
+        return ea * eb * self.u
+
     def division_error(self, q):
         return 2 * self._ulps_of("/", q)[0] * q.abs() + self.tiny
 

@@ -177,7 +177,8 @@ constexpr int row_registers(int per_thread) {
 // of a copy's bandwidth when it spills.
 // (kBudget: the registers the row may take; the backward with weights, at up to 128 registers a thread,
 // allows twice kRowRegisters.)
-// (kStart: the count to start from; the cluster kernel starts from kClusterBytes of each input.)
+// (kStart: the count to start from, kKeep as in row_registers; the deep cluster build starts from
+// cluster_start().)
 template <class Op, typename scalar_t, int kVec, int kBudget = kRowRegisters, int kStart = kLongPerThread, bool kKeep = true>
 constexpr int per_thread() {
   int count = kStart;
@@ -643,7 +644,8 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
   acc_t r[Op::kReductions];
   // The output reuses reduction kKept's per-element argument: kept here, in the registers the inputs
   // free once it is computed, instead of evaluated twice (transcendental math such as exp would
-  // otherwise make the half-precision kernels compute-bound).
+  // otherwise make the half-precision kernels compute-bound). The deep cluster build, whose row takes
+  // those registers, evaluates it again (kKeep false).
   acc_t kept[kKeep && Op::kKept >= 0 ? kPerThread : 1];
   Step::template reduce_held<kPacks, kSlots, Across, kKeep>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
                                                      shared, scratch, threads, first, limit, cols, in...);
