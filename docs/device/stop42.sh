@@ -26,6 +26,9 @@
 #       --only softmax,log_softmax,rmsnorm,layernorm,resrms,csilu,wrms,xbyy,gated,lse,lsm_lse,wsoftmax,resln,quad4,range4,r00,r01,r02,r03,r04
 #   (sw42b: --only r05,...,r24), built as above
 #   PACK=sw42a bash docs/device/stop42.sh sweep; PACK=sw42b bash docs/device/stop42.sh sweep
+#   python docs/device/rowwise_sweep.py generate .device/nwa --manifest docs/results/stop42/noweights_expressions.json --backends cuda
+#   (.device/nwb: a copy with the deep build taken whenever Op::kWeights == 0)
+#   bash docs/device/stop42.sh noweights
 #   PKGS=... bash docs/device/stop42.sh tests
 # Logs land in $OUT.
 set -uo pipefail
@@ -126,6 +129,20 @@ case "${1:-}" in
       --dtypes ${DTYPES:-bfloat16} --rounds 2 --build-log .device/${PACK:-sw42a}/rsweep-ops/build.log \
       --json "$OUT/${PACK:-sw42a}.json" > "$LOGS/${PACK:-sw42a}.txt" 2>&1
     echo "${PACK:-sw42a}: rc=$?"; grep -A12 "^backend" "$LOGS/${PACK:-sw42a}.txt" | cut -c1-160 ;;
+  noweights)
+    # Rows of 2-8 blocks: the deep build for ops without weights? nwa: the shipped templates; nwb: the same
+    # with the deep build whenever Op::kWeights == 0 (launch_cluster_rows edited). 15 fresh single-input draws
+    # without weights (seeds 44-47, math cost <= 80: docs/results/stop42/noweights_expressions.json), built here.
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+    for v in a b; do
+      (cd .device/nw$v/rsweep-ops && TORCH_CUDA_ARCH_LIST=9.0 MAX_JOBS=16 CXX=/usr/bin/g++ CC=/usr/bin/gcc NVCC_APPEND_FLAGS="-Xptxas -v" \
+        python3 setup.py build_ext --inplace > build.log 2>&1; echo "build nw$v: rc=$?")
+    done
+    for v in a b; do
+      timeout 200 python3 docs/device/rowwise_sweep.py run .device/nw$v/rsweep-ops --sizes 67108864 --cols ${COLS:-32768,65536,131072} \
+        --dtypes ${DTYPES:-bfloat16} --rounds 2 --build-log .device/nw$v/rsweep-ops/build.log --json "$OUT/nw$v.json" > "$LOGS/nw$v.txt" 2>&1
+      echo "nw$v: rc=$?"; grep -A4 "^backend" "$LOGS/nw$v.txt"
+    done ;;
   tests)
     for pkg in ${PKGS:-.device/cl42c/rsweep-ops}; do
       for f in $pkg/tests/test_*.py; do echo "$pkg $(basename "$f")"; done
@@ -133,5 +150,5 @@ case "${1:-}" in
         "tests/$1" -k "${K:-not cpu}" > "$LOGS/test_$(basename "$0")_${1%.py}.log" 2>&1; \
         echo "$(basename "$0") $1: $(tail -1 "$LOGS/test_$(basename "$0")_${1%.py}.log")"' | sort | tee "$OUT/tests_summary.txt"
     grep -h -B2 -A30 "^FAILED\|^ERROR\|Error" $LOGS/test_*.log | head -300 > "$OUT/tests_failures.txt" ;;
-  *) echo "usage: bash docs/device/stop42.sh cluster|rule|final|rows|triton|examples|sweep|tests" >&2; exit 2 ;;
+  *) echo "usage: bash docs/device/stop42.sh cluster|rule|final|rows|triton|examples|sweep|noweights|tests" >&2; exit 2 ;;
 esac
