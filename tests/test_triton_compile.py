@@ -31,6 +31,8 @@ except ImportError:  # pragma: no cover - a triton without the ahead-of-time com
 
 # (elements per program for the row kernels, the long kernels, the weights' tile)
 CONSTANTS = {"BLOCK": 1024, "BLOCK_R": 64, "BLOCK_C": 64}
+# The long kernels' L2 eviction hints, as _long_forward_hints gives them: the 2-byte types only.
+HINTS = {"KEEP": "evict_last", "STREAM": "evict_first"}
 DTYPES = {"float32": ("fp32", tl.float32), "bfloat16": ("bf16", tl.float32), "float64": ("fp64", tl.float64)}
 # The examples' Triton ops (examples/regenerate.sh), generated again here: the examples' package imports only
 # once built, and these formulas are what the golden test holds the examples to.
@@ -59,6 +61,8 @@ def _signature(kernel, dtype: str) -> tuple[dict[str, str], dict[str, object]]:
             constants[name] = acc
         elif name in CONSTANTS:
             constants[name] = CONSTANTS[name]
+        elif name in HINTS:
+            constants[name] = HINTS[name] if dtype == "bfloat16" else ""
         if name in constants:
             signature[name] = "constexpr"
         elif name in ("_stats_ptr", "partial_ptr") or (name.startswith("_p") and name.endswith("_ptr")):
