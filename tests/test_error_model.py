@@ -654,7 +654,7 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
                  for cols, kernel, block in ((1000, mod._rw_tl_kernel, 1024), (20000, mod._rw_tl_long_kernel, 4096))]
     for args, kernel, block, n in cases:
         out = torch.full(args[0].shape, float("nan"), dtype=dtype)
-        hints = {"KEEP": "", "STREAM": ""} if kernel is getattr(mod, "_rw_tl_long_kernel", None) else {}
+        hints = mod._long_forward(dtype)[1] if kernel is getattr(mod, "_rw_tl_long_kernel", None) else {}
         kernel[(triton.cdiv(args[0].numel(), block) if op == "ew_tl" else args[0].shape[0],)](*args, out, n, BLOCK=block, ACC=acc,
                                                                                             **hints)
         try:

@@ -159,7 +159,7 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
         x, mask = torch.randn(3, cols, dtype=dtype), (torch.rand(3, cols) > 0.5).to(dtype)
         weight = torch.randn(cols, dtype=dtype)
         out = torch.full_like(x, float("nan"))
-        hints = {"KEEP": "", "STREAM": ""} if kernel is gate_tl._gate_tl_long_kernel else {}
+        hints = gate_tl._long_forward(dtype)[1] if kernel is gate_tl._gate_tl_long_kernel else {}
         kernel[(3,)](x, mask, weight, out, cols, BLOCK=block, ACC=acc, **hints)
         if not torch.allclose(out, gate_tl.reference(x, mask, weight)):
             failures.append(f"gate_tl {dtype} cols={cols}")

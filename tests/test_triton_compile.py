@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from kernelgen.cli import main
@@ -31,8 +32,6 @@ except ImportError:  # pragma: no cover - a triton without the ahead-of-time com
 
 # (elements per program for the row kernels, the long kernels, the weights' tile)
 CONSTANTS = {"BLOCK": 1024, "BLOCK_R": 64, "BLOCK_C": 64}
-# The long kernels' L2 eviction hints, as _long_forward_hints gives them: the 2-byte types only.
-HINTS = {"KEEP": "evict_last", "STREAM": "evict_first"}
 DTYPES = {"float32": ("fp32", tl.float32), "bfloat16": ("bf16", tl.float32), "float64": ("fp64", tl.float64)}
 # The examples' Triton ops (examples/regenerate.sh), generated again here: the examples' package imports only
 # once built, and these formulas are what the golden test holds the examples to.
@@ -51,7 +50,7 @@ RARE_OPS = [
 ]
 
 
-def _signature(kernel, dtype: str) -> tuple[dict[str, str], dict[str, object]]:
+def _signature(kernel, dtype: str, hints: dict[str, str]) -> tuple[dict[str, str], dict[str, object]]:
     element, acc = DTYPES[dtype]
     opmath = "fp64" if dtype == "float64" else "fp32"
     signature: dict[str, str] = {}
@@ -61,8 +60,8 @@ def _signature(kernel, dtype: str) -> tuple[dict[str, str], dict[str, object]]:
             constants[name] = acc
         elif name in CONSTANTS:
             constants[name] = CONSTANTS[name]
-        elif name in HINTS:
-            constants[name] = HINTS[name] if dtype == "bfloat16" else ""
+        elif name in hints:
+            constants[name] = hints[name]
         if name in constants:
             signature[name] = "constexpr"
         elif name in ("_stats_ptr", "partial_ptr") or (name.startswith("_p") and name.endswith("_ptr")):
@@ -74,7 +73,7 @@ def _signature(kernel, dtype: str) -> tuple[dict[str, str], dict[str, object]]:
     return signature, constants
 
 
-def _kernels(package_dir: Path, package: str) -> list[tuple[str, object]]:
+def _kernels(package_dir: Path, package: str) -> list[tuple[str, object, object]]:
     sys.path.insert(0, str(package_dir))
     try:
         ops = importlib.import_module(f"{package}.ops")
@@ -88,15 +87,17 @@ def _kernels(package_dir: Path, package: str) -> list[tuple[str, object]]:
         for name, value in vars(module).items():
             if isinstance(value, triton.runtime.jit.JITFunction) and value.__module__ == module.__name__ \
                     and not name.endswith("_nan"):
-                found.append((f"{module.__name__}.{name}", value))
+                found.append((f"{module.__name__}.{name}", value, module))
     return found
 
 
 def _compile_all(kernels) -> list[str]:
     failures = []
-    for label, kernel in kernels:
+    for label, kernel, module in kernels:
         for dtype in DTYPES:
-            signature, constants = _signature(kernel, dtype)
+            # The long kernels' L2 eviction hints (KEEP, STREAM), as the op's launch passes them for dtype.
+            hints = module._long_forward(getattr(torch, dtype))[1] if hasattr(module, "_long_forward") else {}
+            signature, constants = _signature(kernel, dtype, hints)
             try:
                 triton.compile(ASTSource(kernel, signature=signature, constexprs=constants),
                                target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
@@ -121,7 +122,7 @@ def test_every_triton_template_compiles_for_sm90(tmp_path):
                                       "--package", str(tmp_path / "tcomp")])
         assert result.exit_code == 0, result.output
     kernels = _kernels(tmp_path / "tcomp", "tcomp")
-    names = [label for label, _ in kernels]
+    names = [label for label, _, _ in kernels]
     for part in ("_kernel", "_backward_kernel", "_backward_long_kernel", "_weight_grad_kernel", "_column_sum_kernel"):
         assert any(n.endswith(part) for n in names), (part, names)
     try:

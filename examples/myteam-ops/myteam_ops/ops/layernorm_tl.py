@@ -110,9 +110,9 @@ def _check_inputs(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> None:
 # over the row in chunks, once per reduction and once for the output; for the 2-byte types its passes
 # before the last load the row with evict_last (KEEP), so that the L2 cache still holds it for the next
 # pass, and the last pass and the output's stores use evict_first (STREAM), so that they do not push out
-# rows still to be read (_long_forward_hints). Row offsets are
-# int64: row * cols passes 2**31 on large tensors. Reductions run in the op-math dtype ACC (float32 for
-# the half types, float64 for float64), in a fixed order: the results are the same on every run.
+# rows still to be read (_long_forward). Row offsets are int64: row * cols passes 2**31 on large tensors.
+# Reductions run in the op-math dtype ACC (float32 for the half types, float64 for float64), in a fixed
+# order: the results are the same on every run.
 if TRITON_AVAILABLE:
 
     @triton.jit
@@ -176,7 +176,7 @@ if TRITON_AVAILABLE:
 # Launch shape, fixed rather than autotuned (triton.autotune would stall the first call of every
 # new row length and cannot run inside CUDA graph capture): rows of up to _MAX_BLOCK elements in
 # registers, at 16 elements per thread from 2048 on (_num_warps); longer rows in chunks of
-# _long_forward_block(dtype) elements.
+# _long_forward(dtype) elements.
 # A float32 or float64 row of 16384 takes 32 warps, so that a thread still holds 16 elements (64 bytes
 # in flight): at 16 warps it holds 32, and an op with a call in and out of its reduction takes 73-128
 # registers, one program an SM (on an H100: 74-83% of a copy, against 99-101% at 32 warps). A float16 or
@@ -191,14 +191,12 @@ _LONG_BLOCK = 4096
 _LONG_FORWARD_BYTES = 16384
 
 
-def _long_forward_block(dtype: torch.dtype) -> int:
-    return max(_LONG_BLOCK, _LONG_FORWARD_BYTES // dtype.itemsize)
-
-
-def _long_forward_hints(dtype: torch.dtype) -> dict[str, str]:
+def _long_forward(dtype: torch.dtype) -> tuple[int, dict[str, str]]:
+    """The long forward kernel's chunk (elements) and its cache hints (KEEP, STREAM) for rows of ``dtype``."""
+    block = max(_LONG_BLOCK, _LONG_FORWARD_BYTES // dtype.itemsize)
     if dtype.itemsize == 2:
-        return {"KEEP": "evict_last", "STREAM": "evict_first"}
-    return {"KEEP": "", "STREAM": ""}
+        return block, {"KEEP": "evict_last", "STREAM": "evict_first"}
+    return block, {"KEEP": "", "STREAM": ""}
 
 
 def _num_warps(block: int, most: int = 16) -> int:
@@ -242,7 +240,7 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
     if cols <= _MAX_BLOCK:
         block = triton.next_power_of_2(cols)
     else:
-        kernel, block, hints = long_kernel, _long_forward_block(out.dtype), _long_forward_hints(out.dtype)
+        kernel, (block, hints) = long_kernel, _long_forward(out.dtype)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.

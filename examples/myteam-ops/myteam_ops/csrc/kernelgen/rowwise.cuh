@@ -135,8 +135,8 @@ constexpr int kClusterBytes = 128;
 constexpr int kClusterCode = 80 * 64;  // light: a cost of at most 80 at 64 elements a thread
 template <class Op, typename scalar_t>
 constexpr int cluster_start() {
-  const int wide = std::max(kLongPerThread, kClusterBytes / static_cast<int>(sizeof(scalar_t)));
-  return Op::kMathCost * wide <= kClusterCode ? wide : kLongPerThread;
+  const int deep = std::max(kLongPerThread, kClusterBytes / static_cast<int>(sizeof(scalar_t)));
+  return Op::kMathCost * deep <= kClusterCode ? deep : kLongPerThread;
 }
 
 // Registers one thread's share of the row takes at `per_thread` elements of every input: each input,
