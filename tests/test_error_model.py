@@ -684,8 +684,17 @@ for dtype, acc in ((torch.float32, tl.float32),):
                                                                      BLOCK_R=64, BLOCK_C=64, ACC=acc)
             weight_grads = [torch.full((cols,), nan, dtype=dtype) for _ in partials]
             for partial, weight_grad in zip(partials, weight_grads):
-                shared._column_sum_kernel[(triton.cdiv(cols, 1024),)](partial, weight_grad, 2, cols, BLOCK=1024)
+                shared._column_sum_kernel[(triton.cdiv(cols, 32),)](partial, weight_grad, 2, cols, BLOCK_P=128, BLOCK_C=32)
             cases.append((f"kernel cols={cols}", [dx, *weight_grads], grad, args))
+            if kernel is mod._rw_tl_backward_kernel:
+                # The rows kernel, the weights' gradients summed on chip: two programs (rows 0 and 2, row 1).
+                dx = torch.full_like(args[0], nan)
+                partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]
+                mod._rw_tl_backward_rows_kernel[(2,)](grad, *args, dx, *partials, 1, 3, cols, BLOCK=block, ACC=acc)
+                weight_grads = [torch.full((cols,), nan, dtype=dtype) for _ in partials]
+                for partial, weight_grad in zip(partials, weight_grads):
+                    shared._column_sum_kernel[(triton.cdiv(cols, 32),)](partial, weight_grad, 2, cols, BLOCK_P=128, BLOCK_C=32)
+                cases.append((f"rows kernel cols={cols}", [dx, *weight_grads], grad, args))
             cases.append((f"cpu cols={cols}", mod._rw_tl_backward_cpu(grad, *args, [True] * 3), grad, args))
     for label, grads, grad, args in cases:
         try:

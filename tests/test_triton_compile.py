@@ -30,8 +30,8 @@ try:
 except ImportError:  # pragma: no cover - a triton without the ahead-of-time compile API
     pytest.skip("this triton has no triton.compile(ASTSource, target=GPUTarget)", allow_module_level=True)
 
-# (elements per program for the row kernels, the long kernels, the weights' tile)
-CONSTANTS = {"BLOCK": 1024, "BLOCK_R": 64, "BLOCK_C": 64}
+# (elements per program for the row kernels, the long kernels, the weights' tile and the column sum)
+CONSTANTS = {"BLOCK": 1024, "BLOCK_R": 64, "BLOCK_C": 64, "BLOCK_P": 128}
 DTYPES = {"float32": ("fp32", tl.float32), "bfloat16": ("bf16", tl.float32), "float64": ("fp64", tl.float64)}
 # The examples' Triton ops (examples/regenerate.sh), generated again here: the examples' package imports only
 # once built, and these formulas are what the golden test holds the examples to.
@@ -123,7 +123,8 @@ def test_every_triton_template_compiles_for_sm90(tmp_path):
         assert result.exit_code == 0, result.output
     kernels = _kernels(tmp_path / "tcomp", "tcomp")
     names = [label for label, _, _ in kernels]
-    for part in ("_kernel", "_backward_kernel", "_backward_long_kernel", "_weight_grad_kernel", "_column_sum_kernel"):
+    for part in ("_kernel", "_backward_kernel", "_backward_rows_kernel", "_backward_long_kernel", "_weight_grad_kernel",
+                 "_column_sum_kernel"):
         assert any(n.endswith(part) for n in names), (part, names)
     try:
         assert _compile_all(kernels) == []

@@ -1,10 +1,13 @@
-"""What the backward of every Triton rowwise op of this package with weights shares: the splits of the rows
-for the weights' gradients, and the column sum that adds them up.
+"""What the backward of every Triton rowwise op of this package with weights shares: how many programs of its
+row kernel the GPU holds, the splits of the rows for the weights' kernel, and the column sum that adds up the
+partial sums of the weights' gradients.
 
-A weight's gradient is a sum over the rows of each row's contribution. The op's weight-gradient kernel runs
-one program per block of columns and split of the rows: each adds its split's contributions, tile by tile,
-in op-math precision, and writes one row of partial sums; column_sum then adds the splits in order. No
-atomics: the gradient has the same bits on every run on the same GPU.
+A weight's gradient is a sum over the rows of each row's contribution. Where a row and the weights' sums fit in
+registers, the backward's row kernel adds them itself: it runs as many programs as the GPU holds (resident),
+and each sums the rows it takes, in order, and writes one row of partial sums. Otherwise the op's
+weight-gradient kernel reads the rows again: one program per block of columns and split of the rows (splits)
+adds its split's contributions, tile by tile, and writes one row of partial sums. column_sum then adds the rows
+of partial sums in a fixed order. No atomics: the gradient has the same bits on every run on the same GPU.
 """
 
 from __future__ import annotations
@@ -18,16 +21,45 @@ except ImportError:  # a CPU-only install: the backward's CPU implementations ne
     triton = None
 
 _SMS: dict[int, int] = {}
+_HELD: dict[tuple, tuple[int, int]] = {}
+
+
+def _sm_count(device: torch.device) -> int:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _SMS:
+        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
+    return _SMS[index]
+
+
+def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[int, int]:
+    """How many programs of ``kernel`` the GPU of ``device`` runs at once, and the bytes a thread of it spills to
+    local memory: from the kernel compiled (not launched) for ``args`` (a torch dtype for each tensor argument,
+    then the other arguments as the launch passes them) and ``options`` (its constexprs and num_warps).
+
+    A persistent launch (a program per row of partial sums, every program looping over its rows) wants exactly
+    this many programs: more would run in a second wave, fewer would leave SMs idle. What fits an SM is the
+    least of its threads, registers and shared memory over what a program takes of each."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (kernel, index, *map(str, args), *sorted(options.items()))
+    if key not in _HELD:
+        compiled = kernel.warmup(*args, grid=(1,), **options)
+        compiled._init_handles()  # loading the compiled kernel is what reports its registers and spills
+        props = torch.cuda.get_device_properties(index)
+        warps = options["num_warps"]
+        by_threads = props.max_threads_per_multi_processor // (32 * warps)
+        registers = -(-max(compiled.n_regs, 1) * 32 // 256) * 256  # a warp's registers, allocated 256 at a time
+        by_registers = props.regs_per_multiprocessor // (registers * warps)
+        by_shared = props.shared_memory_per_multiprocessor // max(compiled.metadata.shared, 1)
+        per_sm = max(1, min(by_threads, by_registers, by_shared))
+        _HELD[key] = (per_sm * props.multi_processor_count, compiled.n_spills)
+    return _HELD[key]
 
 
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:
     """How many splits of the rows, and rows per split (a whole number of tiles), so that the weight-gradient
     kernel's programs (column_blocks per split) fill the GPU about 8 times over."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    if index not in _SMS:
-        _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
     tiles = triton.cdiv(rows, tile_rows)
-    count = max(1, min(tiles, triton.cdiv(8 * _SMS[index], column_blocks)))
+    count = max(1, min(tiles, triton.cdiv(8 * _sm_count(device), column_blocks)))
     per_split = triton.cdiv(tiles, count) * tile_rows
     return triton.cdiv(rows, per_split), per_split
 
@@ -35,23 +67,27 @@ def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) 
 if triton is not None:
 
     @triton.jit
-    def _column_sum_kernel(partial_ptr, out_ptr, parts, cols, BLOCK: tl.constexpr):
-        # One program per BLOCK columns; it adds the splits' partial sums in split order.
-        offsets = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-        mask = offsets < cols
-        rows = partial_ptr + offsets  # pointers into split 0's row; each step moves them one row on
-        total = tl.load(rows, mask=mask, other=0.0)
-        for _ in range(1, parts):
-            rows += cols
-            total += tl.load(rows, mask=mask, other=0.0)
-        tl.store(out_ptr + offsets, total.to(out_ptr.dtype.element_ty), mask=mask)
+    def _column_sum_kernel(partial_ptr, out_ptr, parts, cols, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr):
+        # One program per BLOCK_C columns adds the parts' rows of partial sums, BLOCK_P rows a step: each step
+        # sums its tile over its rows (a tree of fixed shape), and the steps add up in order.
+        columns = tl.program_id(0).to(tl.int64) * BLOCK_C + tl.arange(0, BLOCK_C)
+        column_mask = columns < cols
+        total = tl.zeros((BLOCK_C,), partial_ptr.dtype.element_ty)
+        for start in range(0, parts, BLOCK_P):
+            part = start + tl.arange(0, BLOCK_P)
+            mask = (part < parts)[:, None] & column_mask[None, :]
+            tile = tl.load(partial_ptr + part.to(tl.int64)[:, None] * cols + columns[None, :], mask=mask, other=0.0)
+            total += tl.sum(tile, axis=0)
+        tl.store(out_ptr + columns, total.to(out_ptr.dtype.element_ty), mask=column_mask)
 
 
 def column_sum(partial: torch.Tensor, dtype: torch.dtype, wrap) -> torch.Tensor:
-    """The sum over the rows of ``partial`` (splits, cols), rounded once to ``dtype``, on the partial sums' GPU.
-    The launch is of wrap(the kernel): wrap_triton inside a registered op, so torch.compile sees it."""
+    """The sum over the rows of ``partial`` (parts, cols), rounded once to ``dtype``, on the partial sums' GPU.
+    The launch is of wrap(the kernel): wrap_triton inside a registered op, so torch.compile sees it. Narrow
+    column blocks of many rows keep many programs, each with few steps, however many parts there are."""
     parts, cols = partial.shape
     out = torch.empty(cols, dtype=dtype, device=partial.device)
-    block = 1024
-    wrap(_column_sum_kernel)[(triton.cdiv(cols, block),)](partial, out, parts, cols, BLOCK=block, num_warps=4)
+    block_parts, block_cols = 128, 32
+    wrap(_column_sum_kernel)[(triton.cdiv(cols, block_cols),)](partial, out, parts, cols, BLOCK_P=block_parts,
+                                                               BLOCK_C=block_cols, num_warps=4)
     return out

@@ -19,8 +19,9 @@ from torch.library import wrap_triton
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
-# The splits of the rows for the weights' gradients and the column sum, shared by the package's Triton rowwise ops.
+# How the weights' gradients split the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
+from .._triton_rowwise import resident as _resident
 from .._triton_rowwise import splits as _splits
 
 try:
@@ -281,11 +282,12 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor
 
 if TRITON_AVAILABLE:
 
-    # One program per row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
+    # One program a row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
     # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
-    # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the
-    # same whatever the caller asks for. The row's per-row values go to _stats (rows, 4), where
-    # _layernorm_tl_weight_grad_kernel reads them.
+    # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
+    # whatever the caller asks for. The row's per-row values go to _stats (rows, 4), where
+    # _layernorm_tl_weight_grad_kernel reads them: this kernel serves rows whose weights' sums do not fit on chip
+    # (_layernorm_tl_backward_rows_kernel below).
     @triton.jit(do_not_specialize=["_need0"])
     def _layernorm_tl_backward_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
@@ -317,8 +319,57 @@ if TRITON_AVAILABLE:
         tl.store(_stats_ptr + row * 4 + 2, _r2)
         tl.store(_stats_ptr + row * 4 + 3, _r3)
 
-    # Rows longer than _MAX_BACKWARD_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
-    # and one for the gradients. Loads that a pass does not use are dropped by the compiler.
+    # The same, with the weights' gradients summed on chip. A program takes every num_programs-th row from its own
+    # index on; the launch runs as many programs as the GPU holds at once (../_triton_rowwise.py, resident). Each
+    # adds its rows' contributions to every weight's gradient in registers (_s<j>, a lane a column), so the weights'
+    # gradients cost no second read of the rows, and at the end writes its sums to its row of _p<j>; the column sum
+    # adds the programs' rows in order. Each step issues the next row's loads before it computes its own row, so
+    # that they are in flight meanwhile: a program's row alone keeps too few bytes in flight (a 2-byte type's
+    # especially) for the few programs an SM holds.
+    @triton.jit(do_not_specialize=["_need0"])
+    def _layernorm_tl_backward_rows_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _p0_ptr, _p1_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        offsets = tl.arange(0, BLOCK)
+        mask = offsets < cols
+        _n = cols
+        _s0 = tl.zeros((BLOCK,), ACC)  # the program's rows' sum of d/dw
+        _s1 = tl.zeros((BLOCK,), ACC)  # the program's rows' sum of d/db
+        _step = tl.num_programs(0).to(tl.int64) * cols  # from a program's row to its next
+        _first = tl.program_id(0).to(tl.int64) * cols
+        _next0 = tl.load(_grad_ptr + _first + offsets, mask=mask & (tl.program_id(0) < rows), other=0.0)
+        _next1 = tl.load(x_ptr + _first + offsets, mask=mask & (tl.program_id(0) < rows), other=0.0)
+        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
+            base = tl.cast(row, tl.int64) * cols
+            _grad = _next0.to(ACC)
+            x = _next1.to(ACC)
+            _more = mask & (row + tl.num_programs(0) < rows)
+            _next0 = tl.load(_grad_ptr + base + _step + offsets, mask=_more, other=0.0)
+            _next1 = tl.load(x_ptr + base + _step + offsets, mask=_more, other=0.0)
+            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+            _a0 = x
+            _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
+            _a1 = (x - _r0) * (x - _r0)
+            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
+            _a2 = _grad * w
+            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
+            _a3 = _grad * w * (x - _r0)
+            _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
+            _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
+            _t1 = x - _r0
+            _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+            _s0 += tl.where(mask, _grad * (_t1 * _t0), 0.0)  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
+            _s1 += tl.where(mask, _grad, 0.0)  # d/db: _grad
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+            if _need0 != 0:
+                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        tl.store(_p0_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s0, mask=mask)
+        tl.store(_p1_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s1, mask=mask)
+
+    # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, one per
+    # reduction and one for the gradients. Loads that a pass does not use are dropped by the compiler. A row
+    # cannot stay on chip here, so the weights' gradients take a kernel of their own: the row's per-row values
+    # go to _stats (rows, 4), where _layernorm_tl_weight_grad_kernel reads them.
     @triton.jit(do_not_specialize=["_need0"])
     def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
@@ -386,8 +437,8 @@ if TRITON_AVAILABLE:
         tl.store(_stats_ptr + row * 4 + 2, _r2)
         tl.store(_stats_ptr + row * 4 + 3, _r3)
 
-    # The weights' gradients: each is a sum over the rows of every row's contribution. One program per
-    # BLOCK_C columns and split of the rows (../_triton_rowwise.py chooses the splits) adds, tile by tile of
+    # The weights' gradients of rows longer than _MAX_BACKWARD_BLOCK: each is a sum over the rows of every row's
+    # contribution. One program per BLOCK_C columns and split of the rows (../_triton_rowwise.py chooses the splits) adds, tile by tile of
     # BLOCK_R rows, the contributions computed from the rows, the weights and the rows' per-row values in
     # _stats, and writes its column sums to its row of _p<j>; the column sum then adds the splits in order.
     # A fixed order and no atomics: the same bits on every run.
@@ -426,11 +477,29 @@ if TRITON_AVAILABLE:
 # of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
 # registers falls with their number, and longer rows take the long kernel.
 _MAX_BACKWARD_BLOCK = 16384
-# The backward's launch: one program per row, BLOCK and warps as the forward's; then the weights' kernel on
-# tiles of _WEIGHT_TILE (rows, columns, warps), and the column sum.
+# The backward's launch: BLOCK and warps as the forward's; rows in registers take the rows kernel, as many
+# programs as the GPU holds, where its compiled code spills nothing, else one program a row; those, and longer
+# rows, then take the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The column sum adds the
+# weights' partial sums.
+
 # On an H100 (docs/device/weight_tile.py), 64 x 64 at 4 warps is the fastest of the tiles tried for a LayerNorm
 # in float32 and bfloat16 at rows of 1024 to 16384.
 _WEIGHT_TILE = (64, 64, 4)
+
+
+def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, stats: torch.Tensor, rows: int, cols: int, acc, opmath: torch.dtype,
+                  _needs: list[bool], wrap) -> list[torch.Tensor]:
+    """The weights' partial sums from the rows read again, with their per-row values in ``stats``: for rows the
+    backward kernel cannot sum on chip. None are computed when no weight's gradient is asked for."""
+    if not any(_needs[1:]):
+        return []
+    tile_rows, tile_cols, warps = _WEIGHT_TILE
+    splits, rows_per_split = _splits(_grad.device, rows, triton.cdiv(cols, tile_cols), tile_rows)
+    partials = [torch.empty((splits, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
+    wrap(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
+        _grad, x, w, b, stats, *partials, rows, cols, rows_per_split, BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc,
+        num_warps=warps)
+    return partials
 
 
 @torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, Tensor w, Tensor b, bool[] _needs) -> Tensor[]")
@@ -459,24 +528,40 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
         weight_grads = [torch.zeros(t.shape, dtype=t.dtype, device=t.device) for t in (w, b, )]
         return [g for g, need in zip(outs + weight_grads, _needs) if need]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    if cols <= _MAX_BACKWARD_BLOCK:
-        kernel, block = wrap(_layernorm_tl_backward_kernel), triton.next_power_of_2(cols)
-    else:
-        kernel, block = wrap(_layernorm_tl_backward_long_kernel), _LONG_BLOCK
     flags = [int(need) for need in _needs[:1]]
     opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
-    stats = [torch.empty((rows, 4), dtype=opmath, device=_grad.device)]
     # On the inputs' GPU, on its current stream (see _layernorm_tl_launch).
     with torch.cuda.device(x.device):
-        kernel[(rows,)](_grad_contig, x_contig, w_contig, b_contig, *outs, *stats, *flags, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+        if cols <= _MAX_BACKWARD_BLOCK:
+            block = triton.next_power_of_2(cols)
+            launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+            # How many programs of the rows kernel the GPU holds at once, and what it spills, from the kernel
+            # compiled (once, not launched) for these dtypes and this row length: the gradient, the inputs, the
+            # weights and the inputs' gradients; the weights' partial sums; the flags; rows (16 stands in: it
+            # only bounds the loop) and cols. Under torch.compile's dynamic shapes, where the row length is a
+            # symbol, nothing can be compiled ahead, and the rows take the kernel of one program a row.
+            held, spills = 0, 1
+            if isinstance(cols, int):
+                held, spills = _resident(_layernorm_tl_backward_rows_kernel, [_grad.dtype] * 5 + [opmath] * 2 + [1] * 1 + [16, cols],
+                                         launch, _grad.device)
+            if spills == 0:
+                programs = min(rows, held)
+                partials = [torch.empty((programs, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
+                wrap(_layernorm_tl_backward_rows_kernel)[(programs,)](
+                    _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, **launch)
+            else:
+                stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
+                wrap(_layernorm_tl_backward_kernel)[(rows,)](
+                    _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **launch)
+                partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
+        else:
+            stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
+            wrap(_layernorm_tl_backward_long_kernel)[(rows,)](
+                _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, BLOCK=_LONG_BLOCK, ACC=acc,
+                num_warps=_num_warps(_LONG_BLOCK))
+            partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
         if not any(_needs[1:]):
             return [g for g, need in zip(outs, _needs) if need]
-        tile_rows, tile_cols, warps = _WEIGHT_TILE
-        splits, rows_per_split = _splits(_grad.device, rows, triton.cdiv(cols, tile_cols), tile_rows)
-        partials = [torch.empty((splits, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
-        wrap(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
-            _grad_contig, x_contig, w_contig, b_contig, stats[0], *partials, rows, cols, rows_per_split,
-            BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc, num_warps=warps)
         weight_grads = [_column_sum(partial, _grad.dtype, wrap) for partial in partials]
     return [g for g, need in zip(outs + weight_grads, _needs) if need]
 

@@ -252,10 +252,10 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
 
 if TRITON_AVAILABLE:
 
-    # One program per row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
+    # One program a row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
     # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
-    # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the
-    # same whatever the caller asks for.
+    # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
+    # whatever the caller asks for.
     @triton.jit(do_not_specialize=["_need0"])
     def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
@@ -278,8 +278,8 @@ if TRITON_AVAILABLE:
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
 
-    # Rows longer than _MAX_BACKWARD_BLOCK: the same, in passes over the row in chunks of BLOCK, one per reduction
-    # and one for the gradients. Loads that a pass does not use are dropped by the compiler.
+    # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, one per
+    # reduction and one for the gradients. Loads that a pass does not use are dropped by the compiler.
     @triton.jit(do_not_specialize=["_need0"])
     def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
@@ -329,7 +329,8 @@ if TRITON_AVAILABLE:
 # of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
 # registers falls with their number, and longer rows take the long kernel.
 _MAX_BACKWARD_BLOCK = 16384
-# The backward's launch: one program per row, BLOCK and warps as the forward's.
+# The backward's launch: BLOCK and warps as the forward's; one program a row.
+
 
 @torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
 def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
@@ -354,15 +355,16 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
     if rows == 0 or cols == 0:
         return [g for g, need in zip(outs, _needs) if need]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    if cols <= _MAX_BACKWARD_BLOCK:
-        kernel, block = wrap(_softmax_tl_backward_kernel), triton.next_power_of_2(cols)
-    else:
-        kernel, block = wrap(_softmax_tl_backward_long_kernel), _LONG_BLOCK
     flags = [int(need) for need in _needs[:1]]
-    stats = []
     # On the inputs' GPU, on its current stream (see _softmax_tl_launch).
     with torch.cuda.device(x.device):
-        kernel[(rows,)](_grad_contig, x_contig, *outs, *stats, *flags, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+        if cols <= _MAX_BACKWARD_BLOCK:
+            block = triton.next_power_of_2(cols)
+            wrap(_softmax_tl_backward_kernel)[(rows,)](
+                _grad_contig, x_contig, *outs, *flags, cols, BLOCK=block, ACC=acc, num_warps=_num_warps(block))
+        else:
+            wrap(_softmax_tl_backward_long_kernel)[(rows,)](
+                _grad_contig, x_contig, *outs, *flags, cols, BLOCK=_LONG_BLOCK, ACC=acc, num_warps=_num_warps(_LONG_BLOCK))
     return [g for g, need in zip(outs, _needs) if need]
 
 
