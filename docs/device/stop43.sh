@@ -41,3 +41,12 @@ if [ "${1:-}" = examples ]; then
   timeout 200 python3 docs/device/backward_bench.py examples/myteam-ops --ops layernorm_tl,layernorm,softmax_tl,softmax \
     --dtypes float32,bfloat16 --cols 1024,4096,16384 --rounds 2 --json "$L/bench_examples.json" 2>&1 | grep -v Warning | tee "$L/bench_examples.txt"
 fi
+# blocks: the rows kernel with contiguous blocks of rows a program (.device/tw43c, the templates of d7fa93e with
+# _begin/_end blocks, generated with PYTHONPATH at a worktree of them) against strided rows (.device/tw43b): the
+# spread in three processes each, then both packages' backward alone.
+if [ "${1:-}" = blocks ]; then
+  for i in 1 2 3; do for p in b c; do for spec in "layernorm_tl 2 4096" "rmsnorm_tl 1 1024"; do set -- $spec
+    echo "tw43$p $(timeout 60 python3 docs/device/triton_weight_spread.py .device/tw43$p/rsweep-ops --op $1 --weights $2 --cols $3 2>&1 | grep -v Warn | tail -1)"
+  done; done; done
+  for p in b c; do timeout 150 python3 docs/device/triton_weight_programs.py .device/tw43$p/rsweep-ops --ops $TUNED,wrms_tl,r04_tl,r07_tl,r09_tl --cols 1024,4096 --rounds 1 2>&1 | grep -v Warn | grep "as is" | sed "s/^/tw43$p /"; done
+fi
