@@ -12,9 +12,9 @@ in units of the op-math unit roundoff ``u``:
 * ``a + b``, ``a - b``: E(a) + E(b) + one rounding of the result;
 * ``a * b``: |b| E(a) + |a| E(b) + one rounding; ``a / b``: E(a) / |b| + |a / b| E(b) / |b| + the
   division's own error;
-* ``f(a)``: |f'(a)| E(a) + the function's own error (its documented ulp error, which the test's
-  model looks up per backend and dtype: the fast ``exp`` and division of float16/bfloat16, Triton's
-  approximate ``exp``, ``log`` and division);
+* ``f(a)``: |f'| E(a) + the function's own error (its documented ulp error, which the test's model
+  looks up per backend and dtype: the fast ``exp`` and division of float16/bfloat16, Triton's
+  approximate ``exp``, ``log`` and division), with |f'| the largest slope within a's error of a;
 * ``min``, ``max``, ``abs``, ``-a``: no rounding; the larger (or the only) operand error;
 * a row reduction: ``sum`` adds the terms' errors and a summation error for its length, ``mean``
   divides that by the length and adds a division, ``max``/``min`` take the largest error of the row.
@@ -43,18 +43,22 @@ from .expr import ParsedExpr
 from .nodes import BinOp, Call, Neg, Node, Num, Power, Reduce, RowRef, Var
 from .rowplan import plan
 
-#: The derivative of each one-argument function, as Python over the argument ``{x}`` and the result
-#: ``{y}`` (float64 tensors): the factor by which an error of the argument reaches the result.
-DERIVATIVES: dict[str, str] = {
-    "exp": "{y}",
-    "log": "1.0 / {x}.abs()",
-    "sqrt": "0.5 / {y}",
-    "rsqrt": "0.5 * {y} / {x}.abs()",
-    "tanh": "(1.0 - {y} * {y})",
-    "sigmoid": "{y} * (1.0 - {y})",
-    "sin": "torch.cos({x}).abs()",
-    "cos": "torch.sin({x}).abs()",
-    "erf": "1.1283791670955126 * torch.exp(-{x} * {x})",  # 2 / sqrt(pi) * exp(-x^2)
+#: Each function's largest slope over its argument's error interval [x - d, x + d], as Python over
+#: ``{x}``, ``{y}`` and the argument's absolute error bound ``{d}`` (float64 tensors). The first-order
+#: slope at x alone misses where it nearly vanishes and the argument's error is large: cos of an argument
+#: near 1e8 in float32 is off by whole radians where sin(x) is 0 (the mean value theorem takes the slope
+#: somewhere in the interval, not at x). Where f'' is bounded, the slope at x plus d max|f''|, capped at
+#: max|f'|; where it is not, the slope at the interval's steep end.
+SLOPES_OVER: dict[str, str] = {
+    "exp": "{y} * torch.exp({d})",
+    "log": "1.0 / ({x}.abs() - {d}).clamp(min=0.0)",
+    "sqrt": "0.5 / torch.sqrt(({x}.abs() - {d}).clamp(min=0.0))",
+    "rsqrt": "0.5 * ({x}.abs() - {d}).clamp(min=0.0) ** -1.5",
+    "tanh": "(1.0 - {y} * {y} + 0.7699 * {d}).clamp(max=1.0)",  # |tanh''| <= 4 / (3 sqrt(3))
+    "sigmoid": "({y} * (1.0 - {y}) + 0.0963 * {d}).clamp(max=0.25)",  # |sigmoid''| <= 1 / (6 sqrt(3))
+    "sin": "(torch.cos({x}).abs() + {d}).clamp(max=1.0)",
+    "cos": "(torch.sin({x}).abs() + {d}).clamp(max=1.0)",
+    "erf": "(1.1283791670955126 * torch.exp(-{x} * {x}) + 0.968 * {d}).clamp(max=1.1283791670955126)",  # |erf''| <= 2 sqrt(2 / (pi e))
 }
 
 _COMMENT_LIMIT = 72
@@ -243,7 +247,8 @@ class _Emitter:
             t, _ = self._node(node, f"{x}.abs()", None, comment)
             return t, ex
         torch_name = {"rsqrt": "torch.rsqrt", "sigmoid": "torch.sigmoid", "erf": "torch.erf"}.get(func, f"torch.{func}")
-        slope = DERIVATIVES[func].format(x=x, y="{t}")
+        # an exact argument takes the slope at x; an argument off by up to ex u, the largest slope within that
+        slope = SLOPES_OVER[func].format(x=x, y="{t}", d=f"{ex} * _m.u") if ex else None
         error = self._sum([f"{slope} * {ex}" if ex else None, f"_m.function_error({func!r}, {x}, {{t}})"])
         return self._node(node, f"{torch_name}({x})", error, comment)
 

@@ -22,7 +22,7 @@ def error_bound(_m, x):
     _t0 = 1.702 * x  # 1.702 * x
     _e0 = x.abs() * _m.literal_rounding(1.702) + _m.one_rounding(_t0)
     _t1 = torch.sigmoid(_t0)  # sigmoid(1.702 * x)
-    _e1 = _t1 * (1.0 - _t1) * _e0 + _m.function_error('sigmoid', _t0, _t1)
+    _e1 = (_t1 * (1.0 - _t1) + 0.0963 * _e0 * _m.u).clamp(max=0.25) * _e0 + _m.function_error('sigmoid', _t0, _t1)
     _t2 = x * _t1  # x * sigmoid(1.702 * x)
     _e2 = x.abs() * _e1 + _m.one_rounding(_t2)
     return _e2
@@ -35,7 +35,7 @@ def grad_error_bound(_m, _grad, x):
     _t0 = 1.702 * x  # 1.702 * x
     _e0 = x.abs() * _m.literal_rounding(1.702) + _m.one_rounding(_t0)
     _t1 = torch.sigmoid(_t0)  # sigmoid(1.702 * x)
-    _e1 = _t1 * (1.0 - _t1) * _e0 + _m.function_error('sigmoid', _t0, _t1)
+    _e1 = (_t1 * (1.0 - _t1) + 0.0963 * _e0 * _m.u).clamp(max=0.25) * _e0 + _m.function_error('sigmoid', _t0, _t1)
     _t2 = 1.0 - _t1  # 1.0 - sigmoid(1.702 * x)
     _e2 = _e1 + _m.one_rounding(_t2)
     _t3 = _t1 * _t2  # sigmoid(1.702 * x) * (1.0 - sigmoid(1.702 * x))

@@ -29,7 +29,7 @@ def error_bound(_m, x, w, b):
     _t3 = _r1 + 1e-05  # _r1 + 1e-05
     _e3 = _q1 + _m.literal_rounding(1e-05) + _m.one_rounding(_t3)
     _t4 = torch.rsqrt(_t3)  # rsqrt(_r1 + 1e-05)
-    _e4 = 0.5 * _t4 / _t3.abs() * _e3 + _m.function_error('rsqrt', _t3, _t4)
+    _e4 = 0.5 * (_t3.abs() - _e3 * _m.u).clamp(min=0.0) ** -1.5 * _e3 + _m.function_error('rsqrt', _t3, _t4)
     _t5 = _t2 * _t4  # (x - _r0) * rsqrt(_r1 + 1e-05)
     _e5 = _t4.abs() * _e2 + _t2.abs() * _e4 + _m.product_of_errors(_e2, _e4) + _m.one_rounding(_t5)
     _t6 = _t5 * w  # (x - _r0) * rsqrt(_r1 + 1e-05) * w
@@ -59,7 +59,7 @@ def grad_error_bound(_m, _grad, x, w, b):
     _t4 = _r1 + 1e-05  # _r1 + 1e-05
     _e4 = _q1 + _m.literal_rounding(1e-05) + _m.one_rounding(_t4)
     _t5 = torch.rsqrt(_t4)  # rsqrt(_r1 + 1e-05)
-    _e5 = 0.5 * _t5 / _t4.abs() * _e4 + _m.function_error('rsqrt', _t4, _t5)
+    _e5 = 0.5 * (_t4.abs() - _e4 * _m.u).clamp(min=0.0) ** -1.5 * _e4 + _m.function_error('rsqrt', _t4, _t5)
     _t6 = _t5 * w  # rsqrt(_r1 + 1e-05) * w
     _e6 = w.abs() * _e5 + _m.one_rounding(_t6)
     _t7 = _grad * _t6  # _grad * (rsqrt(_r1 + 1e-05) * w)

@@ -25,7 +25,7 @@ def error_bound(_m, acc, bias, acc_error):
     _t2 = 1.702 * _t1  # 1.702 * (acc + bias)
     _e2 = _t1.abs() * _m.literal_rounding(1.702) + 1.702 * _e1 + _m.product_of_errors(_m.literal_rounding(1.702), _e1) + _m.one_rounding(_t2)
     _t3 = torch.sigmoid(_t2)  # sigmoid(1.702 * (acc + bias))
-    _e3 = _t3 * (1.0 - _t3) * _e2 + _m.function_error('sigmoid', _t2, _t3)
+    _e3 = (_t3 * (1.0 - _t3) + 0.0963 * _e2 * _m.u).clamp(max=0.25) * _e2 + _m.function_error('sigmoid', _t2, _t3)
     _t4 = _t0 * _t3  # (acc + bias) * sigmoid(1.702 * (acc + bias))
     _e4 = _t3.abs() * _e0 + _t0.abs() * _e3 + _m.product_of_errors(_e0, _e3) + _m.one_rounding(_t4)
     return _e4
@@ -40,7 +40,7 @@ def grad_error_bound(_m, _grad, acc, bias, acc_error):
     _t1 = 1.702 * _t0  # 1.702 * (acc + bias)
     _e1 = _t0.abs() * _m.literal_rounding(1.702) + 1.702 * _e0 + _m.product_of_errors(_m.literal_rounding(1.702), _e0) + _m.one_rounding(_t1)
     _t2 = torch.sigmoid(_t1)  # sigmoid(1.702 * (acc + bias))
-    _e2 = _t2 * (1.0 - _t2) * _e1 + _m.function_error('sigmoid', _t1, _t2)
+    _e2 = (_t2 * (1.0 - _t2) + 0.0963 * _e1 * _m.u).clamp(max=0.25) * _e1 + _m.function_error('sigmoid', _t1, _t2)
     _t3 = 1.0 - _t2  # 1.0 - sigmoid(1.702 * (acc + bias))
     _e3 = _e2 + _m.one_rounding(_t3)
     _t4 = _t2 * _t3  # sigmoid(1.702 * (acc + bias)) * (1.0 - sigmoid(1.702 * (acc + bias)))

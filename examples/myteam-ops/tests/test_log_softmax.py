@@ -22,12 +22,12 @@ def error_bound(_m, x):
     _t0 = x - _r0  # x - _r0
     _e0 = _q0 + _m.one_rounding(_t0)
     _t1 = torch.exp(_t0)  # exp(x - _r0)
-    _e1 = _t1 * _e0 + _m.function_error('exp', _t0, _t1)
+    _e1 = _t1 * torch.exp(_e0 * _m.u) * _e0 + _m.function_error('exp', _t0, _t1)
     _r1, _q1 = _m.sum_of_row(_t1, _e1)  # sum(exp(x - max(x)))
     _t2 = x - _r0  # x - _r0
     _e2 = _q0 + _m.one_rounding(_t2)
     _t3 = torch.log(_r1)  # log(_r1)
-    _e3 = 1.0 / _r1.abs() * _q1 + _m.function_error('log', _r1, _t3)
+    _e3 = 1.0 / (_r1.abs() - _q1 * _m.u).clamp(min=0.0) * _q1 + _m.function_error('log', _r1, _t3)
     _t4 = _t2 - _t3  # x - _r0 - log(_r1)
     _e4 = _e2 + _e3 + _m.one_rounding(_t4)
     return _e4
@@ -43,7 +43,7 @@ def grad_error_bound(_m, _grad, x):
     _t0 = x - _r1  # x - _r1
     _e0 = _q1 + _m.one_rounding(_t0)
     _t1 = torch.exp(_t0)  # exp(x - _r1)
-    _e1 = _t1 * _e0 + _m.function_error('exp', _t0, _t1)
+    _e1 = _t1 * torch.exp(_e0 * _m.u) * _e0 + _m.function_error('exp', _t0, _t1)
     _r2, _q2 = _m.sum_of_row(_t1, _e1)  # sum(exp(x - max(x)))
     _t2 = _r0 / _r2  # _r0 / _r2
     _e2 = _q0 / _r2.abs() + (_t2 / _r2).abs() * _q2 + _m.division_error(_t2)

@@ -24,7 +24,7 @@ def error_bound(_m, x, w):
     _t1 = _r0 + 1e-06  # _r0 + 1e-06
     _e1 = _q0 + _m.literal_rounding(1e-06) + _m.one_rounding(_t1)
     _t2 = torch.rsqrt(_t1)  # rsqrt(_r0 + 1e-06)
-    _e2 = 0.5 * _t2 / _t1.abs() * _e1 + _m.function_error('rsqrt', _t1, _t2)
+    _e2 = 0.5 * (_t1.abs() - _e1 * _m.u).clamp(min=0.0) ** -1.5 * _e1 + _m.function_error('rsqrt', _t1, _t2)
     _t3 = x * _t2  # x * rsqrt(_r0 + 1e-06)
     _e3 = x.abs() * _e2 + _m.one_rounding(_t3)
     _t4 = _t3 * w  # x * rsqrt(_r0 + 1e-06) * w
@@ -48,7 +48,7 @@ def grad_error_bound(_m, _grad, x, w):
     _t3 = _r0 + 1e-06  # _r0 + 1e-06
     _e3 = _q0 + _m.literal_rounding(1e-06) + _m.one_rounding(_t3)
     _t4 = torch.rsqrt(_t3)  # rsqrt(_r0 + 1e-06)
-    _e4 = 0.5 * _t4 / _t3.abs() * _e3 + _m.function_error('rsqrt', _t3, _t4)
+    _e4 = 0.5 * (_t3.abs() - _e3 * _m.u).clamp(min=0.0) ** -1.5 * _e3 + _m.function_error('rsqrt', _t3, _t4)
     _t5 = _t4 * w  # rsqrt(_r0 + 1e-06) * w
     _e5 = w.abs() * _e4 + _m.one_rounding(_t5)
     _t6 = _grad * _t5  # _grad * (rsqrt(_r0 + 1e-06) * w)

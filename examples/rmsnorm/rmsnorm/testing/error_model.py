@@ -5,7 +5,9 @@ which stands for the exact result. The error a correct kernel may have is not on
 it is bounded per element from the expression itself. Each op's test file holds an error_bound()
 function, written by kernelgen from the parsed expression: a first-order running error bound. Walking
 the expression in float64, each step passes on its operands' errors, scaled by its derivative, and adds
-its own rounding (u times the size of its result). A large intermediate (cancellation) or a steep
+its own rounding (u times the size of its result). A function takes its largest slope within its
+argument's error (the mean value theorem), not only the slope at the exact argument: cos of an argument
+that op-math holds only to whole radians may be anything in [-1, 1], even where sin of it is 0. A large intermediate (cancellation) or a steep
 function widens the bound exactly where the kernel's rounding can grow, and a well-conditioned
 expression keeps a tight one, so the tests neither fail a correct kernel nor let a wrong one through by
 chance. Functions add their documented error (FUNCTION_ULPS); a row reduction adds the rounding of a
