@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from .cost import distinct_math_cost, math_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
 from .nodes import (
+    BinOp,
+    Call,
     Node,
     Num,
     Reduce,
@@ -128,6 +130,68 @@ def kept_argument(row_plan: RowPlan, inputs: tuple[str, ...]) -> tuple[int, Node
     return None
 
 
+@dataclass(frozen=True)
+class OnlineSum:
+    """A sum (or mean) over the row of ``exp(arg - max(arg)) * factor``, where ``max(arg)`` is the reduction
+    ``max_index``: a pass can add it while it finds that maximum, rescaling what it has added so far by
+    ``exp(old - new)`` whenever the running maximum grows (the online softmax), instead of a pass of its own
+    after the maximum is known. ``factor`` is None where there is none (softmax, logsumexp)."""
+
+    index: int  # the sum's reduction
+    max_index: int
+    factor: Node | None
+
+
+def _factors(node: Node) -> list[Node]:
+    if isinstance(node, BinOp) and node.op == "*":
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def online_sum(row_plan: RowPlan, index: int) -> OnlineSum | None:
+    """Reduction ``index`` as an :class:`OnlineSum`, if it is one: a sum or mean whose argument is a product
+    of ``exp(f - _rj)``, with reduction j ``max(f)``, and factors that do not read ``_rj``."""
+    stage = row_plan.reductions[index]
+    if stage.func not in ("sum", "mean"):
+        return None
+    factors = _factors(stage.arg)
+    for position, factor in enumerate(factors):
+        if not (isinstance(factor, Call) and factor.func == "exp" and isinstance(factor.args[0], BinOp)):
+            continue
+        difference = factor.args[0]
+        if difference.op != "-" or not isinstance(difference.right, RowRef):
+            continue
+        j = difference.right.index
+        if row_plan.reductions[j].func != "max" or row_plan.reductions[j].arg != difference.left:
+            continue
+        rest = factors[:position] + factors[position + 1:]
+        if any(j in rowrefs(other) for other in rest):
+            continue
+        product: Node | None = None
+        for other in rest:
+            product = other if product is None else BinOp("*", product, other)
+        return OnlineSum(index, j, product)
+    return None
+
+
+def long_passes(row_plan: RowPlan) -> list[list[int]]:
+    """The passes over a row of the long kernels, which stream the row from memory once per pass: each
+    reduction in the first pass after those whose results it reads, so independent reductions share a pass
+    (``max(x) - min(x)``: one pass, not two). An :class:`OnlineSum` joins its maximum's pass where the rest
+    of what it reads is known by then (softmax and logsumexp: one pass, then the output's)."""
+    level: list[int] = []
+    for index, stage in enumerate(row_plan.reductions):
+        reads = rowrefs(stage.arg)
+        online = online_sum(row_plan, index)
+        if online is not None:
+            others = reads - {online.max_index}
+            if all(level[k] < level[online.max_index] for k in others):
+                level.append(level[online.max_index])
+                continue
+        level.append(1 + max((level[k] for k in reads), default=-1))
+    return [[k for k in range(len(level)) if level[k] == p] for p in range(max(level, default=-1) + 1)]
+
+
 def plan_forms(
     tree: Node, inputs: tuple[str, ...], weights: tuple[str, ...], acc_type: str = "acc_t", acc: str = "ACC",
 ) -> dict[str, object]:
@@ -166,6 +230,17 @@ def plan_forms(
         }
 
     output = forms(row_plan.output)
+    passes = []
+    for members in long_passes(row_plan):
+        online = {k: found for k in members if (found := online_sum(row_plan, k)) is not None and found.max_index in members}
+        used = set().union(*(variables(row_plan.reductions[k].arg) for k in members))
+        passes.append({
+            "reductions": members,
+            "columns": [name for name in (*inputs, *weights) if name in used],
+            "online": {k: found.max_index for k, found in online.items()},  # sum -> its maximum
+            "sums": {j: [k for k, found in online.items() if found.max_index == j] for j in sorted({f.max_index for f in online.values()})},
+            "factors": {k: emit(found.factor, TritonStyle(acc)) if found.factor is not None else None for k, found in online.items()},
+        })
     kept = kept_argument(cpp_plan, inputs)
     if kept is not None:
         # The C++ output reads reduction k's per-element argument as _a<k> (its callers pass it):
@@ -194,4 +269,5 @@ def plan_forms(
             for stage, cpp_stage in zip(row_plan.reductions, cpp_plan.reductions, strict=True)
         ],
         "output": output,
+        "long_passes": passes,
     }

@@ -108,12 +108,13 @@ def _check_inputs(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> None:
 # One program per row. Rows of up to _MAX_BLOCK elements are loaded whole into registers (BLOCK, the
 # next power of two, lanes; the mask covers the rest); every reduction and the output then work on
 # them, so each element is read from memory once. Longer rows take _layernorm_tl_long_kernel, which loops
-# over the row in chunks, once per reduction and once for the output; for the 2-byte types its passes
-# before the last load the row with evict_last (KEEP), so that the L2 cache still holds it for the next
-# pass, and the last pass and the output's stores use evict_first (STREAM), so that they do not push out
-# rows still to be read (_long_forward). Row offsets are int64: row * cols passes 2**31 on large tensors.
-# Reductions run in the op-math dtype ACC (float32 for the half types, float64 for float64), in a fixed
-# order: the results are the same on every run.
+# over the row in chunks, in passes: reductions that read no result of each other share a pass, a sum of
+# exp(f - max(f)) shares its maximum's (the online softmax), and one more pass writes the output. For the
+# 2-byte types its passes before the last load the row with evict_last (KEEP), so that the L2 cache still
+# holds it for the next pass, and the last pass and the output's stores use evict_first (STREAM), so that
+# they do not push out rows still to be read (_long_forward). Row offsets are int64: row * cols passes
+# 2**31 on large tensors. Reductions run in the op-math dtype ACC (float32 for the half types, float64 for
+# float64), in a fixed order: the results are the same on every run.
 if TRITON_AVAILABLE:
 
     @triton.jit
@@ -149,20 +150,20 @@ if TRITON_AVAILABLE:
                     KEEP: tl.constexpr, STREAM: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -----
-        acc = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
+        _acc0 = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            acc += tl.where(mask, x, 0.0)
-        _r0 = tl.sum(acc, axis=0) / cols
-        acc = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
+            _acc0 += tl.where(mask, x, 0.0)
+        _r0 = tl.sum(_acc0, axis=0) / cols
+        _acc1 = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            acc += tl.where(mask, (x - _r0) * (x - _r0), 0.0)
-        _r1 = tl.sum(acc, axis=0) / cols
+            _acc1 += tl.where(mask, (x - _r0) * (x - _r0), 0.0)
+        _r1 = tl.sum(_acc1, axis=0) / cols
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols

@@ -87,12 +87,13 @@ def _check_inputs(x: torch.Tensor) -> None:
 # One program per row. Rows of up to _MAX_BLOCK elements are loaded whole into registers (BLOCK, the
 # next power of two, lanes; the mask covers the rest); every reduction and the output then work on
 # them, so each element is read from memory once. Longer rows take _softmax_tl_long_kernel, which loops
-# over the row in chunks, once per reduction and once for the output; for the 2-byte types its passes
-# before the last load the row with evict_last (KEEP), so that the L2 cache still holds it for the next
-# pass, and the last pass and the output's stores use evict_first (STREAM), so that they do not push out
-# rows still to be read (_long_forward). Row offsets are int64: row * cols passes 2**31 on large tensors.
-# Reductions run in the op-math dtype ACC (float32 for the half types, float64 for float64), in a fixed
-# order: the results are the same on every run.
+# over the row in chunks, in passes: reductions that read no result of each other share a pass, a sum of
+# exp(f - max(f)) shares its maximum's (the online softmax), and one more pass writes the output. For the
+# 2-byte types its passes before the last load the row with evict_last (KEEP), so that the L2 cache still
+# holds it for the next pass, and the last pass and the output's stores use evict_first (STREAM), so that
+# they do not push out rows still to be read (_long_forward). Row offsets are int64: row * cols passes
+# 2**31 on large tensors. Reductions run in the op-math dtype ACC (float32 for the half types, float64 for
+# float64), in a fixed order: the results are the same on every run.
 if TRITON_AVAILABLE:
 
     @triton.jit
@@ -123,20 +124,23 @@ if TRITON_AVAILABLE:
                     KEEP: tl.constexpr, STREAM: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -----
-        acc = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+        _acc0 = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+        _acc1 = tl.zeros((BLOCK,), ACC)  # sum(exp(x - max(x))): lane-wise partials at the lane's running maximum
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            acc = _max_nan(acc, tl.where(mask, x, float("-inf")))
-        _r0 = tl.reduce(acc, 0, _max_nan)
-        acc = tl.full((BLOCK,), 0.0, ACC)  # sum(exp(x - max(x))): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            acc += tl.where(mask, tl.exp(x - _r0), 0.0)
-        _r1 = tl.sum(acc, axis=0)
+            # max(x) and, in the same pass, sum(exp(x - max(x))):
+            # each lane adds its terms at its own running maximum _m, and rescales what it has added by
+            # exp(old - new) when _m grows (the online softmax: no pass of their own after the maximum).
+            # A lane that has seen only -inf adds 0 times the rest of the term, as the exact sum does.
+            _f = tl.where(mask, x, -float("inf"))
+            _m = _max_nan(_acc0, _f)
+            _scale = tl.where(_m == -float("inf"), 1.0, tl.exp(_acc0 - _m))
+            _acc1 = _acc1 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0, tl.exp(_f - _m)), 0.0)
+            _acc0 = _m
+        _r0 = tl.reduce(_acc0, 0, _max_nan)
+        _r1 = tl.sum(_acc1 * tl.exp(_acc0 - _r0), axis=0)
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols

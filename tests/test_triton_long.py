@@ -1,0 +1,147 @@
+"""The passes of the Triton long-row kernel (rows past _MAX_BLOCK): which reductions share a pass
+(kernelgen.rowplan.long_passes), the sums computed online beside their maximum (online_sum), and the
+kernel itself run by Triton's interpreter on the CPU over rows whose maximum rises in every chunk, rows
+that start with -inf, rows of -inf, NaN and inf, against the generated test's own error bound; a kernel
+without the online rescaling must fail there."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from kernelgen.cli import main
+from kernelgen.expr import parse
+from kernelgen.rowplan import long_passes, online_sum, plan
+
+
+def _passes(source: str, inputs: str = "x", weights: str = "") -> list[list[int]]:
+    parsed = parse(source, tuple(inputs.split(",")), weights=tuple(w for w in weights.split(",") if w), rowwise=True)
+    return long_passes(plan(parsed.tree))
+
+
+@pytest.mark.parametrize("source, inputs, weights, passes", [
+    # softmax, log-softmax and logsumexp: the sum of exp(x - max(x)) joins its maximum's pass
+    ("exp(x - max(x)) / sum(exp(x - max(x)))", "x", "", [[0, 1]]),
+    ("x - max(x) - log(sum(exp(x - max(x))))", "x", "", [[0, 1]]),
+    ("log(mean(exp(x - max(x)) * w)) + max(x)", "x", "w", [[0, 1]]),
+    # independent reductions share a pass; a reduction that reads another's result comes after it
+    ("max(x) - min(y) + mean(x * y)", "x,y", "", [[0, 1, 2]]),
+    ("(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5)", "x", "", [[0], [1]]),
+    ("x * sum(x - mean(x)) + max(y)", "x,y", "", [[0, 2], [1]]),
+    # not online: the other factor reads the maximum; the exponent is not f - max(f) of the same f;
+    # a min is not a maximum; the rest of the term reads a reduction of the maximum's pass
+    ("exp(x - max(x)) / sum(exp(x - max(x)) * max(x))", "x", "", [[0], [1]]),
+    ("exp(x - max(x)) / sum(exp(2 * x - max(x)))", "x", "", [[0], [1]]),
+    ("exp(x - min(x)) / sum(exp(x - min(x)))", "x", "", [[0], [1]]),
+    ("sum(exp(x - max(x)) * mean(y)) + y", "x,y", "", [[0, 1], [2]]),
+])
+def test_long_passes(source, inputs, weights, passes):
+    assert _passes(source, inputs, weights) == passes
+
+
+def test_an_online_sum_names_its_maximum_and_the_rest_of_its_term():
+    parsed = parse("exp(x - max(x)) * w * y / sum(w * exp(x - max(x)) * y)", ("x", "y"), weights=("w",), rowwise=True)
+    row_plan = plan(parsed.tree)
+    found = online_sum(row_plan, 1)
+    assert found is not None and (found.index, found.max_index) == (1, 0)
+    assert found.factor is not None and {n.name for n in _leaves(found.factor)} == {"w", "y"}
+    assert online_sum(row_plan, 0) is None  # the maximum itself
+
+
+def _leaves(node):
+    from kernelgen.nodes import Var, collect
+    return collect(node, lambda n: n if isinstance(n, Var) else None)
+
+
+_DRIVER = """
+import importlib, importlib.util, sys
+import torch, triton, triton.language as tl
+root, op = sys.argv[1], sys.argv[2]
+sys.path.insert(0, root)
+mod = importlib.import_module(f"longrows.ops.{op}")
+spec = importlib.util.spec_from_file_location("generated_test", f"{root}/tests/test_{op}.py")
+generated = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(generated)
+suite = next(value for name, value in vars(generated).items() if name.startswith("Test"))()
+kernel = getattr(mod, f"_{op}_long_kernel")
+failures = []
+for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
+    for case in ("plain", "rising", "special"):
+        args = suite.make_args((4, 20000), dtype, "cpu", seed=5)
+        if case == "rising":  # each chunk's maximum above the last: every lane rescales at every chunk
+            args[0] = args[0] + torch.linspace(0, 40, 20000, dtype=dtype)
+        if case == "special":
+            args[0][0, :9000] = -float("inf")  # a row that starts with -inf: its sum must not become NaN
+            args[0][1, :] = -float("inf")  # a row of -inf: NaN, as exp(-inf - (-inf)) makes the exact sum
+            args[0][2, 7777] = float("nan")
+            args[0][3, 123] = float("inf")
+        out = torch.full(args[0].shape, float("nan"), dtype=dtype)
+        kernel[(4,)](*args, out, 20000, BLOCK=4096, ACC=acc, **mod._long_forward(dtype)[1])
+        if case != "special":
+            try:
+                suite.assert_matches(out, args)
+            except AssertionError as err:
+                failures.append(f"{dtype} {case}: {str(err)[:200]}")
+            continue
+        want = suite.op.reference(*[t.double() for t in args])
+        finite = torch.isfinite(want)
+        if not (torch.equal(torch.isnan(out), torch.isnan(want)) and torch.equal(torch.isinf(out), torch.isinf(want))):
+            failures.append(f"{dtype} {case}: non-finite elements differ from the reference's")
+        elif finite[0].all():  # row 0: finite, though it starts with -inf; within the bound
+            rest = [a[:1] for a in args[:len(suite.op.inputs)]] + list(args[len(suite.op.inputs):])
+            try:
+                suite.assert_matches(out[:1], rest)
+            except AssertionError as err:
+                failures.append(f"{dtype} {case} row 0: {str(err)[:200]}")
+print("ok" if not failures else "FAILED " + " | ".join(failures))
+"""
+
+#: name, inputs, weights, expression: softmax with a weight in its sum, logsumexp, and a sum of exp(x - max(x))
+#: beside independent reductions of the same pass.
+_OPS = [
+    ("wsm", "x", "w", "exp(x - max(x)) * w / sum(exp(x - max(x)) * w)"),
+    ("lse", "x", "", "log(sum(exp(x - max(x)))) + max(x)"),
+    ("mixed", "x,y", "w", "max(x) - min(y) + mean(x * w) + y * sum(exp(x - max(x)) * y * w) / sum(exp(x - max(x)))"),
+]
+
+
+def _package(tmp_path):
+    pytest.importorskip("triton", reason="the Triton backend needs triton")
+    pytest.importorskip("torch")
+    root = tmp_path / "longrows"
+    for index, (name, inputs, weights, expr) in enumerate(_OPS):
+        args = ["--kind", "rowwise", "--backend", "triton", "--inputs", inputs, "--expr", expr,
+                "--dtypes", "float32,float64", "--defaults"] + (["--weights", weights] if weights else [])
+        if index == 0:
+            result = CliRunner().invoke(main, ["new", "longrows", "--op", name, *args, "--output", str(tmp_path)])
+        else:
+            result = CliRunner().invoke(main, ["add", name, *args, "--package", str(root)])
+        assert result.exit_code == 0, result.output
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER)
+    return root, driver
+
+
+def _run(root, driver, op: str) -> str:
+    done = subprocess.run([sys.executable, str(driver), str(root), op], capture_output=True, text=True,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_the_long_kernel_computes_online_sums_in_the_interpreter(tmp_path):
+    root, driver = _package(tmp_path)
+    for name, *_ in _OPS:
+        source = (root / "longrows" / "ops" / f"{name}.py").read_text()
+        assert "_scale = tl.where(" in source, name  # the sums are computed online
+        assert _run(root, driver, name) == "ok", name
+    # Without the rescaling, what a lane added before its maximum grew is too large: caught.
+    path = root / "longrows" / "ops" / "wsm.py"
+    text = path.read_text()
+    assert text.count("_acc1 = _acc1 * _scale + ") == 1
+    path.write_text(text.replace("_acc1 = _acc1 * _scale + ", "_acc1 = _acc1 + "))
+    assert _run(root, driver, "wsm").startswith("FAILED"), "a kernel without the rescaling passed"
