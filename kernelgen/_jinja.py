@@ -15,7 +15,7 @@ import yaml
 from jinja2 import Environment, pass_context
 from jinja2.ext import Extension
 
-from . import diff
+from . import diff, rowplan
 from ._version import __version__
 from .error_model import (
     error_bound_python,
@@ -304,6 +304,10 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         # a masked stage's argument with exact products (diff.emit): a kernel that computes it in two
         # passes over the row gets the same bits in both
         "exact_args": {k: diff.emit(stage_args[k], "triton", acc="ACC", exact=True) for k in sorted(masked)},
+        # the long kernel's passes over the row (kernelgen.rowplan.pass_forms)
+        "long_passes": rowplan.pass_forms(
+            [rowplan.RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(backward.stages, stage_args, strict=True)],
+            [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC"), diff.walk),
     }
     for style in ("triton", "torch"):
         bindings, grads = diff.emit_cse(trees, style, acc="ACC")

@@ -3,7 +3,9 @@ first), then the output elementwise over the row, and every form of them the tem
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from .cost import distinct_math_cost, math_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
@@ -148,10 +150,28 @@ def _factors(node: Node) -> list[Node]:
     return [node]
 
 
-def online_sum(row_plan: RowPlan, index: int) -> OnlineSum | None:
-    """Reduction ``index`` as an :class:`OnlineSum`, if it is one: a sum or mean whose argument is a product
-    of ``exp(f - _rj)``, with reduction j ``max(f)``, and factors that do not read ``_rj``."""
-    stage = row_plan.reductions[index]
+class _Stage(Protocol):
+    @property
+    def func(self) -> str: ...
+    @property
+    def arg(self) -> Node: ...
+
+
+def _walk(node: Node) -> Iterable[Node]:
+    """Every node of the tree (:func:`kernelgen.diff.walk` also knows the backward's comparisons)."""
+    yield node
+    for child in children(node):
+        yield from _walk(child)
+
+
+Walk = Callable[[Node], Iterable[Node]]
+
+
+def online_sum(stages: Sequence[_Stage], index: int, walk: Walk = _walk) -> OnlineSum | None:
+    """Reduction ``index`` of ``stages`` (a :class:`RowPlan`'s reductions, or a backward's stages) as an
+    :class:`OnlineSum`, if it is one: a sum or mean whose argument is a product of ``exp(f - _rj)``, with
+    reduction j ``max(f)``, and factors that do not read ``_rj``."""
+    stage = stages[index]
     if stage.func not in ("sum", "mean"):
         return None
     factors = _factors(stage.arg)
@@ -162,10 +182,10 @@ def online_sum(row_plan: RowPlan, index: int) -> OnlineSum | None:
         if difference.op != "-" or not isinstance(difference.right, RowRef):
             continue
         j = difference.right.index
-        if row_plan.reductions[j].func != "max" or row_plan.reductions[j].arg != difference.left:
+        if stages[j].func != "max" or stages[j].arg != difference.left:
             continue
         rest = factors[:position] + factors[position + 1:]
-        if any(j in rowrefs(other) for other in rest):
+        if any(RowRef(j) in list(walk(other)) for other in rest):
             continue
         product: Node | None = None
         for other in rest:
@@ -174,15 +194,15 @@ def online_sum(row_plan: RowPlan, index: int) -> OnlineSum | None:
     return None
 
 
-def long_passes(row_plan: RowPlan) -> list[list[int]]:
+def long_passes(stages: Sequence[_Stage], walk: Walk = _walk) -> list[list[int]]:
     """The passes over a row of the long kernels, which stream the row from memory once per pass: each
-    reduction in the first pass after those whose results it reads, so independent reductions share a pass
-    (``max(x) - min(x)``: one pass, not two). An :class:`OnlineSum` joins its maximum's pass where the rest
-    of what it reads is known by then (softmax and logsumexp: one pass, then the output's)."""
+    reduction of ``stages`` in the first pass after those whose results it reads, so independent reductions
+    share a pass (``max(x) - min(x)``: one pass, not two). An :class:`OnlineSum` joins its maximum's pass where
+    the rest of what it reads is known by then (softmax and logsumexp: one pass, then the output's)."""
     level: list[int] = []
-    for index, stage in enumerate(row_plan.reductions):
-        reads = rowrefs(stage.arg)
-        online = online_sum(row_plan, index)
+    for index, stage in enumerate(stages):
+        reads = {node.index for node in walk(stage.arg) if isinstance(node, RowRef)}
+        online = online_sum(stages, index, walk)
         if online is not None:
             others = reads - {online.max_index}
             if all(level[k] < level[online.max_index] for k in others):
@@ -190,6 +210,26 @@ def long_passes(row_plan: RowPlan) -> list[list[int]]:
                 continue
         level.append(1 + max((level[k] for k in reads), default=-1))
     return [[k for k in range(len(level)) if level[k] == p] for p in range(max(level, default=-1) + 1)]
+
+
+def pass_forms(stages: Sequence[_Stage], columns: Sequence[str], emit_triton: Callable[[Node], str],
+               walk: Walk = _walk) -> list[dict[str, object]]:
+    """:func:`long_passes` as the Triton long kernels need them: per pass its ``reductions``, the ``columns``
+    they read, and its online sums (``online``: sum -> its maximum; ``sums``: maximum -> its sums;
+    ``factors``: sum -> the rest of its term, printed by ``emit_triton``, or None)."""
+    passes = []
+    for members in long_passes(stages, walk):
+        online = {k: found for k in members if (found := online_sum(stages, k, walk)) is not None and found.max_index in members}
+        used = {node.name for k in members for node in walk(stages[k].arg) if isinstance(node, Var)}
+        passes.append({
+            "reductions": members,
+            "columns": [name for name in columns if name in used],
+            "online": {k: found.max_index for k, found in online.items()},
+            "sums": {j: [k for k, found in online.items() if found.max_index == j]
+                     for j in sorted({found.max_index for found in online.values()})},
+            "factors": {k: emit_triton(found.factor) if found.factor is not None else None for k, found in online.items()},
+        })
+    return passes
 
 
 def plan_forms(
@@ -230,17 +270,7 @@ def plan_forms(
         }
 
     output = forms(row_plan.output)
-    passes = []
-    for members in long_passes(row_plan):
-        online = {k: found for k in members if (found := online_sum(row_plan, k)) is not None and found.max_index in members}
-        used = set().union(*(variables(row_plan.reductions[k].arg) for k in members))
-        passes.append({
-            "reductions": members,
-            "columns": [name for name in (*inputs, *weights) if name in used],
-            "online": {k: found.max_index for k, found in online.items()},  # sum -> its maximum
-            "sums": {j: [k for k, found in online.items() if found.max_index == j] for j in sorted({f.max_index for f in online.values()})},
-            "factors": {k: emit(found.factor, TritonStyle(acc)) if found.factor is not None else None for k, found in online.items()},
-        })
+    passes = pass_forms(row_plan.reductions, (*inputs, *weights), lambda node: emit(node, TritonStyle(acc)))
     kept = kept_argument(cpp_plan, inputs)
     if kept is not None:
         # The C++ output reads reduction k's per-element argument as _a<k> (its callers pass it):

@@ -20,7 +20,7 @@ from kernelgen.rowplan import long_passes, online_sum, plan
 
 def _passes(source: str, inputs: str = "x", weights: str = "") -> list[list[int]]:
     parsed = parse(source, tuple(inputs.split(",")), weights=tuple(w for w in weights.split(",") if w), rowwise=True)
-    return long_passes(plan(parsed.tree))
+    return long_passes(plan(parsed.tree).reductions)
 
 
 @pytest.mark.parametrize("source, inputs, weights, passes", [
@@ -45,11 +45,11 @@ def test_long_passes(source, inputs, weights, passes):
 
 def test_an_online_sum_names_its_maximum_and_the_rest_of_its_term():
     parsed = parse("exp(x - max(x)) * w * y / sum(w * exp(x - max(x)) * y)", ("x", "y"), weights=("w",), rowwise=True)
-    row_plan = plan(parsed.tree)
-    found = online_sum(row_plan, 1)
+    stages = plan(parsed.tree).reductions
+    found = online_sum(stages, 1)
     assert found is not None and (found.index, found.max_index) == (1, 0)
     assert found.factor is not None and {n.name for n in _leaves(found.factor)} == {"w", "y"}
-    assert online_sum(row_plan, 0) is None  # the maximum itself
+    assert online_sum(stages, 0) is None  # the maximum itself
 
 
 def _leaves(node):
@@ -97,6 +97,29 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
                 suite.assert_matches(out[:1], rest)
             except AssertionError as err:
                 failures.append(f"{dtype} {case} row 0: {str(err)[:200]}")
+# The backward's long kernel (float32: the float64 exact gradients are no more exact than the op's), then the
+# weights' kernel over its per-row values and the column sum, as the registered backward launches them.
+shared = importlib.import_module("longrows._triton_rowwise")
+n_in, n_w = len(suite.op.inputs), len(suite.op.weights)
+for case in ("plain", "rising"):
+    args, grad = suite.backward_args((3, 20000), torch.float32, "cpu", seed=41)
+    if case == "rising":
+        args[0] = args[0] + torch.linspace(0, 40, 20000)
+    dxs = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
+    stats = [torch.full((3 * 64,), float("nan"))] if n_w else []
+    getattr(mod, f"_{op}_backward_long_kernel")[(3,)](grad, *args, *dxs, *stats, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32)
+    weight_grads = []
+    if n_w:
+        partials = [torch.full((1, 20000), float("nan")) for _ in range(n_w)]
+        getattr(mod, f"_{op}_weight_grad_kernel")[(triton.cdiv(20000, 64), 1)](grad, *args, stats[0], *partials, 3, 20000, 3,
+                                                                              BLOCK_R=64, BLOCK_C=64, ACC=tl.float32)
+        for partial in partials:
+            weight_grads.append(torch.full((20000,), float("nan")))
+            shared._column_sum_kernel[(triton.cdiv(20000, 32),)](partial, weight_grads[-1], 1, 20000, BLOCK_P=128, BLOCK_C=32)
+    try:
+        suite.assert_gradients_match(dxs + weight_grads, grad, args)
+    except AssertionError as err:
+        failures.append(f"backward {case}: {str(err)[:200]}")
 print("ok" if not failures else "FAILED " + " | ".join(failures))
 """
 
@@ -139,9 +162,13 @@ def test_the_long_kernel_computes_online_sums_in_the_interpreter(tmp_path):
         source = (root / "longrows" / "ops" / f"{name}.py").read_text()
         assert "_scale = tl.where(" in source, name  # the sums are computed online
         assert _run(root, driver, name) == "ok", name
-    # Without the rescaling, what a lane added before its maximum grew is too large: caught.
+    # Without the rescaling, what a lane added before its maximum grew is too large: caught in the forward's
+    # long kernel and in the backward's.
     path = root / "longrows" / "ops" / "wsm.py"
     text = path.read_text()
-    assert text.count("_acc1 = _acc1 * _scale + ") == 1
-    path.write_text(text.replace("_acc1 = _acc1 * _scale + ", "_acc1 = _acc1 + "))
-    assert _run(root, driver, "wsm").startswith("FAILED"), "a kernel without the rescaling passed"
+    assert text.count("_acc1 = _acc1 * _scale + ") == 2 and text.count("_acc2 = _acc2 * _scale + ") == 1
+    for old, new in (("_acc1 = _acc1 * _scale + ", "_acc1 = _acc1 + "), ("_acc2 = _acc2 * _scale + ", "_acc2 = _acc2 + ")):
+        path.write_text(text.replace(old, new, 1))
+        verdict = _run(root, driver, "wsm")
+        assert verdict.startswith("FAILED"), f"a kernel without the rescaling ({old}) passed"
+    path.write_text(text)

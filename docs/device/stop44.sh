@@ -19,11 +19,18 @@
 #   bash docs/device/stop44.sh bwd        # backward alone, both packages (triton_weight_programs.py: "as is")
 #   bash docs/device/stop44.sh bwd-bench  # forward+backward against compile at 16384; GPU suites; memcheck; r11
 #   bash docs/device/stop44.sh examples   # myteam-ops built here; its Triton suites; r11's suite (.device/r11new)
+# The backward's long kernel in the forward's passes (rows past _MAX_BACKWARD_BLOCK: 4096-16384 by the live values):
+#   .device/bwl44old: PYTHONPATH=/tmp/wt python /tmp/wt/docs/device/rowwise_sweep.py generate .device/bwl44old --seed 44 \
+#                     --count 40 --backends triton --backward fused --only $BWLONG   (/tmp/wt: a worktree at 1c4200a)
+#   .device/bwl44new: the same with this stop's templates
+#   bash docs/device/stop44.sh bwlong       # backward alone, both packages; forward+backward against compile (new)
+#   bash docs/device/stop44.sh bwlong-tests # the new package's GPU suites; memcheck and racecheck of the backward
 set -uo pipefail
 L=$OUT; export PYTHONUNBUFFERED=1
 # The expressions whose long kernel changed (fewer passes), and two whose kernel did not (controls).
 CHANGED=softmax,log_softmax,lse,lsm_lse,wsoftmax,xbyy,range4,r07,r08,r10,r12,r13,r16,r17,r18,r19,r20,r22,r23,r24
 CONTROLS=rmsnorm,layernorm
+BWLONG=softmax,log_softmax,lse,wsoftmax,layernorm,rmsnorm,resln,range4,r07,r08,r13,r16,r18,r22,xbyy
 WEIGHTED=rmsnorm,layernorm,resrms,wrms,wsoftmax,resln,quad4,r01,r02,r03,r04,r06,r07,r08,r09,r10,r13,r15,r19,r21,r22,r24
 case ${1:-bench} in
   bench)
@@ -58,6 +65,21 @@ case ${1:-bench} in
     (cd .device/r11new/rsweep-ops && timeout 100 python3 -m pytest -q -p no:cacheprovider tests/test_r11_tl.py -k "large_values or matches_reference" 2>&1 | tail -2 | sed "s/^/r11_tl: /")
     timeout 150 compute-sanitizer --tool memcheck python3 docs/device/sanitize_backward.py .device/bw44new/rsweep-ops --ops layernorm_tl,r04_tl \
       --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|Error" | head -5 | sed "s/^/memcheck: /" ;;
+  bwlong)
+    for p in bwl44old bwl44new; do
+      timeout 170 python3 docs/device/triton_weight_programs.py .device/$p/rsweep-ops --ops $(echo ${OPS:-$BWLONG} | sed 's/\([a-z0-9_]*\)/\1_tl/g') \
+        --cols ${COLS:-16384,65536} --rounds 2 > "$L/${p}_bwd.txt" 2>&1; echo "$p: rc=$?"
+    done
+    timeout 200 python3 docs/device/backward_bench.py .device/bwl44new/rsweep-ops --ops ${BENCH_OPS:-r13_tl,r22_tl,resln_tl,r18_tl} \
+      --dtypes float32,bfloat16 --cols 16384 --rounds 2 --json "$L/bench_bwl44new.json" > "$L/bench_bwl44new.txt" 2>&1; echo "bench: rc=$?" ;;
+  bwlong-tests)
+    (cd .device/bwl44new/rsweep-ops && for t in softmax_tl layernorm_tl wsoftmax_tl range4_tl r13_tl r22_tl; do echo tests/test_$t.py; done | timeout 150 xargs -P 6 -I{} sh -c \
+      'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" -k "not cpu" > '"$L"'/test_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$L"'/test_$(basename {} .py).log)"') | tee "$L/bwl_tests_summary.txt"
+    cat $L/test_*.log | grep -E "^(FAILED|ERROR)|^E  " | head -40 > "$L/bwl_tests_failures.txt"; rm -f $L/test_*.log
+    for tool in memcheck racecheck; do
+      timeout 100 compute-sanitizer --tool $tool python3 docs/device/sanitize_backward.py .device/bwl44new/rsweep-ops --ops wsoftmax_tl,r22_tl \
+        --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|Error" | head -5 | sed "s/^/$tool: /"
+    done ;;
   examples)
     if ls .whl/nvidia_cutlass-*.whl > /dev/null 2>&1 && [ ! -d /tmp/cutlass ]; then
       python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl

@@ -367,8 +367,9 @@ if TRITON_AVAILABLE:
         tl.store(_p0_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s0, mask=mask)
         tl.store(_p1_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s1, mask=mask)
 
-    # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, one per
-    # reduction and one for the gradients. Loads that a pass does not use are dropped by the compiler. A row
+    # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
+    # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
+    # the gradients. Loads that a pass does not use are dropped by the compiler. A row
     # cannot stay on chip here, so the weights' gradients take a kernel of their own: the row's per-row values
     # go to _stats (rows, 4), where _layernorm_tl_weight_grad_kernel reads them.
     @triton.jit(do_not_specialize=["_need0"])
@@ -377,7 +378,8 @@ if TRITON_AVAILABLE:
         base = row * cols
         _n = cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) ---------
-        _acc = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
+        _acc0 = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
+        _acc2 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w): lane-wise partials, then one reduction
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
@@ -386,9 +388,13 @@ if TRITON_AVAILABLE:
             w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
             b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
             _a0 = x
-            _acc += tl.where(mask, _a0, 0.0)
-        _r0 = tl.sum(_acc, axis=0) / cols
-        _acc = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
+            _acc0 += tl.where(mask, _a0, 0.0)
+            _a2 = _grad * w
+            _acc2 += tl.where(mask, _a2, 0.0)
+        _r0 = tl.sum(_acc0, axis=0) / cols
+        _r2 = tl.sum(_acc2, axis=0) / cols
+        _acc1 = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
+        _acc3 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w * (x - mean(x))): lane-wise partials, then one reduction
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
@@ -397,30 +403,11 @@ if TRITON_AVAILABLE:
             w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
             b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
             _a1 = (x - _r0) * (x - _r0)
-            _acc += tl.where(mask, _a1, 0.0)
-        _r1 = tl.sum(_acc, axis=0) / cols
-        _acc = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            _a2 = _grad * w
-            _acc += tl.where(mask, _a2, 0.0)
-        _r2 = tl.sum(_acc, axis=0) / cols
-        _acc = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w * (x - mean(x))): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+            _acc1 += tl.where(mask, _a1, 0.0)
             _a3 = _grad * w * (x - _r0)
-            _acc += tl.where(mask, _a3, 0.0)
-        _r3 = tl.sum(_acc, axis=0) / cols
+            _acc3 += tl.where(mask, _a3, 0.0)
+        _r1 = tl.sum(_acc1, axis=0) / cols
+        _r3 = tl.sum(_acc3, axis=0) / cols
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols

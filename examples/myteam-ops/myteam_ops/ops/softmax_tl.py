@@ -282,41 +282,36 @@ if TRITON_AVAILABLE:
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
 
-    # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, one per
-    # reduction and one for the gradients. Loads that a pass does not use are dropped by the compiler.
+    # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
+    # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
+    # the gradients. Loads that a pass does not use are dropped by the compiler.
     @triton.jit(do_not_specialize=["_need0"])
     def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         base = row * cols
         _n = cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) ---------
-        _acc = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+        _acc0 = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+        _acc1 = tl.zeros((BLOCK,), ACC)  # sum(exp(x - max(x))): lane-wise partials at the lane's running maximum
+        _acc2 = tl.zeros((BLOCK,), ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials at the lane's running maximum
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
             _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
             _a0 = x
-            _acc = _max_nan(_acc, tl.where(mask, _a0, float("-inf")))
-        _r0 = tl.reduce(_acc, 0, _max_nan)
-        _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(exp(x - max(x))): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            _a1 = tl.exp(x - _r0)
-            _acc += tl.where(mask, _a1, 0.0)
-        _r1 = tl.sum(_acc, axis=0)
-        _acc = tl.full((BLOCK,), 0.0, ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            _a2 = _grad * tl.exp(x - _r0)
-            _acc += tl.where(mask, _a2, 0.0)
-        _r2 = tl.sum(_acc, axis=0)
+            # max(x) and, in the same pass, sum(exp(x - max(x))), sum(_grad * exp(x - max(x))):
+            # each lane adds its terms at its own running maximum _m, and rescales what it has added by
+            # exp(old - new) when _m grows (the online softmax, as in the forward's long kernel).
+            _f = tl.where(mask, _a0, -float("inf"))
+            _m = _max_nan(_acc0, _f)
+            _scale = tl.where(_m == -float("inf"), 1.0, tl.exp(_acc0 - _m))
+            _acc1 = _acc1 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0, tl.exp(_f - _m)), 0.0)
+            _acc2 = _acc2 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0 * (_grad), tl.exp(_f - _m) * (_grad)), 0.0)
+            _acc0 = _m
+        _r0 = tl.reduce(_acc0, 0, _max_nan)
+        _r1 = tl.sum(_acc1 * tl.exp(_acc0 - _r0), axis=0)
+        _r2 = tl.sum(_acc2 * tl.exp(_acc0 - _r0), axis=0)
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
