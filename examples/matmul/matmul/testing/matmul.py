@@ -19,9 +19,18 @@ import pytest
 import torch
 
 from .error_model import per_element
-from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded, without_compile_caches
+from .suite import Mismatches, OpUnderTest, Suite, assert_as_close_as_eager, requires_cuda, seeded, without_compile_caches
 
 __all__ = ["HopperPathChecks", "MatmulOp", "MatmulSuite"]
+
+# torch.compile against eager calls of the op (with the largest error eager makes: assert_as_close_as_eager):
+# torch.testing's default tolerances of each dtype.
+COMPILE_TOLERANCES = {
+    torch.float32: dict(rtol=1.3e-6, atol=1e-5),
+    torch.float64: dict(rtol=1e-7, atol=1e-7),
+    torch.float16: dict(rtol=1e-3, atol=1e-5),
+    torch.bfloat16: dict(rtol=1.6e-2, atol=1e-5),
+}
 
 # (M, K, N): ragged sizes that are not multiples of any tile, degenerate ones, tile-aligned ones,
 # and ones with K and N multiples of 8 (the tensor-core kernel's 16-byte load path) but ragged M.
@@ -197,11 +206,18 @@ class MatmulSuite(Suite):
 
             compiled = torch.compile(f, fullgraph=True)
             out = compiled(*inputs)
-            torch.testing.assert_close(out, f(*inputs))
+            # Each result against eager's and the exact one (reference() in float64 on the same values), with
+            # torch.testing's default tolerances of the dtype
+            tolerance = COMPILE_TOLERANCES[dtype]
+            leaves = [t.detach().double().requires_grad_() for t in inputs]
+            exact = self.op.reference(*leaves).relu()
+            eager = f(*inputs)
+            assert_as_close_as_eager(out, eager, exact, **tolerance)
             grads = torch.autograd.grad(out.sum(), inputs)
-            want = torch.autograd.grad(f(*inputs).sum(), inputs)
-            for got, ref in zip(grads, want):
-                torch.testing.assert_close(got, ref)
+            want = torch.autograd.grad(eager.sum(), inputs)
+            exact_grads = torch.autograd.grad(exact.sum(), leaves, allow_unused=True)
+            for got, ref, ideal in zip(grads, want, exact_grads, strict=True):
+                assert_as_close_as_eager(got, ref, torch.zeros_like(ref) if ideal is None else ideal, **tolerance)
 
     # ---- the generated backward (an op with backward=...) ----
 

@@ -12,13 +12,14 @@ import re
 import pytest
 import torch
 
-from .suite import Mismatches, OpUnderTest, Suite, requires_cuda, seeded, without_compile_caches
+from .suite import Mismatches, OpUnderTest, Suite, assert_as_close_as_eager, requires_cuda, seeded, without_compile_caches
 
 __all__ = ["ElementwiseSuite", "OpUnderTest"]
 
 # Tolerances of the tests that compare PyTorch's arithmetic with itself: the backward (the vjp of
 # reference() in op-math precision, in the op and in the test alike) and torch.compile against eager
-# calls of the op. The op's own results are held to the error model instead.
+# calls of the op (there, with the largest error eager makes: assert_as_close_as_eager). The op's own
+# results are held to the error model instead.
 TOLERANCES = {
     torch.float32: dict(rtol=1e-5, atol=1e-6),
     torch.float64: dict(rtol=1e-10, atol=1e-12),
@@ -236,11 +237,16 @@ class ElementwiseSuite(Suite):
 
             compiled = torch.compile(f, fullgraph=True)
             out = compiled(*inputs)
-            torch.testing.assert_close(out, f(*inputs), **TOLERANCES[dtype])
+            # Each result against eager's and the exact one (reference() in float64 on the same values)
+            leaves = [x.detach().double().requires_grad_() for x in inputs]
+            exact = self.op.reference(*leaves) * 2
+            eager = f(*inputs)
+            assert_as_close_as_eager(out, eager, exact, **TOLERANCES[dtype])
             grads = torch.autograd.grad(out.sum(), inputs)
-            want = torch.autograd.grad(f(*inputs).sum(), inputs)
-            for got, ref in zip(grads, want):
-                torch.testing.assert_close(got, ref, **TOLERANCES[dtype])
+            want = torch.autograd.grad(eager.sum(), inputs)
+            exact_grads = torch.autograd.grad(exact.sum(), leaves, allow_unused=True)
+            for got, ref, ideal in zip(grads, want, exact_grads, strict=True):
+                assert_as_close_as_eager(got, ref, torch.zeros_like(ref) if ideal is None else ideal, **TOLERANCES[dtype])
 
     def test_bitwise_deterministic(self, device, dtype):
         inputs = self.make_inputs((1000003,), dtype, device, seed=9)
