@@ -12,6 +12,8 @@ of partial sums in a fixed order. No atomics: the gradient has the same bits on 
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 try:
@@ -38,12 +40,23 @@ def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[i
 
     A persistent launch (a program per row of partial sums, every program looping over its rows) wants exactly
     this many programs: more would run in a second wave, fewer would leave SMs idle. What fits an SM is the
-    least of its threads, registers and shared memory over what a program takes of each."""
+    least of its threads, registers and shared memory over what a program takes of each.
+
+    Loading the compiled kernel is what reports its registers and spills (CompiledKernel._init_handles, not a
+    public call of Triton). A Triton without it, or without n_regs and n_spills, reports (0, 1): as if the
+    kernel spilled, so the launch takes the kernels that need no count, with a warning."""
     index = device.index if device.index is not None else torch.cuda.current_device()
     key = (kernel, index, *map(str, args), *sorted(options.items()))
     if key not in _HELD:
         compiled = kernel.warmup(*args, grid=(1,), **options)
-        compiled._init_handles()  # loading the compiled kernel is what reports its registers and spills
+        load = getattr(compiled, "_init_handles", None)
+        if load is not None:
+            load()
+        if not (isinstance(getattr(compiled, "n_regs", None), int) and isinstance(getattr(compiled, "n_spills", None), int)):
+            warnings.warn(f"{getattr(kernel, '__name__', 'a kernel')}: this Triton ({triton.__version__}) does not report a compiled kernel's "
+                          "registers and spills; the weights' gradients take a second pass over the rows", stacklevel=2)
+            _HELD[key] = (0, 1)
+            return _HELD[key]
         props = torch.cuda.get_device_properties(index)
         warps = options["num_warps"]
         by_threads = props.max_threads_per_multi_processor // (32 * warps)
