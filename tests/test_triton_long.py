@@ -52,6 +52,21 @@ def test_an_online_sum_names_its_maximum_and_the_rest_of_its_term():
     assert online_sum(stages, 0) is None  # the maximum itself
 
 
+@pytest.mark.parametrize("source, inputs, weights, passes, online", [
+    # LayerNorm's backward: mean(x) with mean(_grad * w), then the variance with mean(_grad * w * (x - mean(x)))
+    ("(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b", ["x"], ["w", "b"], [[0, 2], [1, 3]], [{}, {}]),
+    # a weighted softmax's: the forward's sum and the backward's own, both online beside max(x)
+    ("exp(x - max(x)) * w / sum(exp(x - max(x)) * w)", ["x"], ["w"], [[0, 1, 2]], [{1: 0, 2: 0}]),
+    # x / max(abs(x)): the mask [abs(x) == max(abs(x))] reads the maximum, so its sum comes after it
+    ("x / max(abs(x))", ["x"], [], [[0, 1], [2]], [{}, {}]),
+])
+def test_the_backward_long_kernel_takes_the_same_passes(source, inputs, weights, passes, online):
+    from kernelgen._jinja import rowwise_backward_python
+    backward = rowwise_backward_python({"names": {}}, source, inputs, weights)
+    assert [p["reductions"] for p in backward["long_passes"]] == passes
+    assert [p["online"] for p in backward["long_passes"]] == online
+
+
 def _leaves(node):
     from kernelgen.nodes import Var, collect
     return collect(node, lambda n: n if isinstance(n, Var) else None)
