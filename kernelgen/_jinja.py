@@ -294,6 +294,15 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
                     todo.append(stage_args[k])
         return sorted(found)
 
+    exact_args = {k: diff.emit(stage_args[k], "triton", acc="ACC", exact=True) for k in sorted(masked)}
+    # the long kernel's passes over the row (kernelgen.rowplan.pass_forms); an online sum's term computes first
+    # the masked arguments its maximum's does not
+    passes = rowplan.pass_forms(
+        [rowplan.RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(backward.stages, stage_args, strict=True)],
+        [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC"), diff.walk)
+    for forms in passes:
+        forms["before_sum"] = {j: [f"_a{q} = {exact_args[q]}" for q in masks_read(stage_args[j]) if q not in masks_read(stage_args[k])]
+                               for j, k in forms["online"].items()}
     out: dict[str, Any] = {
         "canonical": [diff.canonical(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)],
         "zero": [isinstance(tree, Num) and tree.value == 0 for tree in trees],
@@ -303,11 +312,8 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         "grad_masks": masks_read(*trees),
         # a masked stage's argument with exact products (diff.emit): a kernel that computes it in two
         # passes over the row gets the same bits in both
-        "exact_args": {k: diff.emit(stage_args[k], "triton", acc="ACC", exact=True) for k in sorted(masked)},
-        # the long kernel's passes over the row (kernelgen.rowplan.pass_forms)
-        "long_passes": rowplan.pass_forms(
-            [rowplan.RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(backward.stages, stage_args, strict=True)],
-            [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC"), diff.walk),
+        "exact_args": exact_args,
+        "long_passes": passes,
     }
     for style in ("triton", "torch"):
         bindings, grads = diff.emit_cse(trees, style, acc="ACC")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from .cost import distinct_math_cost, math_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
@@ -213,10 +213,11 @@ def long_passes(stages: Sequence[_Stage], walk: Walk = _walk) -> list[list[int]]
 
 
 def pass_forms(stages: Sequence[_Stage], columns: Sequence[str], emit_triton: Callable[[Node], str],
-               walk: Walk = _walk) -> list[dict[str, object]]:
+               walk: Walk = _walk) -> list[dict[str, Any]]:
     """:func:`long_passes` as the Triton long kernels need them: per pass its ``reductions``, the ``columns``
     they read, and its online sums (``online``: sum -> its maximum; ``sums``: maximum -> its sums;
-    ``factors``: sum -> the rest of its term, printed by ``emit_triton``, or None)."""
+    ``factors``: sum -> the rest of its term, printed by ``emit_triton``, or None; ``before_sum``: sum -> the lines
+    its term needs computed first, which the caller fills in, empty here)."""
     passes = []
     for members in long_passes(stages, walk):
         online = {k: found for k in members if (found := online_sum(stages, k, walk)) is not None and found.max_index in members}
@@ -228,6 +229,7 @@ def pass_forms(stages: Sequence[_Stage], columns: Sequence[str], emit_triton: Ca
             "sums": {j: [k for k, found in online.items() if found.max_index == j]
                      for j in sorted({found.max_index for found in online.values()})},
             "factors": {k: emit_triton(found.factor) if found.factor is not None else None for k, found in online.items()},
+            "before_sum": {},
         })
     return passes
 

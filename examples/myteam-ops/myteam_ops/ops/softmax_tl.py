@@ -302,7 +302,8 @@ if TRITON_AVAILABLE:
             _a0 = x
             # max(x) and, in the same pass, sum(exp(x - max(x))), sum(_grad * exp(x - max(x))):
             # each lane adds its terms at its own running maximum _m, and rescales what it has added by
-            # exp(old - new) when _m grows (the online softmax, as in the forward's long kernel).
+            # exp(old - new) when _m grows (the online softmax: no pass of their own after the maximum).
+            # A lane that has seen only -inf adds 0 times the rest of the term, as the exact sum does.
             _f = tl.where(mask, _a0, -float("inf"))
             _m = _max_nan(_acc0, _f)
             _scale = tl.where(_m == -float("inf"), 1.0, tl.exp(_acc0 - _m))
