@@ -68,7 +68,11 @@ from .nodes import Num, RowRef, Var
 #:    row, the reductions completed through distributed shared memory), reading each element once; and a
 #:    costly per-element term several steps read is a shared term (<op>_shared<k> in <op>.h, _s<k> in the
 #:    steps), which the register kernels compute once per element and keep in registers.
-TEMPLATE_VERSION = "17"
+#: 17: a matmul op with an epilogue has a generated backward (<op>_epilogue_grad, <op>_with_acc, <op>_backward).
+#: 18: the rowwise cluster kernel completes a maximum and its sum of exp(f - max(f)), or a mean and its sum of
+#:    squared deviations, in one exchange between its blocks (Op::kOnline and kCentered in <op>.h, written
+#:    only where the op has such a pair).
+TEMPLATE_VERSION = "18"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -14,6 +14,7 @@ from .nodes import (
     Call,
     Node,
     Num,
+    Power,
     Reduce,
     RowRef,
     Var,
@@ -194,6 +195,53 @@ def online_sum(stages: Sequence[_Stage], index: int, walk: Walk = _walk) -> Onli
     return None
 
 
+def centered_sum(stages: Sequence[_Stage], index: int) -> int | None:
+    """The reduction j that reduction ``index`` of ``stages`` is centred on, if it is a sum or mean of
+    ``(f - _rj) ** 2`` (or ``(f - _rj) * (f - _rj)``, or with ``_rj - f``) and reduction j is ``mean(f)``:
+    a variance about the row's mean, which blocks holding parts of the row can compute about their own
+    means and combine exactly (Chan's formula)."""
+    stage = stages[index]
+    if stage.func not in ("sum", "mean"):
+        return None
+    arg = stage.arg
+    if isinstance(arg, Power) and arg.exponent == 2.0:
+        difference = arg.base
+    elif isinstance(arg, BinOp) and arg.op == "*" and arg.left == arg.right:
+        difference = arg.left
+    else:
+        return None
+    if not (isinstance(difference, BinOp) and difference.op == "-"):
+        return None
+    for value, ref in ((difference.left, difference.right), (difference.right, difference.left)):
+        if isinstance(ref, RowRef) and stages[ref.index].func == "mean" and stages[ref.index].arg == value:
+            return ref.index
+    return None
+
+
+def cluster_pairs(stages: Sequence[_Stage], kept: int | None = None) -> list[tuple[int, bool]]:
+    """Per reduction of ``stages``, the earlier reduction it completes together with in the CUDA cluster
+    kernel, and whether as a centred sum (:func:`centered_sum`) rather than an :class:`OnlineSum`; (-1,
+    False) where none. A pair (j, s) is taken only where no reduction between them reads j (those would
+    need its row value before s has it) and its span overlaps no other pair's, so that at most one value
+    waits at a time; a centred sum only where the output does not keep its argument (``kept``: that
+    argument is computed about the block's mean, which no factor brings to the row's)."""
+    pairs = [(-1, False)] * len(stages)
+    end = -1  # the last pair's second reduction: spans do not overlap
+    for index in range(len(stages)):
+        online = online_sum(stages, index)
+        centred = centered_sum(stages, index) if online is None else None
+        j = online.max_index if online is not None else centred
+        if j is None or j <= end:
+            continue
+        if centred is not None and kept == index:
+            continue
+        if any(RowRef(j) in list(_walk(stages[t].arg)) for t in range(j + 1, index)):
+            continue
+        pairs[index] = (j, centred is not None)
+        end = index
+    return pairs
+
+
 def long_passes(stages: Sequence[_Stage], walk: Walk = _walk) -> list[list[int]]:
     """The passes over a row of the long kernels, which stream the row from memory once per pass: each
     reduction of ``stages`` in the first pass after those whose results it reads, so independent reductions
@@ -286,8 +334,10 @@ def plan_forms(
     # output with its kept argument, which a kernel may compute again), a term repeated within a step once.
     steps = [stage.arg for stage in cpp_plan.reductions] + [cpp_plan.output]
     element_cost = sum(distinct_math_cost(node) for node in (*terms, *steps))
+    pairs = cluster_pairs(cpp_plan.reductions, kept[0] if kept is not None else None)
     return {
         "math_cost": element_cost,
+        "cluster_pairs": [{"with": j, "centered": centred} for j, centred in pairs],
         "shared": [
             {"cpp": emit(term, CppStyle(acc_type)), "canonical": canonical(term), "earlier": [f"_s{j}" for j in range(k)],
              "inputs": [name for name in inputs if name in columns_of[k]],

@@ -8,6 +8,7 @@ the reason, when no GPU is visible or the op has no CUDA implementation here.
 
 from __future__ import annotations
 
+import math
 import re
 
 import pytest
@@ -136,6 +137,26 @@ class RowwiseSuite(Suite):
         n_inputs = len(self.op.inputs)
         args = self.make_args((16, 1000), torch.float32, device, seed=7)
         args[:n_inputs] = [t * 1e4 for t in args[:n_inputs]]
+        self.assert_matches(self.op.call(*args), args)
+
+    @pytest.mark.parametrize("cols", [1000, 16385, 65536, 262144])
+    def test_special_values_and_spread_maxima(self, device, cols):
+        # Rows whose parts differ: the first half -inf, all -inf, one inf, one NaN, and ramps that put the
+        # row's maximum 80 above the far end. On the GPU, rows past 16384 are held by several blocks, each
+        # reducing its own part, and a softmax's sum is computed at each block's own maximum and brought
+        # to the row's: these are the rows where that goes wrong. Non-finite exact results must be
+        # matched exactly (NaN where the reference gives NaN); finite ones within their bound.
+        n_inputs = len(self.op.inputs)
+        args = self.make_args((7, cols), torch.float32, device, seed=11)
+        x = args[0].clone()
+        ramp = torch.linspace(0.0, 80.0, cols, device=x.device)
+        x[1, : cols // 2] = -math.inf
+        x[2] = -math.inf
+        x[3, cols // 3] = math.inf
+        x[4, 2 * cols // 3] = math.nan
+        x[5] += ramp - 80.0
+        x[6] -= ramp
+        args[0] = x
         self.assert_matches(self.op.call(*args), args)
 
     # ---- autograd and torch.compile ----

@@ -19,7 +19,10 @@
 //     slice of it as the register kernel holds a whole row. Each reduction is reduced in each block,
 //     then across the cluster: every block puts its value in its shared memory, and after a cluster
 //     barrier every thread reads all the blocks' values through distributed shared memory and folds
-//     them in rank order. So the row is still read from HBM once and written once, at any length up to
+//     them in rank order. A maximum and a sum of exp(f - max(f)) (softmax, logsumexp), or a mean and a
+//     sum of squared deviations from it (LayerNorm), complete in one such exchange instead of two: each
+//     block sums about its own maximum or mean, and the exchange corrects the sums (Op::kOnline). So the
+//     row is still read from HBM once and written once, at any length up to
 //     kMaxClusterBlocks * kMaxThreads * per_thread() (262144 elements of one float32 input or two
 //     bfloat16 ones, 524288 of one bfloat16 input). A thread holds up to 128 bytes of each input
 //     (cluster_start), twice the register kernel's 2-byte share: the fewer blocks a row takes, the less
@@ -256,6 +259,7 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int thr
 
 // What follows a row_reduce: nothing when a block holds the whole row (InBlock) ...
 struct InBlock {
+  static constexpr bool kCluster = false;
   template <typename Reduce, typename acc_t>
   static __device__ __forceinline__ acc_t reduce(acc_t value, acc_t* /*slot*/) {
     return value;
@@ -271,6 +275,7 @@ struct InBlock {
 // folds the same values in the same tree, so the whole cluster gets one value, bitwise. Each reduction
 // has its own slot, so no slot is written again while another block may still read it.
 struct InCluster {
+  static constexpr bool kCluster = true;
   template <typename Reduce, typename acc_t>
   static __device__ __forceinline__ acc_t reduce(acc_t value, acc_t* slot) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -290,6 +295,75 @@ struct InCluster {
 #endif
     return value;
   }
+  // Two reductions completed in one exchange (Op::kOnline, below): reduction J's block value (the
+  // caller has put it in slots[0]) and reduction S's block value `value`, which the block computed with
+  // its own value of J in place of the row's. Block k's pair is read by lane k as in reduce (for
+  // kCentered, its element count is computed as launch_cluster splits the row into kVec-aligned
+  // slices); J's row value is folded as reduce folds it, then each block's S value is brought to that
+  // row value and the results are summed, in one tree, so the whole cluster gets the same bits. For the
+  // two forms (see kOnline):
+  //   * exp (J a max, S a sum of exp(f - _r[J]) * h): block k's sum is multiplied by exp(m_k - M), M the
+  //     row's maximum, and by 1 where the block holds only -inf (it added 0 * h, as the exact sum does);
+  //     a row whose maximum is -inf sums exp(-inf - (-inf)) = NaN exactly, so its scale is NaN.
+  //   * centered (J a mean of f, S a sum of (f - _r[J])^2; J's block value is its sum, not yet divided):
+  //     block k's sum of squares around its own mean c_k = sum_k / n_k, plus n_k (c_k - mean)^2 (Chan's
+  //     combination of partial variances: exact algebra, and no cancellation between large sums).
+  // Returns J's row value (a sum, for centered); `value` becomes S's, `scale` this block's exp factor.
+  template <class ReduceJ, bool kCentered, int kVec, typename acc_t>
+  static __device__ __forceinline__ acc_t reduce_pair(acc_t& value, acc_t& scale, int64_t cols, acc_t* slots) {
+    acc_t row = value;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+      slots[1] = value;
+    }
+    cluster.sync();
+    const int lane = threadIdx.x % kWarp;
+    const bool block = lane < static_cast<int>(cluster.num_blocks());
+    const acc_t* const theirs_at = cluster.map_shared_rank(slots, block ? lane : 0);
+    const acc_t theirs = block ? theirs_at[0] : ReduceJ::identity();
+    row = theirs;
+#pragma unroll
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      row = ReduceJ::combine(row, __shfl_xor_sync(0xffffffffu, row, offset));
+    }
+    row = __shfl_sync(0xffffffffu, row, 0);
+    // (S's block values are read after J's fold: fewer values live across it, as in reduce.)
+    const acc_t part = block ? theirs_at[1] : acc_t(0);
+    acc_t term;
+    if constexpr (kCentered) {
+      // (Computed rather than read: a third value read from every block costs a cluster of 16 blocks
+      // about 7% on an H100.)
+      const int64_t blocks = cluster.num_blocks();
+      const int64_t chunk = ((cols + blocks - 1) / blocks + kVec - 1) / kVec * kVec;
+      const int64_t left = cols - lane * chunk;
+      const acc_t n = static_cast<acc_t>(!block || left <= 0 ? 0 : (left < chunk ? left : chunk));
+      const acc_t mean = row / static_cast<acc_t>(cols);
+      term = n > acc_t(0) ? part + n * opmath::square(theirs / n - mean) : acc_t(0);
+      scale = acc_t(1);
+    } else {
+      term = part * exp_scale(theirs, row);
+      scale = exp_scale(slots[0], row);
+    }
+#pragma unroll
+    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+      term += __shfl_xor_sync(0xffffffffu, term, offset);
+    }
+    value = __shfl_sync(0xffffffffu, term, 0);
+#endif
+    return row;
+  }
+  // What a block's sum of exp(f - m) * h, m its own maximum, is multiplied by to be the sum at the row's
+  // maximum `row` (reduce_pair).
+  template <typename acc_t>
+  static __device__ __forceinline__ acc_t exp_scale(acc_t m, acc_t row) {
+    const acc_t minus_inf = opmath::MaxOp<acc_t>::identity();
+    if (row == minus_inf) {
+      return minus_inf - minus_inf;  // NaN, as exp(-inf - (-inf))
+    }
+    return m == minus_inf ? acc_t(1) : opmath::exp(m - row);
+  }
   // After the last reduction: this block reads no other block's slot any more. It says so (a cluster
   // barrier's arrival) and goes on; it waits for the other blocks' arrivals only before it exits
   // (cluster_rows_kernel), so that its own slots outlive their reads without a barrier in between.
@@ -302,6 +376,29 @@ struct InCluster {
 
 template <std::size_t, typename T>
 using Same = T;
+
+// An op's pairs of reductions that a cluster completes in one exchange (Op::kOnline[S] = J, and
+// Op::kCentered[S]: csrc/<op>/<op>.h says when kernelgen writes them). An Op without them has none.
+template <class Op, class = void>
+struct Pairs {
+  static __host__ __device__ constexpr int with(int) { return -1; }
+  static __host__ __device__ constexpr bool centered(int) { return false; }
+};
+template <class Op>
+struct Pairs<Op, std::void_t<decltype(Op::kOnline[0]), decltype(Op::kCentered[0])>> {
+  static __host__ __device__ constexpr int with(int s) { return Op::kOnline[s]; }
+  static __host__ __device__ constexpr bool centered(int s) { return Op::kCentered[s]; }
+};
+// Whether a later reduction completes together with reduction j (j's row value waits for it).
+template <class Op>
+__host__ __device__ constexpr bool paired_later(int j) {
+  for (int s = j + 1; s < Op::kReductions; ++s) {
+    if (Pairs<Op>::with(s) == j) {
+      return true;
+    }
+  }
+  return false;
+}
 
 // An op's steps over the columns of one pack (kVec elements of each input's row and of each weight):
 // which columns a step reads, getting them, their values at one element, and the reductions.
@@ -517,11 +614,31 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   // Reduction S over a row held in registers: each thread folds its elements, then row_reduce (and,
   // for a row shared by a cluster's blocks, Across: InCluster). The argument of reduction kKept is kept
   // for the output, in `kept`, unless kKeep is false.
-  template <int S, int kPacks, class Across = InBlock, bool kKeep = true>
+  // In a cluster, a reduction J paired with a later S (Op::kOnline[S] == J) waits: r[J] holds the block's
+  // own value (a mean's undivided sum), S's argument reads a stand-in for it (the block's maximum, 0
+  // where that is -inf; the block's mean), and InCluster::reduce_pair completes both with one barrier
+  // instead of two. Softmax, logsumexp and LayerNorm then wait for the other blocks once a row.
+  template <int S, int kPacks, int kSlots, class Across = InBlock, bool kKeep = true>
   static __device__ __forceinline__ void reduce_held(const pack_t (&row)[kColumns][kPacks], acc_t* r, acc_t* kept,
-                                                     const acc_t* shared, acc_t* scratch, int threads, int first,
+                                                     acc_t* kept_scale, const acc_t* shared, acc_t* scratch, int threads, int first,
                                                      int limit, int64_t cols, const Same<I, scalar_t>*... in) {
     using Reduce = typename Op::template Reduce<S, acc_t>;
+    constexpr int kWith = Across::kCluster ? Pairs<Op>::with(S) : -1;
+    constexpr bool kWaits = Across::kCluster && paired_later<Op>(S);
+    constexpr bool kCentered = Pairs<Op>::centered(S);
+    if constexpr (kWith >= 0) {
+      // Reduction kWith's value in this block alone goes to the block's first pair slot now (read back
+      // after the exchange), so that no register holds it across the fold.
+      const acc_t own = r[kWith];
+      if (threadIdx.x == 0 && threadIdx.y == 0) {
+        scratch[threads / kWarp] = own;
+      }
+      if constexpr (kCentered) {
+        r[kWith] = limit > 0 ? own / static_cast<acc_t>(limit) : acc_t(0);
+      } else {
+        r[kWith] = own == opmath::MaxOp<acc_t>::identity() ? acc_t(0) : own;
+      }
+    }
     acc_t acc = Reduce::identity();
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
@@ -542,8 +659,29 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
         }
       }
     }
-    // (InCluster's slot: the one past the warps' slots of `scratch`.)
-    r[S] = Across::template reduce<Reduce>(row_reduce<Reduce>(acc, scratch, threads), scratch + threads / kWarp);
+    // (InCluster's slots: those past the warps' slots of `scratch`.)
+    const int warps = threads / kWarp;
+    if constexpr (kWaits) {
+      r[S] = row_reduce<Reduce>(acc, scratch, threads);
+      return;
+    } else if constexpr (kWith >= 0) {
+      using ReduceJ = typename Op::template Reduce<kWith, acc_t>;
+      acc_t value = row_reduce<Reduce>(acc, scratch, threads);
+      acc_t scale = acc_t(1);
+      r[kWith] = Across::template reduce_pair<ReduceJ, kCentered, kVec>(value, scale, cols, scratch + warps);
+      if constexpr (Op::kMean[kWith]) {
+        r[kWith] /= static_cast<acc_t>(cols);
+      }
+      r[S] = value;
+      if constexpr (kKeep && S == Op::kKept && !kCentered) {
+        // The kept arguments were computed at the block's maximum: the output brings them to the row's,
+        // as the sum was (a multiply where it reads them: no loop over them here, whose registers
+        // would spill).
+        *kept_scale = scale;
+      }
+    } else {
+      r[S] = Across::template reduce<Reduce>(row_reduce<Reduce>(acc, scratch, threads), scratch + warps);
+    }
     if constexpr (Op::kMean[S]) {
       r[S] /= static_cast<acc_t>(cols);
     }
@@ -551,10 +689,10 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   // Every reduction in order; each has its own kSlots slots of `scratch`.
   template <int kPacks, int kSlots, class Across = InBlock, bool kKeep = true, int... S>
   static __device__ __forceinline__ void reduce_held(std::integer_sequence<int, S...>, const pack_t (&row)[kColumns][kPacks],
-                                                     acc_t* r, acc_t* kept, const acc_t* shared, acc_t* scratch,
-                                                     int threads, int first, int limit, int64_t cols,
+                                                     acc_t* r, acc_t* kept, acc_t* kept_scale, const acc_t* shared,
+                                                     acc_t* scratch, int threads, int first, int limit, int64_t cols,
                                                      const Same<I, scalar_t>*... in) {
-    (reduce_held<S, kPacks, Across, kKeep>(row, r, kept, shared, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
+    (reduce_held<S, kPacks, kSlots, Across, kKeep>(row, r, kept, kept_scale, shared, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
   }
 
   // Reduction S of a row read from memory: a loop over the row, then row_reduce.
@@ -647,8 +785,13 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
   // otherwise make the half-precision kernels compute-bound). The deep cluster build, whose row takes
   // those registers, evaluates it again (kKeep false).
   acc_t kept[kKeep && Op::kKept >= 0 ? kPerThread : 1];
+  // In a cluster, an online sum's kept arguments are at the block's maximum, and the output multiplies
+  // them by kept_scale to bring them to the row's (Steps::reduce_held); 1 otherwise.
+  acc_t kept_scale = acc_t(1);
+  constexpr bool kScaled = Across::kCluster && Op::kKept >= 0 && Pairs<Op>::with(Op::kKept >= 0 ? Op::kKept : 0) >= 0 &&
+                           !Pairs<Op>::centered(Op::kKept >= 0 ? Op::kKept : 0);
   Step::template reduce_held<kPacks, kSlots, Across, kKeep>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
-                                                     shared, scratch, threads, first, limit, cols, in...);
+                                                     &kept_scale, shared, scratch, threads, first, limit, cols, in...);
   Across::reduced();
 
   // ---- the output ----
@@ -670,7 +813,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
         Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
         acc_t kept_value = acc_t(0);
         if constexpr (kKeep && Op::kKept >= 0) {
-          kept_value = kept[p * kVec + k];
+          kept_value = kScaled ? kept[p * kVec + k] * kept_scale : kept[p * kVec + k];
         } else if constexpr (Op::kKept >= 0) {
           acc_t kv[Step::kValues];
           Step::template held_values<Op::kKept>(kv, row_v, kept_weights, p, k);
@@ -724,8 +867,8 @@ cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __res
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   namespace cg = cooperative_groups;
   using acc_t = typename Op::template math_t<scalar_t>;
-  // One slot per warp for row_reduce, and InCluster's slot after them.
-  constexpr int kSlots = kMaxThreads / kWarp + 1;
+  // One slot per warp for row_reduce, and InCluster's two after them (reduce takes one, reduce_pair two).
+  constexpr int kSlots = kMaxThreads / kWarp + 2;
   __shared__ acc_t scratch[Op::kReductions][kSlots];
   const cg::cluster_group cluster = cg::this_cluster();
   const int64_t row = static_cast<int64_t>(blockIdx.x) / cluster.num_blocks();
@@ -956,7 +1099,8 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     if (!cluster_fits(kernel, static_cast<int>(blocks), known)) {
       return false;
     }
-    // The row split evenly over the blocks, each slice a multiple of kVec (16-byte aligned).
+    // The row split evenly over the blocks, each slice a multiple of kVec (16-byte aligned; the cluster
+    // kernel's InCluster::reduce_pair counts a slice's elements the same way).
     const int64_t per_block = (cols + blocks - 1) / blocks;
     const int chunk = static_cast<int>((per_block + kVec - 1) / kVec * kVec);
     const int64_t max_rows = kMaxBlocks / blocks;
@@ -1103,7 +1247,7 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
     acc_t r[Op::kReductions + 1];
     r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
     acc_t unused[1];
-    Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, nullptr,
+    Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused, nullptr,
                                                &scratch[0][0], threads, first, limit, cols, in...);
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
