@@ -825,8 +825,7 @@ class PackageSpec:
             "matmul_backward": any(op.kind == "matmul" and op.fused_backward for op in self.ops),
             "library_product_dtypes": {op.op_name: op.library_product_dtypes for op in self.ops
                                        if op.library_product_dtypes},
-            "triton_rowwise_backward": any(op.fused_backward and op.backend == "triton" and op.kind == "rowwise"
-                                           and op.weights for op in self.ops),
+            "triton_rowwise": any(op.backend == "triton" and op.kind == "rowwise" for op in self.ops),
             "spell": ABI_SPELLINGS[self.abi],
         })
         return data

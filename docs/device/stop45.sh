@@ -6,6 +6,15 @@
 # Phases (one device call each, back to back: the machine is given back after 30 s idle):
 #   bash docs/device/stop45.sh ab      # build (sm_90, ptxas -v), prewarm compile's caches, time both variants
 #   bash docs/device/stop45.sh tests   # the GPU suites of the paired ops; memcheck and racecheck of their kernels
+# The seed-45 sweep at rows of 1024-16384, both backends (two runs, each in two halves of 20 expressions):
+#   python docs/device/rowwise_sweep.py generate .device/sweep45 --seed 45 --count 40
+#   RSWEEP_PKG=.device/sweep45/rsweep-ops COLS=1024,4096,16384 PARTS=14 bash docs/device/rowwise_sweep.sh build; ... prewarm s45
+#   RSWEEP_PKG=... COLS=1024,4096,16384 ROUNDS=2 ONLY=<first 20 ids> bash docs/device/rowwise_sweep.sh time s45a   (s45b: the rest)
+# The Triton forward's warps at rows of 16384 read from the compiled kernel (_triton_rowwise.rows_warps), seed 45:
+#   .device/tlw45old: git worktree add /tmp/wt 46b787f; PYTHONPATH=/tmp/wt python /tmp/wt/docs/device/rowwise_sweep.py \
+#                     generate .device/tlw45old --seed 45 --count 40 --backends triton      (16 warps for 2-byte rows)
+#   .device/tlw45new: python docs/device/rowwise_sweep.py generate .device/tlw45new --seed 45 --count 40 --backends triton
+#   bash docs/device/stop45.sh warps   # prewarm, then both packages at 16384 in float16 and bfloat16, one after the other
 set -uo pipefail
 L=$OUT; export PYTHONUNBUFFERED=1
 PKG=.device/pairs45/rsweep-ops
@@ -15,6 +24,17 @@ case ${1:-ab} in
     nvidia-smi --query-gpu=name --format=csv,noheader
     RSWEEP_PKG=$PKG BACKENDS=cuda COLS=${COLS:-32768,65536,262144} DTYPES=${DTYPES:-float32,bfloat16} ROUNDS=2 PARTS=8 \
       timeout ${T:-560} bash docs/device/rowwise_sweep.sh run ${TAG:-ab} 2>&1 | tail -40 ;;
+  warps)
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    for i in $(seq 0 13); do
+      python3 docs/device/rowwise_sweep.py prewarm .device/tlw45old/rsweep-ops --backends triton --cols 16384 \
+        --dtypes float16,bfloat16 --part $i/14 > /tmp/pw_$i.log 2>&1 &
+    done; wait; cat /tmp/pw_*.log | grep -c prewarmed
+    for p in tlw45old tlw45new; do
+      timeout ${T:-200} python3 docs/device/rowwise_sweep.py run .device/$p/rsweep-ops --backends triton --cols 16384 \
+        --dtypes float16,bfloat16 --rounds 2 --json "$L/${p}.json" > "$L/${p}.txt" 2>&1
+      echo "$p: rc=$?"; grep -E "rows of|^triton " "$L/${p}.txt"
+    done ;;
   tests)
     (cd $PKG && for t in $(echo $PAIRED,rmsnorm | tr , ' '); do echo tests/test_$t.py; done | timeout ${T:-330} xargs -P 8 -I{} sh -c \
       'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" > '"$L"'/test_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$L"'/test_$(basename {} .py).log)"') | tee "$L/tests_summary.txt"

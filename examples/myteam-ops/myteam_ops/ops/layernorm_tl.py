@@ -19,6 +19,9 @@ from torch.library import wrap_triton
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
+# The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
+from .._triton_rowwise import rows_warps as _rows_warps
+
 # How the weights' gradients split the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
 from .._triton_rowwise import resident as _resident
@@ -241,16 +244,24 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
     hints = {}
     if cols <= _MAX_BLOCK:
         block = triton.next_power_of_2(cols)
+        warps = _forward_warps(block, out.dtype)
+        if block == _MAX_BLOCK and warps < 32 and isinstance(cols, int):
+            # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 do not
+            # spill (_rows_warps), read from the kernel compiled (once, not launched) for these dtypes.
+            # Under torch.compile's dynamic shapes, where the row length is a symbol, it keeps 16.
+            warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols],
+                                dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
     else:
         kernel, (block, hints) = long_kernel, _long_forward(out.dtype)
+        warps = _forward_warps(block, out.dtype)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
     if x.device.index == torch.cuda.current_device():
-        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=_forward_warps(block, out.dtype), **hints)
+        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=warps, **hints)
     else:
         with torch.cuda.device(x.device):
-            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=_forward_warps(block, out.dtype), **hints)
+            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=warps, **hints)
     return out
 
 
