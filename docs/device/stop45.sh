@@ -15,6 +15,11 @@
 #                     generate .device/tlw45old --seed 45 --count 40 --backends triton      (16 warps for 2-byte rows)
 #   .device/tlw45new: python docs/device/rowwise_sweep.py generate .device/tlw45new --seed 45 --count 40 --backends triton
 #   bash docs/device/stop45.sh warps   # prewarm, then both packages at 16384 in float16 and bfloat16, one after the other
+# The rows kernel or the long kernel at 16384 (docs/device/rows_or_long.py: both kernels of an op, interleaved):
+#   python3 docs/device/rows_or_long.py .device/tlw45new/rsweep-ops --ops r19_tl,... --json $OUT/rows_or_long.json   (seed 45)
+#   .device/tl46: python docs/device/rowwise_sweep.py generate .device/tl46 --seed 46 --count 40 --backends triton  (fresh)
+#   python3 docs/device/rows_or_long.py .device/tl46/rsweep-ops --ops r00_tl,...,r24_tl,csilu_tl,layernorm_tl \
+#     --dtypes float16,bfloat16 --json $OUT/rl46.json
 set -uo pipefail
 L=$OUT; export PYTHONUNBUFFERED=1
 PKG=.device/pairs45/rsweep-ops

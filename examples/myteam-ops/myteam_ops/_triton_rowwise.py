@@ -1,5 +1,5 @@
 """What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident), and
-from it the warps of the forward's rows kernel at the longest rows (rows_warps); for the backward of an op with
+from it the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps); for the backward of an op with
 weights, the splits of the rows for the weights' kernel and the column sum that adds up the partial sums of the
 weights' gradients.
 
@@ -70,21 +70,27 @@ def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[i
     return _HELD[key]
 
 
-def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: int) -> int:
-    """The warps to launch ``kernel`` with (a forward rows kernel holding a whole row in registers): options'
-    num_warps, unless at it only one program fits an SM (each thread holds so many elements, and so many values
-    of them stay live, that the registers allow no second program: an SM then has 16 warps to hide its loads'
-    latency with, and the row's reductions stall them all) and at ``wider`` warps, where each thread holds half
-    as many elements, the kernel does not spill: then ``wider``. On an H100, at rows of 16384 in float16 and
-    bfloat16, the rule ran 25 fresh expressions 6% faster in all than 16 warps everywhere, and csilu (82
-    registers at 16 warps) 7% faster; 32 warps everywhere ran LayerNorm (64 registers, two programs an SM) 25%
-    slower. ``args`` and ``options`` are as resident() takes them."""
+def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: int) -> int | None:
+    """The warps to launch ``kernel`` with (a forward rows kernel holding a whole row in registers), or None where
+    it should not be launched at all. Options' num_warps, unless at it only one program fits an SM (each thread
+    holds so many elements, and so many values of them stay live, that the registers allow no second program:
+    an SM then has 16 warps to hide its loads' latency with, and the row's reductions stall them all):
+      * then ``wider`` warps, where each thread holds half as many elements, if the kernel does not spill there;
+      * else None if it spills at options' warps too: the caller then takes the long kernel, which streams the
+        row in chunks with many programs an SM (its second reads of a row of 32 KB come from L2).
+    On an H100, at rows of 16384 in float16 and bfloat16, the first rule ran 25 fresh expressions (seed 40) 6%
+    faster in all than 16 warps everywhere, and 12 of seed 45's 80 cells 1.03-1.44x faster (none slower by more
+    than 1%); 32 warps everywhere ran LayerNorm (64 registers, two programs an SM) 25% slower. The second took
+    seed 45's r19 from 41% to 61% of a copy. ``args`` and ``options`` are as resident() takes them; where the
+    compiled kernel's counts are unknown (resident's (0, 1)), options' warps."""
     warps = options["num_warps"]
-    held, _ = resident(kernel, args, options, device)
-    if held > _sm_count(device):
+    held, spills = resident(kernel, args, options, device)
+    if held == 0 or held > _sm_count(device):
         return warps
-    _, spills = resident(kernel, args, {**options, "num_warps": wider}, device)
-    return wider if spills == 0 else warps
+    _, wide_spills = resident(kernel, args, {**options, "num_warps": wider}, device)
+    if wide_spills == 0:
+        return wider
+    return warps if spills == 0 else None
 
 
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:
