@@ -5,7 +5,9 @@
 #   python docs/device/pairs_ab.py generate .device/pairs45     (each op with its pairs, and as <id>_np without)
 # Phases (one device call each, back to back: the machine is given back after 30 s idle):
 #   bash docs/device/stop45.sh ab      # build (sm_90, ptxas -v), prewarm compile's caches, time both variants
-#   bash docs/device/stop45.sh tests   # the GPU suites of the paired ops; memcheck and racecheck of their kernels
+#   bash docs/device/stop45.sh tests   # the GPU suites of the paired ops and of the Triton ops whose warps changed
+#                                      # (.device/tlw45new, .device/tl46: --only csilu,r11,r19,r21,r22 / r20,r00,r05);
+#                                      # memcheck and racecheck of the paired ops' kernels
 # The seed-45 sweep at rows of 1024-16384, both backends (two runs, each in two halves of 20 expressions):
 #   python docs/device/rowwise_sweep.py generate .device/sweep45 --seed 45 --count 40
 #   RSWEEP_PKG=.device/sweep45/rsweep-ops COLS=1024,4096,16384 PARTS=14 bash docs/device/rowwise_sweep.sh build; ... prewarm s45
@@ -41,8 +43,12 @@ case ${1:-ab} in
       echo "$p: rc=$?"; grep -E "rows of|^triton " "$L/${p}.txt"
     done ;;
   tests)
-    (cd $PKG && for t in $(echo $PAIRED,rmsnorm | tr , ' '); do echo tests/test_$t.py; done | timeout ${T:-330} xargs -P 8 -I{} sh -c \
-      'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" > '"$L"'/test_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$L"'/test_$(basename {} .py).log)"') | tee "$L/tests_summary.txt"
+    # The paired CUDA ops (built here), and the Triton ops whose rows of 16384 take 32 warps or the long kernel.
+    SUITES="$(for t in ${PAIRED//,/ } rmsnorm; do echo $PKG/tests/test_$t.py; done)
+$(for t in csilu_tl r11_tl r19_tl r21_tl r22_tl; do echo .device/tlw45new/rsweep-ops/tests/test_$t.py; done)
+$(for t in r20_tl r00_tl r05_tl; do echo .device/tl46/rsweep-ops/tests/test_$t.py; done)"
+    echo "$SUITES" | timeout ${T:-420} xargs -P 16 -I{} sh -c \
+      'cd $(dirname $(dirname {})) && python3 -m pytest -q -p no:cacheprovider -rfE tests/$(basename {}) -m "not large" -k "not cpu" > '"$L"'/test_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$L"'/test_$(basename {} .py).log)"' | tee "$L/tests_summary.txt"
     cat $L/test_*.log | grep -E "^(FAILED|ERROR)|^E  " | head -60 > "$L/tests_failures.txt"; rm -f $L/test_*.log
     for tool in memcheck racecheck; do
       timeout 100 compute-sanitizer --tool $tool python3 docs/device/sanitize_rows.py $PKG --ops softmax,layernorm,wsoftmax,range4 \
