@@ -389,6 +389,12 @@ struct Pairs<Op, std::void_t<decltype(Op::kOnline[0]), decltype(Op::kCentered[0]
   static __host__ __device__ constexpr int with(int s) { return Op::kOnline[s]; }
   static __host__ __device__ constexpr bool centered(int s) { return Op::kCentered[s]; }
 };
+// Whether reduction s completes with an earlier maximum in a cluster (an online sum: the block's sum, and
+// arguments the output keeps from it, are at the block's own maximum until the exchange rescales them).
+template <class Op>
+__host__ __device__ constexpr bool online_pair(int s) {
+  return s >= 0 && Pairs<Op>::with(s) >= 0 && !Pairs<Op>::centered(s);
+}
 // Whether a later reduction completes together with reduction j (j's row value waits for it).
 template <class Op>
 __host__ __device__ constexpr bool paired_later(int j) {
@@ -673,7 +679,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
         r[kWith] /= static_cast<acc_t>(cols);
       }
       r[S] = value;
-      if constexpr (kKeep && S == Op::kKept && !kCentered) {
+      if constexpr (kKeep && S == Op::kKept && online_pair<Op>(S)) {
         // The kept arguments were computed at the block's maximum: the output brings them to the row's,
         // as the sum was (a multiply where it reads them: no loop over them here, whose registers
         // would spill).
@@ -788,8 +794,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
   // In a cluster, an online sum's kept arguments are at the block's maximum, and the output multiplies
   // them by kept_scale to bring them to the row's (Steps::reduce_held); 1 otherwise.
   acc_t kept_scale = acc_t(1);
-  constexpr bool kScaled = Across::kCluster && Op::kKept >= 0 && Pairs<Op>::with(Op::kKept >= 0 ? Op::kKept : 0) >= 0 &&
-                           !Pairs<Op>::centered(Op::kKept >= 0 ? Op::kKept : 0);
+  constexpr bool kScaled = Across::kCluster && online_pair<Op>(Op::kKept);
   Step::template reduce_held<kPacks, kSlots, Across, kKeep>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, kept,
                                                      &kept_scale, shared, scratch, threads, first, limit, cols, in...);
   Across::reduced();
