@@ -21,6 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import interpreted
 import mutants
 import pytest
 from click.testing import CliRunner
@@ -680,15 +681,6 @@ def test_every_cpu_mutant_is_caught_by_the_generated_tests(tmp_path):
 # refuses). Each case calls a kernel directly and checks its output with the generated test's own
 # assert_matches; the GPU run (docs/device/error_model.py run mutants) runs the generated suites.
 _INTERPRETED = """
-import importlib, importlib.util, sys
-import torch, triton, triton.language as tl
-root, op = sys.argv[1], sys.argv[2]
-sys.path.insert(0, root)
-mod = importlib.import_module(f"{PACKAGE}.ops.{op}")
-spec = importlib.util.spec_from_file_location("generated_test", f"{root}/tests/test_{op}.py")
-generated = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(generated)
-suite = next(value for name, value in vars(generated).items() if name.startswith("Test"))()
 caught = []
 for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
     if op == "ew_tl":
@@ -759,7 +751,7 @@ def test_every_triton_mutant_is_caught_in_the_interpreter(tmp_path):
         result = CliRunner().invoke(main, ["add", name, *mutants.OPS[name][2], "--defaults", "--package", str(root)])
         assert result.exit_code == 0, result.output
     driver = tmp_path / "interpreted.py"
-    driver.write_text(_INTERPRETED.replace("{PACKAGE}", mutants.PACKAGE))
+    driver.write_text(interpreted.prelude(mutants.PACKAGE) + _INTERPRETED.replace("{PACKAGE}", mutants.PACKAGE))
     env = {**os.environ, "TRITON_INTERPRET": "1"}
 
     def verdict(op: str) -> str:

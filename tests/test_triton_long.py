@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import interpreted
 import pytest
 from click.testing import CliRunner
 
@@ -73,15 +74,6 @@ def _leaves(node):
 
 
 _DRIVER = """
-import importlib, importlib.util, sys
-import torch, triton, triton.language as tl
-root, op = sys.argv[1], sys.argv[2]
-sys.path.insert(0, root)
-mod = importlib.import_module(f"longrows.ops.{op}")
-spec = importlib.util.spec_from_file_location("generated_test", f"{root}/tests/test_{op}.py")
-generated = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(generated)
-suite = next(value for name, value in vars(generated).items() if name.startswith("Test"))()
 kernel = getattr(mod, f"_{op}_long_kernel")
 failures = []
 for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
@@ -160,7 +152,7 @@ def _package(tmp_path):
             result = CliRunner().invoke(main, ["add", name, *args, "--package", str(root)])
         assert result.exit_code == 0, result.output
     driver = tmp_path / "driver.py"
-    driver.write_text(_DRIVER)
+    driver.write_text(interpreted.prelude("longrows") + _DRIVER)
     return root, driver
 
 
