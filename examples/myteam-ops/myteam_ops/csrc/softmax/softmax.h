@@ -76,8 +76,8 @@ struct Op {
   // from the reduction instead of evaluating it again.
   static constexpr int kKept = 1;
   // Rows held by several blocks of a cluster (CUDA, rows past 16384) complete reduction R together with
-  // reduction kOnline[R], in one exchange between the blocks instead of two (-1: R on its own). Each block
-  // computes R's sum with its own value of _r[J] and the exchange corrects it: kernelgen pairs them where
+  // reduction J = kOnline[R], in one exchange between the blocks instead of two (-1: R on its own). Each
+  // block computes R's sum with its own value of _r[J] and the exchange corrects it: kernelgen pairs them where
   // R's argument is exp(f - _r[J]) times terms that do not read _r[J], with _r[J] = max(f) (the online
   // softmax), or (f - _r[J]) squared with _r[J] = mean(f) (kCentered: the variance), and no step between
   // them reads _r[J]. If you change R's formula so that this no longer holds, write -1 for it.
