@@ -235,7 +235,7 @@ def cluster_pairs(stages: Sequence[_Stage], kept: int | None = None) -> list[tup
             continue
         if centred is not None and kept == index:
             continue
-        if any(RowRef(j) in list(_walk(stages[t].arg)) for t in range(j + 1, index)):
+        if any(j in rowrefs(stages[t].arg) for t in range(j + 1, index)):
             continue
         pairs[index] = (j, centred is not None)
         end = index

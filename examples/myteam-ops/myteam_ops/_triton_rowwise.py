@@ -1,7 +1,7 @@
-"""What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident), and
-from it the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps); for the backward of an op with
-weights, the splits of the rows for the weights' kernel and the column sum that adds up the partial sums of the
-weights' gradients.
+"""What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident); from
+it, the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps); and, for
+the backward of an op with weights, the splits of the rows for the weights' kernel (splits) and the column sum that
+adds up the partial sums of the weights' gradients (column_sum).
 
 A weight's gradient is a sum over the rows of each row's contribution. Where a row and the weights' sums fit in
 registers, the backward's row kernel adds them itself: it runs as many programs as the GPU holds (resident),

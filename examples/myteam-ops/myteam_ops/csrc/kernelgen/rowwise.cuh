@@ -231,15 +231,21 @@ __device__ __forceinline__ opmath::opmath_type<scalar_t> widen(const Pack<scalar
 // another, 16 dependent shared-memory loads for a 512-thread row, runs LayerNorm at rows of 16384 2%
 // slower in float16/bfloat16). The tree never changes, so the results are bitwise reproducible, and
 // every thread of the row gets the same value.
+// Folds `value` over the 32 lanes of a warp with a butterfly of shuffles (a tree of fixed shape). The
+// butterfly leaves the same value in every lane, except that max(+0, -0) depends on the operands' order:
+// every lane takes lane 0's, so that every thread works with one value.
 template <typename Reduce, typename acc_t>
-__device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int threads) {
+__device__ __forceinline__ acc_t warp_fold(acc_t value) {
 #pragma unroll
   for (int offset = kWarp / 2; offset > 0; offset /= 2) {
     value = Reduce::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
   }
-  // The butterfly leaves the same value in every lane, except that max(+0, -0) depends on the
-  // operands' order: take lane 0's, so that every thread works with one value.
-  value = __shfl_sync(0xffffffffu, value, 0);
+  return __shfl_sync(0xffffffffu, value, 0);
+}
+
+template <typename Reduce, typename acc_t>
+__device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int threads) {
+  value = warp_fold<Reduce>(value);
   const int warps = threads / kWarp;
   if (warps > 1) {  // the same for the whole block: no thread skips the barrier
     acc_t* mine = scratch + threadIdx.y * warps;
@@ -255,6 +261,13 @@ __device__ __forceinline__ acc_t row_reduce(acc_t value, acc_t* scratch, int thr
     value = __shfl_sync(0xffffffffu, value, 0);
   }
   return value;
+}
+
+// The columns each block of a cluster holds (cluster_rows_kernel): the row split evenly over `blocks`, each
+// slice a multiple of `vec` elements (16-byte aligned where the row is); the last slices may be shorter.
+// The launch splits the row with it, and InCluster::reduce_pair counts each slice's elements with it.
+__host__ __device__ constexpr int64_t cluster_chunk(int64_t cols, int64_t blocks, int vec) {
+  return ((cols + blocks - 1) / blocks + vec - 1) / vec * vec;
 }
 
 // What follows a row_reduce: nothing when a block holds the whole row (InBlock) ...
@@ -287,21 +300,17 @@ struct InCluster {
     cluster.sync();
     const int lane = threadIdx.x % kWarp;
     value = lane < static_cast<int>(cluster.num_blocks()) ? *cluster.map_shared_rank(slot, lane) : Reduce::identity();
-#pragma unroll
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-      value = Reduce::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
-    }
-    value = __shfl_sync(0xffffffffu, value, 0);
+    value = warp_fold<Reduce>(value);
 #endif
     return value;
   }
   // Two reductions completed in one exchange (Op::kOnline, below): reduction J's block value (the
   // caller has put it in slots[0]) and reduction S's block value `value`, which the block computed with
   // its own value of J in place of the row's. Block k's pair is read by lane k as in reduce (for
-  // kCentered, its element count is computed as launch_cluster splits the row into kVec-aligned
-  // slices); J's row value is folded as reduce folds it, then each block's S value is brought to that
-  // row value and the results are summed, in one tree, so the whole cluster gets the same bits. For the
-  // two forms (see kOnline):
+  // kCentered, its element count is computed with cluster_chunk, as the launch splits the row); J's row
+  // value is folded as reduce folds it, then each block's S value is brought to that row value and the
+  // results are summed, in one tree, so the whole cluster gets the same bits. For the two forms (see
+  // kOnline):
   //   * exp (J a max, S a sum of exp(f - _r[J]) * h): block k's sum is multiplied by exp(m_k - M), M the
   //     row's maximum, and by 1 where the block holds only -inf (it added 0 * h, as the exact sum does);
   //     a row whose maximum is -inf sums exp(-inf - (-inf)) = NaN exactly, so its scale is NaN.
@@ -323,20 +332,14 @@ struct InCluster {
     const bool block = lane < static_cast<int>(cluster.num_blocks());
     const acc_t* const theirs_at = cluster.map_shared_rank(slots, block ? lane : 0);
     const acc_t theirs = block ? theirs_at[0] : ReduceJ::identity();
-    row = theirs;
-#pragma unroll
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-      row = ReduceJ::combine(row, __shfl_xor_sync(0xffffffffu, row, offset));
-    }
-    row = __shfl_sync(0xffffffffu, row, 0);
+    row = warp_fold<ReduceJ>(theirs);
     // (S's block values are read after J's fold: fewer values live across it, as in reduce.)
     const acc_t part = block ? theirs_at[1] : acc_t(0);
     acc_t term;
     if constexpr (kCentered) {
       // (Computed rather than read: a third value read from every block costs a cluster of 16 blocks
       // about 7% on an H100.)
-      const int64_t blocks = cluster.num_blocks();
-      const int64_t chunk = ((cols + blocks - 1) / blocks + kVec - 1) / kVec * kVec;
+      const int64_t chunk = cluster_chunk(cols, cluster.num_blocks(), kVec);
       const int64_t left = cols - lane * chunk;
       const acc_t n = static_cast<acc_t>(!block || left <= 0 ? 0 : (left < chunk ? left : chunk));
       const acc_t mean = row / static_cast<acc_t>(cols);
@@ -346,11 +349,7 @@ struct InCluster {
       term = part * exp_scale(theirs, row);
       scale = exp_scale(slots[0], row);
     }
-#pragma unroll
-    for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-      term += __shfl_xor_sync(0xffffffffu, term, offset);
-    }
-    value = __shfl_sync(0xffffffffu, term, 0);
+    value = warp_fold<opmath::SumOp<acc_t>>(term);
 #endif
     return row;
   }
@@ -1104,10 +1103,7 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     if (!cluster_fits(kernel, static_cast<int>(blocks), known)) {
       return false;
     }
-    // The row split evenly over the blocks, each slice a multiple of kVec (16-byte aligned; the cluster
-    // kernel's InCluster::reduce_pair counts a slice's elements the same way).
-    const int64_t per_block = (cols + blocks - 1) / blocks;
-    const int chunk = static_cast<int>((per_block + kVec - 1) / kVec * kVec);
+    const int chunk = static_cast<int>(cluster_chunk(cols, blocks, kVec));
     const int64_t max_rows = kMaxBlocks / blocks;
     for (int64_t start = 0; start < rows; start += max_rows) {
       const int64_t count = std::min(rows - start, max_rows);
