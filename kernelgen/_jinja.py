@@ -72,7 +72,9 @@ from .nodes import Num, RowRef, Var
 #: 18: the rowwise cluster kernel completes a maximum and its sum of exp(f - max(f)), or a mean and its sum of
 #:    squared deviations, in one exchange between its blocks (Op::kOnline and kCentered in <op>.h, written
 #:    only where the op has such a pair).
-TEMPLATE_VERSION = "18"
+#: 19: the rowwise CUDA register kernels' launch (forward and backward) reads the compiled builds' local
+#:    memory and takes a narrow build, the row in half the registers, where the dense build spills more.
+TEMPLATE_VERSION = "19"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

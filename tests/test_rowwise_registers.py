@@ -23,6 +23,10 @@ CASES = {
     # One input and a kept argument: the 2-byte types also take a deep cluster build (64 elements a thread).
     # (Its float64 kernels spill: float64 is reported, not a target.)
     "softmax": ("x", "", "exp(x - max(x)) / sum(exp(x - max(x)))"),
+    # Seed 45's r16 of the rowwise sweep: two inputs, three reductions, a weight inside one. Its row fits
+    # the budget at 32 elements a thread, and its formula's temporaries do not fit beside it.
+    "r16": ("x1,x2", "w1,w2", "sigmoid(((x2 * x1 / (abs(sum(x2 * x1 * (x2 * x1) * w2)) + 1.0) + mean(x2 * x1)) * "
+            "rsqrt(mean(x2 * x1 * (x2 * x1)) * mean(x2 * x1 * (x2 * x1)) + 1e-06) + mean(x2 * x1)) * w1)"),
 }
 # kg::rowwise::rows_kernel<op::Op, dtype, kVec, ...> and cluster_rows_kernel<...>, which holds longer rows
 # in a cluster of blocks the same way (the package's csrc/kernelgen/rowwise.cuh).
@@ -97,3 +101,17 @@ def test_the_deep_cluster_build_holds_64_elements_without_spilling(tmp_path):
     assert all(spills == 0 and registers <= 64 for registers, spills in deep.values()), deep
     # float32 holds 32 elements a thread either way: no deep build.
     assert not [name for name in report if name.startswith("f/") and "Li64E" in name], sorted(report)
+
+
+@pytest.mark.build
+def test_a_two_input_op_has_a_narrow_build_that_does_not_spill(tmp_path):
+    # The launch compares each register kernel's local memory with its narrow build's (the row in 16
+    # registers, 16 elements a thread of a 2-byte type) and takes the one that spills less, so the narrow
+    # builds must be there, in blocks of 512 threads and of 1024 (rows of 16384), and hold the formula in
+    # their 64 registers.
+    report = _ptxas_report("r16", tmp_path)
+    for dtype in ("N3c104HalfE", "N3c108BFloat16E"):
+        narrow = {name: figures for name, figures in report.items()
+                  if name.startswith(f"{dtype}/vec 8/") and re.match(r"Li16ELi0ELi(512|1024)E", name.split("/")[2])}
+        assert len(narrow) == 2, sorted(report)
+        assert all(spills == 0 and registers <= 64 for registers, spills in narrow.values()), narrow

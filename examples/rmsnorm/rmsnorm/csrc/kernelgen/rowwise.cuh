@@ -952,27 +952,85 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
+// The devices whose answers a launch keeps (more are asked every time), and one answer per device: 0 not
+// asked yet, 1 yes, 2 no.
+constexpr int kDevices = 64;
+using Known = std::atomic<int>[kDevices];
+
+// Whether ptxas made kernel `a` take at least `by` bytes more local memory a thread than kernel `b`
+// (cudaFuncGetAttributes' localSizeBytes: registers spilled, and the stack): the launches compare two builds
+// of one kernel with it. Asked once per device; the answer is kept in `known`.
+template <class Kernel>
+bool spills_more(Kernel a, Kernel b, int by, Known& known) {
+  int device = 0;
+  STD_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
+    return known[device].load(std::memory_order_relaxed) == 1;
+  }
+  cudaFuncAttributes a_attributes{};
+  cudaFuncAttributes b_attributes{};
+  STD_CUDA_CHECK(cudaFuncGetAttributes(&a_attributes, a));
+  STD_CUDA_CHECK(cudaFuncGetAttributes(&b_attributes, b));
+  const bool more = a_attributes.localSizeBytes >= b_attributes.localSizeBytes + static_cast<size_t>(by);
+  if (device < kDevices) {
+    known[device].store(more ? 1 : 2, std::memory_order_relaxed);
+  }
+  return more;
+}
+
+// log2(threads / kWarp): which of a launch's thread counts (kWarp, 2 kWarp, ... kWideThreads) `threads` is.
+constexpr int thread_count_index(int threads) {
+  int index = 0;
+  while ((kWarp << index) < threads) {
+    ++index;
+  }
+  return index;
+}
+
 template <class Op, typename scalar_t, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
 struct Launch;
 
 template <class Op, typename scalar_t, std::size_t... I>
 struct Launch<Op, scalar_t, std::index_sequence<I...>> {
-  // Rows of up to kMaxCols elements (at most kPerThread * kWideThreads), held in registers.
-  template <int kVec, int kPerThread, int64_t kMaxCols>
-  static void launch_register_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
-    // Threads per row: a power of two from one warp to kMaxThreads, enough for kPerThread elements
-    // each; kWideThreads where kMaxThreads are not enough (per_thread() below kLongPerThread, rows
-    // past kPerThread * kMaxThreads).
-    // At kMaxThreads and kWideThreads, float32/float64 take the kernel with the thread count fixed at
-    // compile time. The 2-byte types do not: their kernels do not spill without it, and with it the
-    // bfloat16 softmax at rows of 16384 runs at 76% of a copy's bandwidth against 97% (same
-    // instruction count and occupancy, more stalls per instruction in ncu).
-    constexpr bool kFixedThreads = sizeof(scalar_t) > 2;
-    constexpr bool kWide = int64_t{kPerThread} * kMaxThreads < kMaxCols;  // may need kWideThreads
+  using RowsKernel = void (*)(const Same<I, scalar_t>*..., scalar_t*, int64_t, int64_t);
+
+  // Threads per row of the register kernel at kPerThread elements a thread: a power of two from one warp
+  // to kMaxThreads, enough for the row; kWideThreads where kMaxThreads are not enough (kWide: rows of up
+  // to kMaxCols may need them, per_thread() below kLongPerThread).
+  template <int kPerThread, int64_t kMaxCols>
+  static int row_threads(int64_t cols) {
+    constexpr bool kWide = int64_t{kPerThread} * kMaxThreads < kMaxCols;
     int threads = kWarp;
     while (threads < (kWide ? kWideThreads : kMaxThreads) && int64_t{threads} * kPerThread < cols) {
       threads *= 2;
     }
+    return threads;
+  }
+
+  // The build of rows_kernel that holds rows of `threads` threads at kPerThread elements a thread.
+  // At kMaxThreads and kWideThreads, float32/float64 take the kernel with the thread count fixed at
+  // compile time. The 2-byte types do not: their kernels do not spill without it, and with it the
+  // bfloat16 softmax at rows of 16384 runs at 76% of a copy's bandwidth against 97% (same
+  // instruction count and occupancy, more stalls per instruction in ncu).
+  template <int kVec, int kPerThread, int64_t kMaxCols>
+  static RowsKernel register_kernel(int threads) {
+    constexpr bool kFixedThreads = sizeof(scalar_t) > 2;
+    if constexpr (int64_t{kPerThread} * kMaxThreads < kMaxCols) {
+      if (threads == kWideThreads) {
+        return rows_kernel<Op, scalar_t, kVec, kPerThread, kFixedThreads ? kWideThreads : 0, kWideThreads, I...>;
+      }
+    }
+    if (kFixedThreads && threads == kMaxThreads) {
+      return rows_kernel<Op, scalar_t, kVec, kPerThread, kFixedThreads ? kMaxThreads : 0, kMaxThreads, I...>;
+    }
+    return rows_kernel<Op, scalar_t, kVec, kPerThread, 0, kMaxThreads, I...>;
+  }
+
+  // Rows of up to kMaxCols elements (at most kPerThread * kWideThreads), held in registers.
+  template <int kVec, int kPerThread, int64_t kMaxCols>
+  static void launch_register_rows(const Same<I, scalar_t>*... in, scalar_t* out, int64_t rows, int64_t cols, cudaStream_t stream) {
+    const int threads = row_threads<kPerThread, kMaxCols>(cols);
+    const RowsKernel kernel = register_kernel<kVec, kPerThread, kMaxCols>(threads);
     const int rows_per_block = std::max(1, kRowBlockThreads / threads);
     const dim3 block(threads, rows_per_block);
     const int64_t max_rows = kMaxBlocks * rows_per_block;
@@ -980,29 +1038,35 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
       const int64_t count = std::min(rows - start, max_rows);
       const int64_t offset = start * cols;
       const auto blocks = static_cast<unsigned int>((count + rows_per_block - 1) / rows_per_block);
-      if constexpr (kWide) {
-        if (threads == kWideThreads) {
-          rows_kernel<Op, scalar_t, kVec, kPerThread, kFixedThreads ? kWideThreads : 0, kWideThreads, I...>
-              <<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
-          // Kernel launches are asynchronous: a bad launch configuration is only reported by the next
-          // CUDA call, far from its cause, unless it is checked right here.
-          STD_CUDA_KERNEL_LAUNCH_CHECK();
-          continue;
-        }
-      }
-      if (kFixedThreads && threads == kMaxThreads) {
-        rows_kernel<Op, scalar_t, kVec, kPerThread, kFixedThreads ? kMaxThreads : 0, kMaxThreads, I...>
-            <<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
-      } else {
-        rows_kernel<Op, scalar_t, kVec, kPerThread, 0, kMaxThreads, I...>
-            <<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
-      }
-      STD_CUDA_KERNEL_LAUNCH_CHECK();  // as above
+      kernel<<<blocks, block, 0, stream>>>((I < Op::kInputs ? in + offset : in)..., out + offset, count, cols);
+      // Kernel launches are asynchronous: a bad launch configuration is only reported by the next CUDA
+      // call, far from its cause, unless it is checked right here.
+      STD_CUDA_KERNEL_LAUNCH_CHECK();
     }
   }
 
+  // Whether rows of `cols` take the narrow build of the register kernel (kNarrow elements a thread, twice
+  // the threads or more) instead of the dense one (kDense): where the dense build the launch would take
+  // spills and the narrow one spills less (spills_more). per_thread() sizes the row's
+  // registers from the values it holds, not from the formula's temporaries, and a formula that needs many
+  // (several reductions whose arguments share nothing, a weight read inside a reduction) can fill the 64
+  // registers beside a row that fits its budget. Asked once per device and thread count.
+  // A narrow build of kWideThreads a row (one block an SM: its barriers stall the whole SM) is taken only
+  // where it spares at least kWideSpillBytes. On an H100 at rows of 16384 in 1024 threads against 512: a
+  // residual LayerNorm whose dense build spills 64-72 bytes ran 1.11x faster, an op of three reductions
+  // that spills 104 bytes in float32 1.04x, one that spills 68-80 bytes 0.95-0.99x, and one of three
+  // reductions and a cos that spills 24-32 bytes 0.76x.
+  static constexpr int kWideSpillBytes = 64;
+  template <int kVec, int kDense, int64_t kDenseCols, int kNarrow, int64_t kNarrowCols>
+  static bool takes_narrow(int64_t cols) {
+    static Known known[thread_count_index(kWideThreads) + 1];
+    const int threads = row_threads<kNarrow, kNarrowCols>(cols);
+    return spills_more(register_kernel<kVec, kDense, kDenseCols>(row_threads<kDense, kDenseCols>(cols)),
+                       register_kernel<kVec, kNarrow, kNarrowCols>(threads), threads < kWideThreads ? 1 : kWideSpillBytes,
+                       known[thread_count_index(threads)]);
+  }
+
   // What is known of one cluster kernel, per device and cluster size: 0 not asked yet, 1 fits, 2 does not.
-  static constexpr int kDevices = 64;
   using Fits = std::atomic<int>[kDevices][kMaxClusterBlocks + 1];
 
   // Whether `kernel`, a cluster kernel, runs here in clusters of `blocks` blocks of kMaxThreads: the
@@ -1034,30 +1098,6 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     return clusters > 0;
   }
 
-  // Whether the build of cluster_rows_kernel for three blocks an SM (40 registers a thread) is the one to
-  // launch: ptxas fitted it without spilling, its local memory no larger than the 64-register build's.
-  // Three 512-thread blocks keep 48 warps an SM resident, two keep 32; an arithmetic-bound row then hides
-  // its latency better (on an H100, r20 of the rowwise sweep in bfloat16 at rows of 16384: 46 registers,
-  // two blocks, 601 us; the same formula at 40 registers, three blocks, 532 us). Asked once per device.
-  template <class Dense, class Wide>
-  static bool dense_fits(Dense dense, Wide wide) {
-    static std::atomic<int> known[kDevices];  // 0 not asked yet, 1 dense, 2 wide
-    int device = 0;
-    STD_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
-      return known[device].load(std::memory_order_relaxed) == 1;
-    }
-    cudaFuncAttributes dense_attributes{};
-    cudaFuncAttributes wide_attributes{};
-    STD_CUDA_CHECK(cudaFuncGetAttributes(&dense_attributes, dense));
-    STD_CUDA_CHECK(cudaFuncGetAttributes(&wide_attributes, wide));
-    const bool fits = dense_attributes.localSizeBytes <= wide_attributes.localSizeBytes;
-    if (device < kDevices) {
-      known[device].store(fits ? 1 : 2, std::memory_order_relaxed);
-    }
-    return fits;
-  }
-
   // Rows longer than the register kernel holds, in the registers of a cluster of blocks per row
   // (cluster_rows_kernel). Returns false, launching nothing, where the row takes more than
   // kMaxClusterBlocks blocks or the device cannot run the cluster: the caller then takes the
@@ -1084,12 +1124,19 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
         return launch_cluster<kVec, kDeep>(deep, deep_known, in..., out, rows, cols, stream);
       }
     }
+    // The build for three blocks an SM (40 registers a thread) where ptxas fitted it without spilling, its
+    // local memory no larger than the 64-register build's. Three 512-thread blocks keep 48 warps an SM
+    // resident, two keep 32; an arithmetic-bound row then hides its latency better (on an H100, r20 of the
+    // rowwise sweep in bfloat16 at rows of 16384: 46 registers, two blocks, 601 us; the same formula at 40
+    // registers, three blocks, 532 us). Asked once per device.
     const auto dense = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, 3, true, I...>;
     const auto wide = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, kWideThreads / kMaxThreads, true, I...>;
+    static Known dense_spills;
     static Fits dense_known;
     static Fits wide_known;
-    return dense_fits(dense, wide) ? launch_cluster<kVec, kPerThread>(dense, dense_known, in..., out, rows, cols, stream)
-                                   : launch_cluster<kVec, kPerThread>(wide, wide_known, in..., out, rows, cols, stream);
+    return !spills_more(dense, wide, 1, dense_spills)
+               ? launch_cluster<kVec, kPerThread>(dense, dense_known, in..., out, rows, cols, stream)
+               : launch_cluster<kVec, kPerThread>(wide, wide_known, in..., out, rows, cols, stream);
   }
 
   template <int kVec, int kPerThread, class Kernel>
@@ -1149,13 +1196,26 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     // kShortPerThread elements per thread for float32/float64 rows of up to kMaxShortCols elements (or
     // per_thread(), when fewer fit); per_thread() for the 2-byte types, and for longer rows.
     constexpr int kLong = per_thread<Op, scalar_t, kVec>();
+    constexpr int64_t kLongCols = max_register_cols<Op, scalar_t, kVec>();
     if constexpr (sizeof(scalar_t) > 2 && kLong > kShortPerThread) {
       if (cols <= kMaxShortCols) {
         launch_register_rows<kVec, kShortPerThread, kMaxShortCols>(in..., out, rows, cols, stream);
         return;
       }
     }
-    launch_register_rows<kVec, kLong, max_register_cols<Op, scalar_t, kVec>()>(in..., out, rows, cols, stream);
+    // The narrow build: the row's values in half the registers (half the elements a thread, or fewer),
+    // where the dense build spills (takes_narrow). On an H100, a residual LayerNorm (two inputs, two
+    // weights) whose dense build spills 64-72 bytes in float16/bfloat16 runs 1.16-1.19x faster at rows of
+    // 1024 and 4096, from 86-88% of a copy's bandwidth to 101-102%.
+    constexpr int kNarrow = per_thread<Op, scalar_t, kVec, kRowRegisters / 2, kLong>();
+    constexpr int64_t kNarrowCols = std::min(kLongCols, int64_t{kNarrow} * kWideThreads);
+    if constexpr (kNarrow < kLong) {
+      if (cols <= kNarrowCols && takes_narrow<kVec, kLong, kLongCols, kNarrow, kNarrowCols>(cols)) {
+        launch_register_rows<kVec, kNarrow, kNarrowCols>(in..., out, rows, cols, stream);
+        return;
+      }
+    }
+    launch_register_rows<kVec, kLong, kLongCols>(in..., out, rows, cols, stream);
   }
 
   // out[row, :] = the op over row `row` of the inputs (and the weights), for `rows` rows of `cols`.
@@ -1440,16 +1500,24 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // Elements per thread and the longest row held in registers, as the forward's (per_thread() of this
   // op's columns: the output's gradient, the inputs); the same for the scalar path of misaligned rows.
   // With weights, the wide variant allows the row twice the registers (the kernel takes up to 128 a
-  // thread), so that rows of 16384 stay in registers. float32 and float64 rows that fit 512 threads at
-  // half kRowRegisters take the narrow variant instead (64 registers, up to 2048 threads an SM): on an
-  // H100, LayerNorm's and RMSNorm's backward in float32 at rows of 1024 and 4096 reach 83-88% of a copy
-  // with 8 elements a thread, 60-81% with 32.
+  // thread), so that rows of 16384 stay in registers.
   static constexpr int kBudget = kWeightGrads ? 2 * kRowRegisters : kRowRegisters;
   static constexpr int kPerThread = per_thread<Op, scalar_t, kVecAligned, kBudget>();
   static constexpr int kMinBlocks = kWeightGrads ? 1 : 2;
-  static constexpr bool kHasNarrow = kWeightGrads && sizeof(scalar_t) > 2;
-  static constexpr int kNarrowPerThread = kHasNarrow ? per_thread<Op, scalar_t, kVecAligned, kRowRegisters / 2>() : kPerThread;
   static constexpr int64_t kMaxCols = max_register_cols<Op, scalar_t, kVecAligned, kBudget>();
+  // The narrow variant, for rows that fit kMaxThreads threads at kNarrowPerThread elements a thread (the
+  // row in half the registers):
+  //   * float32 and float64 with weights always take it where it fits (at half kRowRegisters and 64
+  //     registers, up to 2048 threads an SM): on an H100, LayerNorm's and RMSNorm's backward in float32
+  //     at rows of 1024 and 4096 reach 83-88% of a copy with 8 elements a thread, 60-81% with 32;
+  //   * every other op takes it where the wide variant's build spills and the narrow one's spills less
+  //     (takes_narrow): a backward's formula (the derivative of every step, a max's mask) can need
+  //     more registers than the row leaves it. The narrow build keeps the wide one's register cap.
+  static constexpr bool kAlwaysNarrow = kWeightGrads && sizeof(scalar_t) > 2;
+  static constexpr int kNarrowPerThread =
+      per_thread<Op, scalar_t, kVecAligned, kAlwaysNarrow ? kRowRegisters / 2 : kBudget / 2, kPerThread>();
+  static constexpr int kNarrowMinBlocks = kAlwaysNarrow ? 2 : kMinBlocks;
+  static constexpr bool kHasNarrow = kNarrowPerThread < kPerThread;
 
   // Bytes of shared memory a block of `block_threads` keeps the weights' running sums in.
   static int64_t sums_bytes(int64_t block_threads, int per_thread) {
@@ -1466,19 +1534,49 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       return grad_rows_kernel<Op, scalar_t, kVec, kPer, (sizeof(scalar_t) > 2 ? kWideThreads : 0), kWideThreads, 1,
                               kWeightGrads, I...>;
     }
-    if (sizeof(scalar_t) > 2 && threads == kMaxThreads) {
-      return grad_rows_kernel<Op, scalar_t, kVec, kPer, kMaxThreads, kMaxThreads, kMin, kWeightGrads, I...>;
+    if constexpr (sizeof(scalar_t) > 2) {
+      if (threads == kMaxThreads) {
+        return grad_rows_kernel<Op, scalar_t, kVec, kPer, kMaxThreads, kMaxThreads, kMin, kWeightGrads, I...>;
+      }
     }
     return grad_rows_kernel<Op, scalar_t, kVec, kPer, 0, kMaxThreads, kMin, kWeightGrads, I...>;
   }
   template <int kVec>
   static Kernel rows_kernel_for(int threads, bool narrow) {
     if constexpr (kHasNarrow) {
-      if (narrow) {
-        return rows_kernel_for<kVec, kNarrowPerThread, 2>(threads);
+      if (narrow) {  // at most kMaxThreads threads (shape)
+        if constexpr (sizeof(scalar_t) > 2) {
+          if (threads == kMaxThreads) {
+            return grad_rows_kernel<Op, scalar_t, kVec, kNarrowPerThread, kMaxThreads, kMaxThreads, kNarrowMinBlocks,
+                                    kWeightGrads, I...>;
+          }
+        }
+        return grad_rows_kernel<Op, scalar_t, kVec, kNarrowPerThread, 0, kMaxThreads, kNarrowMinBlocks, kWeightGrads, I...>;
       }
     }
     return rows_kernel_for<kVec, kPerThread, kMinBlocks>(threads);
+  }
+
+  // Threads per row of the register kernel at `per_thread` elements a thread, up to kWideThreads.
+  static int row_threads(int64_t cols, int per_thread) {
+    int threads = kWarp;
+    while (threads < kWideThreads && int64_t{threads} * per_thread < cols) {
+      threads *= 2;
+    }
+    return threads;
+  }
+
+  // Whether rows of `cols` (which fit the narrow variant) take it: always where kAlwaysNarrow, else where
+  // the wide variant's build spills and the narrow one's spills less (spills_more).
+  // Asked once per device and thread count.
+  static bool takes_narrow(int64_t cols) {
+    if (kAlwaysNarrow) {
+      return true;
+    }
+    static Known known[thread_count_index(kMaxThreads) + 1];
+    const int threads = row_threads(cols, kNarrowPerThread);
+    return spills_more(rows_kernel_for<kVecAligned>(row_threads(cols, kPerThread), false),
+                       rows_kernel_for<kVecAligned>(threads, true), 1, known[thread_count_index(threads)]);
   }
 
   // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB a kernel must ask).
@@ -1496,12 +1594,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   static Shape shape(int64_t rows, int64_t cols) {
     const int64_t sms = sm_count();
     if (cols <= kMaxCols) {
-      const bool narrow = kHasNarrow && cols <= int64_t{kNarrowPerThread} * kMaxThreads;
+      const bool narrow = kHasNarrow && cols <= int64_t{kNarrowPerThread} * kMaxThreads && takes_narrow(cols);
+      const int threads = row_threads(cols, narrow ? kNarrowPerThread : kPerThread);
       const int per_thread = narrow ? kNarrowPerThread : kPerThread;
-      int threads = kWarp;
-      while (threads < kWideThreads && int64_t{threads} * per_thread < cols) {
-        threads *= 2;
-      }
       const int rows_per_block = std::max(1, kRowBlockThreads / threads);
       const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block, per_thread);
       if (bytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
