@@ -166,6 +166,28 @@ def test_the_mirrored_launch_rule_follows_the_row_registers():
     assert sweep.cuda_launch("float16", 65536, 1, False)["kernel"] == "long/float16/8"
 
 
+def test_the_mirrored_launch_takes_the_narrow_build_where_the_dense_one_spills():
+    # Two 2-byte inputs: the dense build holds 32 a thread (32 registers of row), the narrow one 16 (1024
+    # threads at 16384); one input already fits 16 registers: no narrow build.
+    assert sweep.cuda_launch("float16", 1024, 2, False, narrow=True)["kernel"] == "rows/float16/8/16/0/512"
+    assert sweep.cuda_launch("float16", 16384, 2, False, narrow=True)["kernel"] == "rows/float16/8/16/0/1024"
+    assert sweep.cuda_launch("float16", 16384, 1, False, narrow=True) is None
+    # float32 rows of up to 8192 that take the short build have no narrow one.
+    assert sweep.cuda_launch("float32", 4096, 1, False, narrow=True) is None
+    assert sweep.cuda_launch("float32", 4096, 2, False, narrow=True)["kernel"] == "rows/float32/4/8/512/512"
+    dense, narrow = "rows/float16/8/32/0/512", "rows/float16/8/16/0/512"
+    regs = {dense: {"registers": 64, "spill_bytes": 68, "stack": 72}, narrow: {"registers": 55, "spill_bytes": 0, "stack": 0}}
+    assert sweep.cuda_facts(regs, "float16", 1024, 2, False)["kernel"] == narrow
+    regs[narrow] = {"registers": 64, "spill_bytes": 68, "stack": 72}  # spills as much: the dense build stays
+    assert sweep.cuda_facts(regs, "float16", 1024, 2, False)["kernel"] == dense
+    # At 16384 the narrow build takes 1024 threads: only where it spares 64 bytes or more.
+    dense, wide = "rows/float16/8/32/0/512", "rows/float16/8/16/0/1024"
+    regs = {dense: {"registers": 64, "spill_bytes": 32, "stack": 32}, wide: {"registers": 54, "spill_bytes": 0, "stack": 0}}
+    assert sweep.cuda_facts(regs, "float16", 16384, 2, False)["kernel"] == dense
+    regs[dense] = {"registers": 64, "spill_bytes": 68, "stack": 72}
+    assert sweep.cuda_facts(regs, "float16", 16384, 2, False)["kernel"] == wide
+
+
 def test_occupancy_follows_registers_threads_and_shared_memory():
     assert sweep.occupancy(32, 256) == 1.0
     assert sweep.occupancy(64, 512) == 0.5
@@ -189,3 +211,39 @@ def test_summary_prints_the_distribution_and_the_worst_cells(capsys):
     worst = out.split("ten worst:\n")[1].splitlines()
     assert worst[0].startswith("  0.90x 80% ") and "40 regs, 0 B spilled, occupancy 50%" in worst[0]
     assert len(worst) == 4
+
+
+_SPILL_PATH = _PATH.parent / "spill_choices.py"
+_GRAD = "_ZN2kg7rowwise51_GLOBAL__N__84d610f6_13_r16_kernel_cu_e7f0193d_258616grad_rows_kernelIN3r166GradOpEN3c108BFloat16E"
+_SPILL_LOG = f"""\
+ptxas info    : Compiling entry function '{_GRAD}Li8ELi32ELi0ELi512ELi1ELb1EJLm0ELm1ELm2ELm3ELm4EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEll' for 'sm_90'
+ptxas info    : Function properties for x
+    144 bytes stack frame, 140 bytes spill stores, 280 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers, 144 bytes cumulative stack size, 384 bytes smem
+ptxas info    : Compiling entry function '{_GRAD}Li8ELi16ELi0ELi512ELi1ELb1EJLm0ELm1ELm2ELm3ELm4EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEll' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 113 registers, used 1 barriers, 384 bytes smem
+ptxas info    : Compiling entry function '_ZN2kg7rowwise53_GLOBAL__N__30f3365e_14_r02_kernel_cu_e2938a44_1368219cluster_rows_kernelIN3r0253_GLOBAL__N__30f3365e_14_r02_kernel_cu_e2938a44_136822OpEN3c108BFloat16ELi8ELi32ELi0ELi3ELb1EJLm0EEEEvDpPKT0_PS8_li' for 'sm_90'
+ptxas info    : Function properties for x
+    8 bytes stack frame, 8 bytes spill stores, 8 bytes spill loads
+ptxas info    : Used 40 registers, used 1 barriers, 64 bytes smem
+"""
+
+
+def test_spill_choices_name_the_builds_the_launch_compares(tmp_path):
+    spec = importlib.util.spec_from_file_location("spill_choices", _SPILL_PATH)
+    assert spec is not None and spec.loader is not None
+    choices = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(choices)
+    found = choices.read_log(_SPILL_LOG)
+    # The backward's two builds of r16 in bfloat16; the cluster kernel is not a register kernel.
+    assert list(found) == [("r16", "backward", "bfloat16")]
+    assert found["r16", "backward", "bfloat16"][(8, 32, 0, 512, 1)] == {"registers": 128, "spill_bytes": 140, "stack": 144}
+    [row] = choices.choices(found, ["bfloat16"], weighted={"r16"})
+    assert (row["dense_per_thread"], row["narrow_per_thread"], row["takes_narrow"]) == (32, 16, True)
+    # float32 and float64 backward with weights take the narrow build wherever it fits, spills or not.
+    found_f32 = {("r16", "backward", "float32"): {(4, 16, 0, 512, 1): {"registers": 128, "spill_bytes": 8, "stack": 8},
+                                                   (4, 4, 0, 512, 2): {"registers": 64, "spill_bytes": 0, "stack": 0}}}
+    [row] = choices.choices(found_f32, ["float32"], weighted={"r16"})
+    assert row["always_narrow"] and not row["takes_narrow"]

@@ -300,32 +300,16 @@ SHARED_PER_SM = 228 * 1024
 _ROW_KERNEL = re.compile(r"(long_rows|rows)_kernelI(N(\d+)(\w*?)2OpE)?(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
 
 
-def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
-    """ptxas -v at sm_90: op -> kernel key -> registers, spill bytes and stack frame. Keys: "rows/<dtype>/
-    <vec>/<per thread>/<fixed threads>/<block threads>" (the block is 512 in templates without it) and
-    "long/<dtype>/<vec>"."""
-    found: dict[str, dict[str, dict[str, int]]] = {}
+def ptxas_entries(log: str) -> list[tuple[str, dict[str, int]]]:
+    """Every kernel ptxas -v reports at sm_90 in a build log: its mangled name, and its registers, spill
+    bytes and stack frame."""
+    found: list[tuple[str, dict[str, int]]] = []
     current = None
     for line in log.splitlines():
-        m = re.search(r"Compiling entry function '_ZN(\d+)(\w+)' for 'sm_90a?'", line)
+        m = re.search(r"Compiling entry function '(\w+)' for 'sm_90a?'", line)
         if m:
-            current = None
-            length, rest = int(m.group(1)), m.group(2)
-            op = rest[:length]
-            k = _ROW_KERNEL.search(rest[length:])
-            if k is None:
-                continue
-            if k.group(4):  # the package's kernel: kg::rowwise::rows_kernel<op::(anonymous)::Op, ...>
-                op = k.group(4)[:int(k.group(3))]
-            params = [int(v) for v in re.findall(r"Li(-?\d+)E", k.group(6))]
-            dtype = _DTYPE_CODES[k.group(5)]
-            if k.group(1) == "long_rows":
-                key = f"long/{dtype}/{params[0]}"
-            else:
-                vec, per, fixed = params[:3]
-                block = params[3] if len(params) > 3 else 512
-                key = f"rows/{dtype}/{vec}/{per}/{fixed}/{block}"
-            current = found.setdefault(op, {}).setdefault(key, {"registers": 0, "spill_bytes": 0, "stack": 0})
+            current = {"registers": 0, "spill_bytes": 0, "stack": 0}
+            found.append((m.group(1), current))
             continue
         if current is None:
             continue
@@ -336,6 +320,34 @@ def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
         if m:
             current["registers"] = int(m.group(1))
             current = None
+    return found
+
+
+def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
+    """ptxas -v at sm_90: op -> kernel key -> registers, spill bytes and stack frame. Keys: "rows/<dtype>/
+    <vec>/<per thread>/<fixed threads>/<block threads>" (the block is 512 in templates without it) and
+    "long/<dtype>/<vec>"."""
+    found: dict[str, dict[str, dict[str, int]]] = {}
+    for name, facts in ptxas_entries(log):
+        m = re.match(r"_ZN(\d+)(\w+)", name)
+        if m is None:
+            continue
+        length, rest = int(m.group(1)), m.group(2)
+        op = rest[:length]
+        k = _ROW_KERNEL.search(rest[length:])
+        if k is None:
+            continue
+        if k.group(4):  # the package's kernel: kg::rowwise::rows_kernel<op::(anonymous)::Op, ...>
+            op = k.group(4)[:int(k.group(3))]
+        params = [int(v) for v in re.findall(r"Li(-?\d+)E", k.group(6))]
+        dtype = _DTYPE_CODES[k.group(5)]
+        if k.group(1) == "long_rows":
+            key = f"long/{dtype}/{params[0]}"
+        else:
+            vec, per, fixed = params[:3]
+            block = params[3] if len(params) > 3 else 512
+            key = f"rows/{dtype}/{vec}/{per}/{fixed}/{block}"
+        found.setdefault(op, {})[key] = facts
     return found
 
 
@@ -350,9 +362,10 @@ def occupancy(registers: int, threads: int, shared: int = 0) -> float:
     return blocks * warps * 32 / MAX_THREADS_PER_SM
 
 
-def cuda_launch(dtype: str, cols: int, inputs: int, kept: bool) -> dict[str, object]:
+def cuda_launch(dtype: str, cols: int, inputs: int, kept: bool, narrow: bool = False) -> dict[str, object] | None:
     """The kernel the rowwise CUDA template's launcher picks (its launch_rows and launch_register_rows,
-    mirrored here to name the kernel in the ptxas log): 16-byte vectors, as the sweep's row lengths allow."""
+    mirrored here to name the kernel in the ptxas log): 16-byte vectors, as the sweep's row lengths allow.
+    narrow: the narrow build (the row in 16 registers), None where there is none for these rows."""
     size = _BYTES[dtype]
     vec = 16 // size
     acc = 8 if dtype == "float64" else 4
@@ -360,15 +373,26 @@ def cuda_launch(dtype: str, cols: int, inputs: int, kept: bool) -> dict[str, obj
     def row_registers(per: int) -> int:
         return max(inputs * per * size // 4, per * acc // 4 if kept else 0)
 
-    per = 32
-    while per > vec and row_registers(per) > 32:
-        per //= 2
+    def halved(per: int, budget: int) -> int:
+        while per > vec and row_registers(per) > budget:
+            per //= 2
+        return per
+
+    per = halved(32, 32)
     max_cols = min(16384, per * 1024)
     if cols > max_cols:
-        return {"kernel": f"long/{dtype}/{vec}", "threads": 512, "block": 512}
+        return None if narrow else {"kernel": f"long/{dtype}/{vec}", "threads": 512, "block": 512}
     limit = max_cols
     if size > 2 and per > 16 and cols <= 8192:
+        if narrow:
+            return None
         per, limit = 16, 8192
+    elif narrow:
+        dense = per
+        per = halved(dense, 16)
+        limit = min(max_cols, per * 1024)
+        if per == dense or cols > limit:
+            return None
     wide = per * 512 < limit
     threads = 32
     while threads < (1024 if wide else 512) and threads * per < cols:
@@ -381,7 +405,16 @@ def cuda_launch(dtype: str, cols: int, inputs: int, kept: bool) -> dict[str, obj
 
 def cuda_facts(regs: dict[str, dict[str, int]], dtype: str, cols: int, inputs: int, kept: bool) -> dict[str, object]:
     launch = cuda_launch(dtype, cols, inputs, kept)
+    assert launch is not None
     entry = regs.get(str(launch["kernel"]))
+    # The launch takes the narrow build where the dense one's local memory (spills, stack) is larger, and,
+    # where the narrow build takes 1024 threads a row, larger by at least 64 bytes (kWideSpillBytes).
+    narrow = cuda_launch(dtype, cols, inputs, kept, narrow=True)
+    narrow_entry = regs.get(str(narrow["kernel"])) if narrow else None
+    if entry is not None and narrow is not None and narrow_entry is not None:
+        spared = entry["stack"] - narrow_entry["stack"]
+        if spared > 0 and (narrow["threads"] != 1024 or spared >= 64):
+            launch, entry = narrow, narrow_entry
     if entry is None:  # a template whose launch rule differs: the widest kernel's registers at least
         candidates = {k: v for k, v in regs.items() if f"/{dtype}/" in k and k.startswith("long" if cols > 16384 else "rows")}
         if not candidates:
