@@ -536,6 +536,20 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
       held = load<scalar_t, kVec>(ptr + base + col);
     }
   }
+  // Thread `first / kVec`'s packs of a row of `threads` threads, starting at `base` (pack p at column
+  // p * threads * kVec + first), all loads issued before any math so that they are in flight together.
+  template <int kPacks>
+  static __device__ __forceinline__ void hold_row(pack_t (&row)[kColumns][kPacks], int64_t base, int threads, int first,
+                                                  int limit, const Same<I, scalar_t>*... in) {
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int col = p * threads * kVec + first;
+      (clear<I>(row[I][p]), ...);
+      if (col < limit) {
+        (hold<I>(row[I][p], in, base, col), ...);
+      }
+    }
+  }
   // ... and loads the weights' packs where a step reads them.
   template <int S, std::size_t C>
   static __device__ __forceinline__ void load_weight(pack_t& pack, const scalar_t* ptr, int col) {
@@ -751,14 +765,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
   // acc_t at each use: a row of two inputs in acc_t takes every register the kernel has and spills.
   // (Only the inputs' entries are used: the weights are loaded where a step reads them.)
   pack_t row_v[Step::kColumns][kPacks];
-#pragma unroll
-  for (int p = 0; p < kPacks; ++p) {
-    const int col = p * threads * kVec + first;
-    (Step::template clear<I>(row_v[I][p]), ...);
-    if (col < limit) {
-      (Step::template hold<I>(row_v[I][p], in, base, col), ...);
-    }
-  }
+  Step::hold_row(row_v, base, threads, first, limit, in...);
 
   // ---- the shared terms: once per element, kept in registers for every step that reads them ----
   acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
@@ -1297,14 +1304,7 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
     const int limit = row < rows ? static_cast<int>(cols) : 0;
     const int64_t row_base = row * cols;
     pack_t row_v[Step::kColumns][kPacks];
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int col = p * threads * kVec + first;
-      (Step::template clear<I>(row_v[I][p]), ...);
-      if (col < limit) {
-        (Step::template hold<I>(row_v[I][p], in, row_base, col), ...);
-      }
-    }
+    Step::hold_row(row_v, row_base, threads, first, limit, in...);
     acc_t r[Op::kReductions + 1];
     r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
     acc_t unused[1];
