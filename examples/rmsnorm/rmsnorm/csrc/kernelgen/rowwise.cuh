@@ -13,7 +13,9 @@
 //     (two float16 or bfloat16 elements per register) and is widened where it is used. How many
 //     elements one thread holds follows from how many row-sized values the kernel keeps (per_thread):
 //     one warp per row for short rows (four rows per block), up to 16 warps per row above, 32 when the
-//     row's values fill a thread's registers at 16 warps.
+//     row's values fill a thread's registers at 16 warps. Where ptxas could not fit a build's formula
+//     beside the row and spilled registers to local memory, the launch takes a narrow build, the row in
+//     half the registers (Launch::takes_narrow, GradLaunch::takes_narrow).
 //   * Longer rows are held in the registers of a thread-block cluster (cluster_rows_kernel, on sm_90
 //     and later): up to kMaxClusterBlocks blocks of kMaxThreads threads share one row, each holding a
 //     slice of it as the register kernel holds a whole row. Each reduction is reduced in each block,
@@ -1059,8 +1061,8 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   // (several reductions whose arguments share nothing, a weight read inside a reduction) can fill the 64
   // registers beside a row that fits its budget. Asked once per device and thread count.
   // A narrow build of kWideThreads a row (one block an SM: its barriers stall the whole SM) is taken only
-  // where it spares at least kWideSpillBytes. On an H100 at rows of 16384 in 1024 threads against 512: a
-  // residual LayerNorm whose dense build spills 64-72 bytes ran 1.11x faster, an op of three reductions
+  // where it spares at least kWideSpillBytes. On an H100 at rows of 16384, in 1024 threads against 512: a
+  // residual LayerNorm whose dense build spills 64-72 bytes runs 1.11x faster, an op of three reductions
   // that spills 104 bytes in float32 1.04x, one that spills 68-80 bytes 0.95-0.99x, and one of three
   // reductions and a cos that spills 24-32 bytes 0.76x.
   static constexpr int kWideSpillBytes = 64;
