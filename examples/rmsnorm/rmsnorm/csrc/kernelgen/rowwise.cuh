@@ -987,6 +987,16 @@ bool spills_more(Kernel a, Kernel b, int by, Known& known) {
   return more;
 }
 
+// Threads per row of a register kernel at `per_thread` elements a thread: a power of two from one warp
+// to `most`, enough for the row where `most` is.
+inline int row_threads(int64_t cols, int per_thread, int most) {
+  int threads = kWarp;
+  while (threads < most && int64_t{threads} * per_thread < cols) {
+    threads *= 2;
+  }
+  return threads;
+}
+
 // log2(threads / kWarp): which of a launch's thread counts (kWarp, 2 kWarp, ... kWideThreads) `threads` is.
 constexpr int thread_count_index(int threads) {
   int index = 0;
@@ -1003,17 +1013,12 @@ template <class Op, typename scalar_t, std::size_t... I>
 struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   using RowsKernel = void (*)(const Same<I, scalar_t>*..., scalar_t*, int64_t, int64_t);
 
-  // Threads per row of the register kernel at kPerThread elements a thread: a power of two from one warp
-  // to kMaxThreads, enough for the row; kWideThreads where kMaxThreads are not enough (kWide: rows of up
-  // to kMaxCols may need them, per_thread() below kLongPerThread).
+  // Threads per row of the register kernel at kPerThread elements a thread, for rows of up to kMaxCols:
+  // kWideThreads at most where kMaxThreads are not enough for them (per_thread() below kLongPerThread).
   template <int kPerThread, int64_t kMaxCols>
   static int row_threads(int64_t cols) {
     constexpr bool kWide = int64_t{kPerThread} * kMaxThreads < kMaxCols;
-    int threads = kWarp;
-    while (threads < (kWide ? kWideThreads : kMaxThreads) && int64_t{threads} * kPerThread < cols) {
-      threads *= 2;
-    }
-    return threads;
+    return rowwise::row_threads(cols, kPerThread, kWide ? kWideThreads : kMaxThreads);
   }
 
   // The build of rows_kernel that holds rows of `threads` threads at kPerThread elements a thread.
@@ -1559,15 +1564,6 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     return rows_kernel_for<kVec, kPerThread, kMinBlocks>(threads);
   }
 
-  // Threads per row of the register kernel at `per_thread` elements a thread, up to kWideThreads.
-  static int row_threads(int64_t cols, int per_thread) {
-    int threads = kWarp;
-    while (threads < kWideThreads && int64_t{threads} * per_thread < cols) {
-      threads *= 2;
-    }
-    return threads;
-  }
-
   // Whether rows of `cols` (which fit the narrow variant) take it: always where kAlwaysNarrow, else where
   // the wide variant's build spills and the narrow one's spills less (spills_more).
   // Asked once per device and thread count.
@@ -1576,8 +1572,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       return true;
     }
     static Known known[thread_count_index(kMaxThreads) + 1];
-    const int threads = row_threads(cols, kNarrowPerThread);
-    return spills_more(rows_kernel_for<kVecAligned>(row_threads(cols, kPerThread), false),
+    const int threads = row_threads(cols, kNarrowPerThread, kWideThreads);
+    return spills_more(rows_kernel_for<kVecAligned>(row_threads(cols, kPerThread, kWideThreads), false),
                        rows_kernel_for<kVecAligned>(threads, true), 1, known[thread_count_index(threads)]);
   }
 
@@ -1597,7 +1593,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     const int64_t sms = sm_count();
     if (cols <= kMaxCols) {
       const bool narrow = kHasNarrow && cols <= int64_t{kNarrowPerThread} * kMaxThreads && takes_narrow(cols);
-      const int threads = row_threads(cols, narrow ? kNarrowPerThread : kPerThread);
+      const int threads = row_threads(cols, narrow ? kNarrowPerThread : kPerThread, kWideThreads);
       const int per_thread = narrow ? kNarrowPerThread : kPerThread;
       const int rows_per_block = std::max(1, kRowBlockThreads / threads);
       const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block, per_thread);
