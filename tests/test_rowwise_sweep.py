@@ -247,3 +247,31 @@ def test_spill_choices_name_the_builds_the_launch_compares(tmp_path):
                                                    (4, 4, 0, 512, 2): {"registers": 64, "spill_bytes": 0, "stack": 0}}}
     [row] = choices.choices(found_f32, ["float32"], weighted={"r16"})
     assert row["always_narrow"] and not row["takes_narrow"]
+
+
+def test_ptxas_times_names_the_ops_and_kernels_ptxas_spends_its_time_on(tmp_path, capsys):
+    import gzip
+    import sys
+
+    log = _SPILL_LOG.replace("384 bytes smem\n", "384 bytes smem\nptxas info    : Compile time = 25012.500 ms\n", 1)
+    log += "ptxas info    : Compile time = 40.000 ms\n"
+    entries = sweep.ptxas_entries(log)
+    assert [facts["compile_us"] for _, facts in entries] == [25012500, 0, 40000]
+    path = tmp_path / "build.log.gz"
+    path.write_bytes(gzip.compress(log.encode()))
+    spec = importlib.util.spec_from_file_location("ptxas_times", _PATH.parent / "ptxas_times.py")
+    assert spec is not None and spec.loader is not None
+    times = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(times)
+    assert times.op_and_kernel(entries[0][0]) == ("r16", "grad_rows_kernel")
+    assert times.op_and_kernel(entries[2][0]) == ("r02", "cluster_rows_kernel")
+    old_argv = sys.argv
+    sys.argv = ["ptxas_times.py", str(path), "--top", "1"]
+    try:
+        assert times.main() == 0
+    finally:
+        sys.argv = old_argv
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "3 kernels, 25.1 s of ptxas in all"
+    assert out[2].split() == ["r16", "2", "25.0", "25.0"] and out[3].split() == ["r02", "1", "0.0", "0.0"]
+    assert out[-1].split()[:4] == ["25.0", "s", "r16", "grad_rows_kernel"]

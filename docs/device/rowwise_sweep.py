@@ -302,15 +302,18 @@ _ROW_KERNEL = re.compile(r"(long_rows|rows)_kernelI(N(\d+)(\w*?)2OpE)?(f|d|N3c10
 
 def ptxas_entries(log: str) -> list[tuple[str, dict[str, int]]]:
     """Every kernel ptxas -v reports at sm_90 in a build log: its mangled name, and its registers, spill
-    bytes and stack frame."""
+    bytes, stack frame and the time ptxas took for it (compile_us; 0 where the log has no such line)."""
     found: list[tuple[str, dict[str, int]]] = []
     current = None
     for line in log.splitlines():
         m = re.search(r"Compiling entry function '(\w+)' for 'sm_90a?'", line)
         if m:
-            current = {"registers": 0, "spill_bytes": 0, "stack": 0}
+            current = {"registers": 0, "spill_bytes": 0, "stack": 0, "compile_us": 0}
             found.append((m.group(1), current))
             continue
+        m = re.search(r"Compile time = ([\d.]+) ms", line)
+        if m and found:  # the last line of a kernel's report, after its registers
+            found[-1][1]["compile_us"] = round(float(m.group(1)) * 1000)
         if current is None:
             continue
         m = re.search(r"(\d+) bytes stack frame, (\d+) bytes spill stores", line)
@@ -321,6 +324,11 @@ def ptxas_entries(log: str) -> list[tuple[str, dict[str, int]]]:
             current["registers"] = int(m.group(1))
             current = None
     return found
+
+
+def resources(facts: dict[str, int]) -> dict[str, int]:
+    """A kernel's registers, spill bytes and stack frame, from one of ptxas_entries' reports."""
+    return {key: facts[key] for key in ("registers", "spill_bytes", "stack")}
 
 
 def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
@@ -347,7 +355,7 @@ def registers_from_log(log: str) -> dict[str, dict[str, dict[str, int]]]:
             vec, per, fixed = params[:3]
             block = params[3] if len(params) > 3 else 512
             key = f"rows/{dtype}/{vec}/{per}/{fixed}/{block}"
-        found.setdefault(op, {})[key] = facts
+        found.setdefault(op, {})[key] = resources(facts)
     return found
 
 

@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from rowwise_sweep import ptxas_entries
+from rowwise_sweep import ptxas_entries, resources
 
 _DTYPES = {"f": "float32", "d": "float64", "N3c104HalfE": "float16", "N3c108BFloat16E": "bfloat16"}
 _BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
@@ -41,7 +41,7 @@ def read_log(text: str) -> dict[tuple[str, str, str], dict[tuple[int, ...], dict
         op = name[start:start + int(k.group(2))]
         params = tuple(int(v) for v in re.findall(r"Li(-?\d+)E", p.group(2)))
         key = (op, "backward" if k.group(1) == "grad_rows" else "forward", _DTYPES[p.group(1)])
-        found.setdefault(key, {})[params] = facts
+        found.setdefault(key, {})[params] = resources(facts)
     return found
 
 
