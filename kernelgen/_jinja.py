@@ -74,7 +74,9 @@ from .nodes import Num, RowRef, Var
 #:    only where the op has such a pair).
 #: 19: the rowwise CUDA register kernels' launch (forward and backward) reads the compiled builds' local
 #:    memory and takes a narrow build, the row in half the registers, where the dense build spills more.
-TEMPLATE_VERSION = "19"
+#: 20: the rowwise CUDA backward's scalar path (misaligned rows) holds rows of at most 512 threads in
+#:    registers; longer ones take the multi-pass kernel (no 1024-thread scalar builds: ptxas took minutes).
+TEMPLATE_VERSION = "20"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

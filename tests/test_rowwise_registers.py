@@ -115,3 +115,34 @@ def test_a_two_input_op_has_a_narrow_build_that_does_not_spill(tmp_path):
                   if name.startswith(f"{dtype}/vec 8/") and re.match(r"Li16ELi0ELi(512|1024)E", name.split("/")[2])}
         assert len(narrow) == 2, sorted(report)
         assert all(spills == 0 and registers <= 64 for registers, spills in narrow.values()), narrow
+
+
+# kg::rowwise::grad_rows_kernel<op::GradOp, dtype, kVec, kPer, kFixedThreads, kMaxThreads, kMinBlocks, ...>
+_GRAD_ENTRY = re.compile(r"\.entry\s+\w*?grad_rows_kernelI\w*?6GradOpE(f|d|N3c104HalfE|N3c108BFloat16E)"
+                         r"Li(\d+)ELi(\d+)ELi(\d+)ELi(\d+)E")
+
+
+@pytest.mark.build
+def test_the_backward_scalar_path_holds_rows_of_at_most_512_threads(tmp_path):
+    # Misaligned rows take the scalar build (kVec 1). A 1024-thread scalar build would hold a row of 32
+    # scalars a thread beside the derivative in 64 registers: it spilled, and ptxas took minutes on it for a
+    # heavy formula. The launch sends those rows to the multi-pass kernel instead, so no such build exists;
+    # the 16-byte path keeps its 1024-thread builds.
+    toolkit = cuda_toolkit()
+    if toolkit is None:
+        pytest.skip("no CUDA toolkit (nvcc)")
+    import torch.utils.cpp_extension as cpp
+
+    inputs, weights, expr = CASES["resrms"]
+    spec = OpSpec.create("resrms", kind="rowwise", inputs=inputs, weights=weights, expr=expr)
+    root = generate(PackageSpec.for_new_op(spec), tmp_path, force=False)
+    kernel = root / "resrms" / "csrc" / "resrms" / "cuda" / "resrms_kernel.cu"
+    includes = [f"-I{path}" for path in cpp.include_paths()]
+    command = [f"{toolkit}/bin/nvcc", "-std=c++17", *cpp.COMMON_NVCC_FLAGS, "-DUSE_CUDA", *includes,
+               "-gencode=arch=compute_90,code=sm_90", "-ptx", str(kernel), "-o", str(tmp_path / "k.ptx")]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    builds = [(dtype, int(vec), int(most)) for dtype, vec, _, _, most in _GRAD_ENTRY.findall((tmp_path / "k.ptx").read_text())]
+    assert {dtype for dtype, _, _ in builds} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, builds
+    assert [b for b in builds if b[1] == 1] and all(most <= 512 for _, vec, most in builds if vec == 1), builds
+    assert {dtype for dtype, vec, most in builds if vec > 1 and most == 1024} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, builds

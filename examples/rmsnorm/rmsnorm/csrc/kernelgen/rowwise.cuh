@@ -1533,13 +1533,24 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
 
   using Kernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t);
 
+  // Whether the kVec path holds rows of `threads` threads in registers. The scalar path (misaligned rows)
+  // stops at kMaxThreads: a 1024-thread build would hold kPerThread scalars a thread beside the whole
+  // derivative in 64 registers, which spills for a heavy formula and takes ptxas minutes to compile.
+  // Its longer rows take the multi-pass kernel.
+  template <int kVec>
+  static constexpr bool holds(int threads) {
+    return kVec == kVecAligned || threads <= kMaxThreads;
+  }
+
   // The register kernel for rows of `threads` threads. float32/float64 fix the thread count at compile
   // time at kMaxThreads and kWideThreads, as the forward does.
   template <int kVec, int kPer, int kMin>
   static Kernel rows_kernel_for(int threads) {
-    if (threads == kWideThreads) {
-      return grad_rows_kernel<Op, scalar_t, kVec, kPer, (sizeof(scalar_t) > 2 ? kWideThreads : 0), kWideThreads, 1,
-                              kWeightGrads, I...>;
+    if constexpr (holds<kVec>(kWideThreads)) {
+      if (threads == kWideThreads) {
+        return grad_rows_kernel<Op, scalar_t, kVec, kPer, (sizeof(scalar_t) > 2 ? kWideThreads : 0), kWideThreads, 1,
+                                kWeightGrads, I...>;
+      }
     }
     if constexpr (sizeof(scalar_t) > 2) {
       if (threads == kMaxThreads) {
@@ -1622,9 +1633,10 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   static void launch(const Same<I, scalar_t>*... in, const GradOutputs<Op, scalar_t>& out, int64_t rows, int64_t cols,
                      cudaStream_t stream) {
     const Shape s = shape(rows, cols);
-    if (s.long_rows) {
+    if (s.long_rows || !holds<kVec>(s.threads)) {
+      // One block a slot: block b adds its rows' weight contributions into slot b (the shape's slots).
       grad_long_rows_kernel<Op, scalar_t, kVec, kWeightGrads, I...>
-          <<<static_cast<unsigned int>(s.blocks), kMaxThreads, 0, stream>>>(in..., out, rows, cols);
+          <<<static_cast<unsigned int>(s.slots()), kMaxThreads, 0, stream>>>(in..., out, rows, cols);
     } else {
       const Kernel kernel = rows_kernel_for<kVec>(s.threads, s.narrow);
       allow_shared(kernel, s.sums_bytes);
