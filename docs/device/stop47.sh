@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# Stop 47 (issue 28): the CUDA register kernel completes a level of independent reductions with one
-# barrier (template version 20, docs/wip/level-barriers.patch), against the templates before (version 19,
-# stop 46's code). Prepared on the dev machine (copier is not on the GPU machine), all ignored:
-#   OPS=xbyy,range4,r02,r03,r04,r07,r09,r13,r15,r19,r20,r21,r22,resln,softmax,layernorm
-#   python docs/device/rowwise_sweep.py generate .device/lvnew --seed 47 --count 40 --backends cuda \
-#       --backward fused --only $OPS                       (the tree with the patch: version 20)
-#   git worktree add /tmp/wtmain 2d13d91; (cd /tmp/wtmain && PYTHONPATH=/tmp/wtmain python \
-#       docs/device/rowwise_sweep.py generate /work/main/.device/lvold ...same...)      (version 19)
+# Stop 47 (issues 28 and 29), for the next session's device time:
+#  * template version 20 (on main): the rowwise backward's scalar path (misaligned rows) stops at 512
+#    threads, longer misaligned rows take the multi-pass kernel (docs/backward.md, "Stop 47"); its GPU check
+#    is every package's suite (the backward case (2, 16385) runs the new path) and the examples';
+#  * version 21 (docs/wip/level-barriers.patch): the CUDA register kernel completes a level of independent
+#    reductions with one barrier, against version 20.
+# Prepared on the dev machine (copier is not on the GPU machine), all ignored. The ops with levels of seed
+# 47, less r02, r09 and r21 (their kernel files take 100-312 s of ptxas: docs/benchmarks.md, "Builds"):
+#   OPS=xbyy,range4,r03,r04,r07,r13,r15,r19,r20,r22,resln,softmax,layernorm
+#   git worktree add /tmp/wtlv HEAD; (cd /tmp/wtlv && git am /work/main/docs/wip/level-barriers.patch && \
+#     python docs/device/rowwise_sweep.py generate /work/main/.device/lvnew --seed 47 --count 40 \
+#       --backends cuda --backward fused --only $OPS)                     (version 21)
+#   python docs/device/rowwise_sweep.py generate .device/lvold ...same...  (this tree: version 20)
 #   pip download --no-deps nvidia-cutlass==4.2.0.0 -d .whl     (the examples' Hopper matmul path)
 # Carry .device/lvnew, .device/lvold and .whl in every call. The packages are copied once to /tmp/kg47 on
 # the machine, so their builds outlive a call while it stays warm (a call's carry replaces the carried
@@ -17,7 +22,8 @@
 #   bash docs/device/stop47.sh tests     # both packages' GPU suites (SUITES=...), memcheck and racecheck
 #   bash docs/device/stop47.sh examples  # the examples built (CUTLASS path included), every suite once
 # Nothing runs in the background past its phase: a process left behind by `timeout` keeps building into
-# the same folder as the next call's build, and both crawl (stop 47's first calls lost 20 minutes so).
+# the same folder as the next call's build, and both crawl (this session's first calls lost 25 minutes so,
+# docs/device/README.md).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -39,15 +45,15 @@ nvidia-smi --query-gpu=name --format=csv,noheader
 case ${1:-packages} in
   packages)
     build_pkgs
-    NEW=$NEW OLD=$OLD FWD=${FWD:-range4,r15,r09,r22,r07,r03,r20,xbyy,softmax,layernorm} \
+    NEW=$NEW OLD=$OLD FWD=${FWD:-range4,r15,r22,r07,r03,r20,xbyy,softmax,layernorm} \
       T=${T:-200} bash docs/device/stop46.sh ab ;;
   tests)
     build_pkgs
     for p in $NEW $OLD; do
       t=$W/tests_$(basename $(dirname $p)); mkdir -p $t
       echo "== $(basename $(dirname $p))"
-      NEW=$p OUT=$t SUITES=${SUITES:-range4,r15,r09,r22,r07,resln,softmax,layernorm} \
-        SAN=${SAN:-range4,r15,r22} T=${T:-200} bash docs/device/stop46.sh tests
+      NEW=$p OUT=$t SUITES=${SUITES:-range4,r15,r20,r22,r07,resln,softmax,layernorm} \
+        SAN=${SAN:-range4,r15,r20} T=${T:-200} bash docs/device/stop46.sh tests
       cp $t/tests_failures.txt $FINAL_OUT/tests_failures_$(basename $(dirname $p)).txt
     done ;;
   examples)
