@@ -17,8 +17,9 @@
 # the machine, so their builds outlive a call while it stays warm (a call's carry replaces the carried
 # folders, builds included); a phase builds what is missing itself.
 # Phases, one device call each, back to back (the machine goes back after 30 s idle):
-#   bash docs/device/stop47.sh packages  # both packages built one after the other (16 jobs, ptxas -v), then
-#                                        # the forward A/B of the ops with levels (FWD=...)
+#   bash docs/device/stop47.sh build     # both packages built one after the other (16 jobs, ptxas -v):
+#                                        # about 2 minutes each (r20's file is the longest)
+#   bash docs/device/stop47.sh ab        # the forward A/B of the ops with levels (FWD=...)
 #   bash docs/device/stop47.sh tests     # both packages' GPU suites (SUITES=...), memcheck and racecheck
 #   bash docs/device/stop47.sh examples  # the examples built (CUTLASS path included), every suite once
 # Nothing runs in the background past its phase: a process left behind by `timeout` keeps building into
@@ -42,8 +43,11 @@ build_pkgs() {  # each package unless built, one at a time with every core (ninj
 }
 
 nvidia-smi --query-gpu=name --format=csv,noheader
-case ${1:-packages} in
-  packages)
+case ${1:-build} in
+  build)
+    build_pkgs
+    cat "$FINAL_OUT"/spill_choices_*.txt | tail -4 ;;
+  ab)
     build_pkgs
     NEW=$NEW OLD=$OLD FWD=${FWD:-range4,r15,r22,r07,r03,r20,xbyy,softmax,layernorm} \
       T=${T:-200} bash docs/device/stop46.sh ab ;;
