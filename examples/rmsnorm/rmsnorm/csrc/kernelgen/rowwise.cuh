@@ -1634,7 +1634,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
                      cudaStream_t stream) {
     const Shape s = shape(rows, cols);
     if (s.long_rows || !holds<kVec>(s.threads)) {
-      // One block a slot: block b adds its rows' weight contributions into slot b (the shape's slots).
+      // One block a slot: block b adds its rows' weight contributions into slot b. A shape of more than
+      // kMaxThreads threads has one row a block, so its slots are its blocks, none more than the rows.
+      static_assert(kRowBlockThreads <= kWideThreads, "a 1024-thread shape takes one row a block");
       grad_long_rows_kernel<Op, scalar_t, kVec, kWeightGrads, I...>
           <<<static_cast<unsigned int>(s.slots()), kMaxThreads, 0, stream>>>(in..., out, rows, cols);
     } else {
