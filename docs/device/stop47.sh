@@ -23,7 +23,7 @@
 #   bash docs/device/stop47.sh tests     # both packages' GPU suites (SUITES=...), memcheck and racecheck
 #   bash docs/device/stop47.sh examples  # the examples built (CUTLASS path included), every suite once
 # Nothing runs in the background past its phase: a process left behind by `timeout` keeps building into
-# the same folder as the next call's build, and both crawl (this session's first calls lost 25 minutes so,
+# the same folder as the next call's build, and both crawl (stop 47's first calls spent its device time so,
 # docs/device/README.md).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
