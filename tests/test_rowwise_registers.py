@@ -33,8 +33,9 @@ CASES = {
 _ENTRY = re.compile(r"Compiling entry function '\w*?\d((?:cluster_)?)rows_kernelIN\d+\w*?2OpE(f|d|N3c104HalfE|N3c108BFloat16E)Li(\d+)E(\w*)' for 'sm_90'")
 
 
-def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
-    """kernel -> (registers, spill-store bytes) of every register-row kernel in the op's kernel file."""
+def _nvcc(op: str, tmp_path: Path, *output: str) -> subprocess.CompletedProcess:
+    """nvcc at sm_90 on the op's generated kernel file, with its package's flags; `output` names what
+    to make ("-ptx", or "-cubin" with ptxas -v) and where (-o, under tmp_path)."""
     toolkit = cuda_toolkit()
     if toolkit is None:
         pytest.skip("no CUDA toolkit (nvcc)")
@@ -52,9 +53,15 @@ def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
     includes = [f"-I{path}" for path in cpp.include_paths()]
     kernel = root / op / "csrc" / op / "cuda" / f"{op}_kernel.cu"
     command = [f"{toolkit}/bin/nvcc", "-std=c++17", *cpp.COMMON_NVCC_FLAGS, *nvcc_flags, *includes,
-               "-gencode=arch=compute_90,code=sm_90", "-cubin", "-Xptxas", "-v", str(kernel), "-o", str(tmp_path / "k.cubin")]
+               "-gencode=arch=compute_90,code=sm_90", *output, str(kernel)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert result.returncode == 0, result.stderr[-3000:]
+    return result
+
+
+def _ptxas_report(op: str, tmp_path: Path) -> dict[str, tuple[int, int]]:
+    """kernel -> (registers, spill-store bytes) of every register-row kernel in the op's kernel file."""
+    result = _nvcc(op, tmp_path, "-cubin", "-Xptxas", "-v", "-o", str(tmp_path / "k.cubin"))
     found: dict[str, tuple[int, int]] = {}
     name = None
     for line in result.stderr.splitlines():
@@ -128,20 +135,7 @@ def test_the_backward_scalar_path_holds_rows_of_at_most_512_threads(tmp_path):
     # scalars a thread beside the derivative in 64 registers: it spilled, and ptxas took minutes on it for a
     # heavy formula. The launch sends those rows to the multi-pass kernel instead, so no such build exists;
     # the 16-byte path keeps its 1024-thread builds.
-    toolkit = cuda_toolkit()
-    if toolkit is None:
-        pytest.skip("no CUDA toolkit (nvcc)")
-    import torch.utils.cpp_extension as cpp
-
-    inputs, weights, expr = CASES["resrms"]
-    spec = OpSpec.create("resrms", kind="rowwise", inputs=inputs, weights=weights, expr=expr)
-    root = generate(PackageSpec.for_new_op(spec), tmp_path, force=False)
-    kernel = root / "resrms" / "csrc" / "resrms" / "cuda" / "resrms_kernel.cu"
-    includes = [f"-I{path}" for path in cpp.include_paths()]
-    command = [f"{toolkit}/bin/nvcc", "-std=c++17", *cpp.COMMON_NVCC_FLAGS, "-DUSE_CUDA", *includes,
-               "-gencode=arch=compute_90,code=sm_90", "-ptx", str(kernel), "-o", str(tmp_path / "k.ptx")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
-    assert result.returncode == 0, result.stderr[-3000:]
+    _nvcc("resrms", tmp_path, "-ptx", "-o", str(tmp_path / "k.ptx"))
     builds = [(dtype, int(vec), int(most)) for dtype, vec, _, _, most in _GRAD_ENTRY.findall((tmp_path / "k.ptx").read_text())]
     assert {dtype for dtype, _, _ in builds} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, builds
     assert [b for b in builds if b[1] == 1] and all(most <= 512 for _, vec, most in builds if vec == 1), builds
