@@ -12,6 +12,7 @@ from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
 from .nodes import (
     BinOp,
     Call,
+    Neg,
     Node,
     Num,
     Power,
@@ -81,41 +82,67 @@ def plan(tree: Node) -> RowPlan:
 
 def shared_terms(row_plan: RowPlan) -> tuple[tuple[Node, ...], RowPlan]:
     """The per-element terms several steps of ``row_plan`` compute, and the plan with each replaced by
-    ``_s<k>``. Greedy: of the terms (no reduction in them) that two or more steps compute, the one
-    after whose sharing the steps and the terms cost the least arithmetic in all
+    ``_s<k>`` (:func:`share_steps`, each step one tree: a reduction's argument, then the output)."""
+    steps = [(stage.arg,) for stage in row_plan.reductions] + [(row_plan.output,)]
+    terms, rewritten = share_steps(steps)
+    stages = tuple(RowStage(stage.func, arg, stage.canonical)
+                   for stage, (arg,) in zip(row_plan.reductions, rewritten[:-1], strict=True))
+    return terms, RowPlan(stages, rewritten[-1][0])
+
+
+_PLAIN = (BinOp, Call, Power, Neg, Var, Num)
+
+
+def plain(node: Node) -> bool:
+    """Whether ``node`` is per-element arithmetic of the columns alone: no per-row value (RowRef), and
+    none of the backward's own nodes (a mask's comparison, the row length), which stay where they are."""
+    return all(isinstance(n, _PLAIN) for n in collect(node, lambda n: n))
+
+
+def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int = 0) -> tuple[tuple[Node, ...], list[tuple[Node, ...]]]:
+    """The per-element terms several steps compute, and the steps (each a tuple of trees evaluated at one
+    element together: a reduction's argument, or every gradient of a backward) with each replaced by
+    ``<prefix><k>``, numbered from ``first`` (``<prefix><j>`` for j < first: terms already made, which
+    these may read). Greedy: of the terms (no per-row value in them) that two or more steps compute, the
+    one after whose sharing the steps and the terms cost the least arithmetic in all
     (:func:`kernelgen.cost.math_cost`), while that saves at least :data:`SHARED_MIN_COST`, up to
     :data:`MAX_SHARED` terms. So ``s`` is shared rather than ``s * s`` where the output reads ``s`` and
     two reductions ``s * s``. A later term may read an earlier one. A term repeated within one step is
     left to the compiler, which computes it once there."""
-    steps = [stage.arg for stage in row_plan.reductions] + [row_plan.output]
+    current = [tuple(step) for step in steps]
     terms: list[Node] = []
 
-    def total(nodes: list[Node]) -> int:
-        # Each node's arithmetic, a subterm repeated within it counted once (the compiler computes it once).
-        return sum(sum(math_cost(n) - sum(math_cost(c) for c in children(n)) for n in collect(node, lambda n: n))
-                   for node in nodes)
+    def total(groups: Iterable[Sequence[Node]]) -> int:
+        # Each step's arithmetic, a subterm repeated within it counted once (the compiler computes it once).
+        cost = 0
+        for group in groups:
+            nodes: set[Node] = set()
+            for tree in group:
+                nodes |= collect(tree, lambda n: n)
+            cost += sum(math_cost(n) - sum(math_cost(c) for c in children(n)) for n in nodes)
+        return cost
 
     while len(terms) < MAX_SHARED:
         found: dict[Node, set[int]] = {}
-        for index, step in enumerate(steps):
-            for sub in collect(step, lambda n: n if not isinstance(n, (Var, Num)) and not rowrefs(n) else None):
-                found.setdefault(sub, set()).add(index)
-        name = Var(f"_s{len(terms)}")
+        for index, step in enumerate(current):
+            for tree in step:
+                for sub in collect(tree, lambda n: n if not isinstance(n, (Var, Num)) and plain(n) else None):
+                    found.setdefault(sub, set()).add(index)
+        name = Var(f"{prefix}{first + len(terms)}")
         options = []
         for node, where in found.items():
             if len(where) > 1:
-                rewritten = [replace(step, node, name) for step in steps]
-                options.append((total(rewritten) + total([node]), canonical(node), node, rewritten))
+                rewritten = [tuple(replace(tree, node, name) for tree in step) for step in current]
+                options.append((total(rewritten) + total([(node,)]), canonical(node), node, rewritten))
         if not options:
             break
         # The least arithmetic after sharing (the text breaks ties: a fixed choice), if it saves enough.
         cost, _, node, rewritten = min(options, key=lambda item: (item[0], item[1]))
-        if total(steps) - cost < SHARED_MIN_COST:
+        if total(current) - cost < SHARED_MIN_COST:
             break
         terms.append(node)
-        steps = rewritten
-    stages = tuple(RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(row_plan.reductions, steps[:-1], strict=True))
-    return tuple(terms), RowPlan(stages, steps[-1])
+        current = rewritten
+    return tuple(terms), current
 
 
 def kept_argument(row_plan: RowPlan, inputs: tuple[str, ...]) -> tuple[int, Node] | None:

@@ -321,6 +321,24 @@ def test_which_terms_are_shared(text, inputs, weights, shared):
     assert [t["canonical"] for t in plan["shared"]] == shared
 
 
+def test_steps_of_several_trees_share_terms_and_leave_comparisons_whole():
+    """share_steps as the backward calls it: a step may be several trees evaluated together (every
+    gradient), a subterm repeated within one step is counted once, a comparison (a mask) is not looked
+    into, and the names continue after the terms made before (first)."""
+    from kernelgen.diff import Compare
+    from kernelgen.nodes import BinOp, Call, RowRef, Var
+    from kernelgen.rowplan import share_steps
+
+    term = BinOp("/", Var("x"), BinOp("+", Var("y"), Var("y")))
+    mask = Compare("==", term, RowRef(0))
+    steps = [(Call("exp", (term,)),), (BinOp("*", term, Var("w")), BinOp("*", mask, term))]
+    terms, rewritten = share_steps(steps, first=2)
+    assert terms == (term,)
+    assert rewritten == [(Call("exp", (Var("_s2"),)),), (BinOp("*", Var("_s2"), Var("w")), BinOp("*", mask, Var("_s2")))]
+    # the same term in one step only is left to the compiler
+    assert share_steps([(term, BinOp("*", term, term)), (Var("x"),)]) == ((), [(term, BinOp("*", term, term)), (Var("x"),)])
+
+
 def test_a_weight_named_like_a_template_local_is_mapped_not_refused():
     spec = OpSpec.create("scaled", kind="rowwise", inputs="x", weights="base", expr="x * base / sum(x)")
     assert spec.weights == ("base",) and spec.identifiers("scaled")["base"] == "base_arg"
