@@ -76,7 +76,9 @@ from .nodes import Num, RowRef, Var
 #:    memory and takes a narrow build, the row in half the registers, where the dense build spills more.
 #: 20: the rowwise CUDA backward's scalar path (misaligned rows) holds rows of at most 512 threads in
 #:    registers; longer ones take the multi-pass kernel (no 1024-thread scalar builds: ptxas took minutes).
-TEMPLATE_VERSION = "20"
+#: 21: a rowwise CUDA op's backward has shared terms too (<op>_grad_shared<k> in <op>.h, GradOp::kShared): a
+#:    costly per-element term several of its steps read is computed once per element and kept in registers.
+TEMPLATE_VERSION = "21"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -198,9 +200,11 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     """A rowwise expression's backward (:func:`kernelgen.diff.rowwise_vjp`) as C++ over the identifiers of
     the generated code. The backward is itself a rowwise op whose columns are ``_grad`` (the output's
     gradient), the inputs and the weights: ``reductions`` (each with ``func``, ``cpp``, ``canonical``,
-    ``forward`` and the columns it ``reads``), then per element the ``grads`` of the inputs and the
-    weights' contributions of one row, over the shared terms ``bindings``; ``reads`` are the columns the
-    gradients read. The row length (:class:`kernelgen.diff.RowLen`, rare) is printed as ``_r[N]``, the
+    ``forward``, the columns it ``reads``, whether it is ``exact`` (a masked max or min) and the ``shared``
+    terms it reads), then per element the ``grads`` of the inputs and the weights' contributions of one row,
+    over the subexpressions ``bindings``; ``reads`` are the columns the gradients read, ``grads_shared``
+    the shared terms. ``shared``: the per-element terms several steps read (``cpp``, ``canonical``, the
+    ``earlier`` terms it reads and the columns it ``reads``, itself or through them). The row length (:class:`kernelgen.diff.RowLen`, rare) is printed as ``_r[N]``, the
     slot after the N reductions, which the kernels fill with the row length."""
     users, to_ident = _user_names(context, inputs)
     user_weights, weight_idents = _user_names(context, weights)
@@ -213,22 +217,41 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
 
     columns = [diff.GRAD, *parsed.inputs, *parsed.weights]
     plans = {**backward.input_plan, **backward.weight_plan}
-    # A mask [f == r_k] of a max or min stage k calls that stage's argument function (a placeholder
-    # name here, the call after printing), whose sums and products are exact (diff.emit): f is then
-    # computed bit for bit as the reduction that found r_k computed it, wherever each copy is inlined.
-    masked: set[int] = set()
+    stages = backward.stages
 
-    def mask_calls(node: Any) -> Any:
+    def mask_of(node: Any) -> int | None:
+        # The stage k of a mask [f == r_k]: f is the argument of max or min stage k.
         if (isinstance(node, diff.Compare) and node.op == "==" and isinstance(node.right, RowRef)
-                and node.right.index < len(backward.stages)
-                and backward.stages[node.right.index].func in ("max", "min")
-                and node.left == backward.stages[node.right.index].arg):
-            masked.add(node.right.index)
-            return diff.Compare("==", Var(f"{_MASK_ARG}{node.right.index}"), node.right)
+                and node.right.index < len(stages) and stages[node.right.index].func in ("max", "min")
+                and node.left == stages[node.right.index].arg):
+            return node.right.index
         return None
 
+    # A mask [f == r_k] must see the very bits of f the reduction saw. Where f reads no per-row value, f is
+    # a shared term (_s<j>, the first ones): computed once per element with exact sums and products
+    # (diff.emit(exact=True): no fused multiply-add, however each copy is compiled), and read by the
+    # reduction, its masks and every step that computes f. Otherwise each mask calls stage k's argument
+    # function, whose sums and products are exact (a placeholder name here, the call after printing).
+    found: set[int] = set()
+    for tree in (*plans.values(), *(stage.arg for stage in stages)):
+        for node in diff.walk(tree):
+            if (k := mask_of(node)) is not None:
+                found.add(k)
+    mask_terms = [k for k in sorted(found) if rowplan.plain(stages[k].arg)]
+    term_of = {k: j for j, k in enumerate(mask_terms)}
+    masked = found - set(term_of)  # masks that call their stage's function
+
     def for_kernel(tree: Any) -> Any:
-        return for_cpp(diff.transform(tree, mask_calls))
+        def rewrite(node: Any) -> Any:
+            k = mask_of(node)
+            if k is not None:
+                left = Var(f"_s{term_of[k]}") if k in term_of else Var(f"{_MASK_ARG}{k}")
+                return diff.Compare("==", left, node.right)
+            for stage_index, j in term_of.items():
+                if node == stages[stage_index].arg:
+                    return Var(f"_s{j}")
+            return length if isinstance(node, diff.RowLen) else None
+        return diff.transform(tree, rewrite)
 
     call_args = ", ".join(columns) + ", _r"
 
@@ -237,7 +260,27 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
                       lambda m: f"{context.get('op_name')}_grad_reduce{m.group(1)}_arg<acc_t>({call_args})", text)
 
     trees = [for_kernel(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)]
-    stage_args = [for_kernel(stage.arg) for stage in backward.stages]
+    stage_args = [for_kernel(stage.arg) for stage in stages]
+    # The per-element terms several steps compute (a reduction's argument, the gradients), each computed
+    # once per element as _s<k> (rowplan.share_steps), as the forward's are. The argument of a stage whose
+    # masks call it is left whole: each call must compute it as the reduction did.
+    sharing = [index for index in range(len(stage_args)) if index not in masked]
+    found_terms, rewritten = rowplan.share_steps([(stage_args[index],) for index in sharing] + [tuple(trees)],
+                                                 first=len(mask_terms))
+    terms = [stages[k].arg for k in mask_terms] + list(found_terms)
+    for index, (arg,) in zip(sharing, rewritten[:-1], strict=True):
+        stage_args[index] = arg
+    trees = list(rewritten[-1])
+    columns_of: list[set[str]] = []
+    for term in terms:
+        used = diff.variables(term)
+        columns_of.append({name for name in used if name in columns}
+                          | {c for k, cols in enumerate(columns_of) if f"_s{k}" in used for c in cols})
+
+    def uses(nodes: list[Any]) -> list[int]:
+        used = set().union(*(diff.variables(node) for node in nodes))
+        return [k for k in range(len(terms)) if f"_s{k}" in used]
+
     bindings, grads = diff.emit_cse(trees, "cpp", acc_type="acc_t")
     bindings = [(name, with_calls(text)) for name, text in bindings]
     grads = [with_calls(text) for text in grads]
@@ -252,9 +295,17 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
                 "cpp": with_calls(diff.emit(arg, "cpp", acc_type="acc_t", exact=index in masked)),
                 "reads": [name in diff.variables(arg) or _calls_a_mask(arg) for name in columns],
                 "exact": index in masked,
+                "shared": uses([arg]),
             }
             for index, (stage, arg) in enumerate(zip(backward.stages, stage_args, strict=True))
         ],
+        "shared": [
+            {"cpp": diff.emit(term, "cpp", acc_type="acc_t", exact=k < len(mask_terms)), "canonical": diff.canonical(term),
+             "earlier": [f"_s{j}" for j in range(k)], "reads": [name in columns_of[k] for name in columns],
+             "mask": mask_terms[k] if k < len(mask_terms) else None}
+            for k, term in enumerate(terms)
+        ],
+        "grads_shared": uses(trees),
         "bindings": bindings,
         "grads": grads,
         "reads": [name in read for name in columns],

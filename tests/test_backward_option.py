@@ -126,18 +126,55 @@ def test_a_rowwise_op_gets_a_generated_backward_and_vjp_keeps_the_stub(tmp_path)
     _assert_stub(_new(tmp_path / "b", "rms", *options, "--backward", "vjp"), "rms", "rms")
 
 
-def test_a_rowwise_mask_calls_the_argument_of_its_reduction(tmp_path):
-    """The gradient of a max or min that is not a softmax-style stabilizer reads the mask [f == max(f)]: it
-    calls the reduction's own argument function, whose sums and products are exact (never contracted into
-    an FMA), so that f is the same bits in both places. A softmax's max needs no mask, and keeps plain
-    arithmetic."""
+def test_a_rowwise_mask_reads_its_argument_computed_once_with_exact_arithmetic(tmp_path):
+    """The gradient of a max or min that is not a softmax-style stabilizer reads the mask [f == max(f)]. Where
+    f reads no per-row value it is a shared term of the backward (_s0), computed once per element with exact
+    sums and products (never contracted into an FMA), read by the reduction and the masks alike; the CPU
+    loop and the multi-pass kernel, which compute it again in each step, get the same bits each time. A
+    softmax's max needs no mask, and keeps plain arithmetic."""
     masked = _new(tmp_path / "a", "msub", "--kind", "rowwise", "--inputs", "x,y", "--expr", "x * y - max(x * y + x ** 3)")
     header = (masked / "msub" / "csrc" / "msub" / "msub.h").read_text()
-    assert ("OPMATH_FN acc_t msub_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t y, const acc_t* _r) {\n"
+    assert ("OPMATH_FN acc_t msub_grad_shared0(acc_t _grad, acc_t x, acc_t y) {\n"
             "  return opmath::add_rn(opmath::mul_rn(x, y), opmath::ipow<3, true>(x));") in header
-    assert "(msub_grad_reduce1_arg<acc_t>(_grad, x, y, _r) == _r[1] ? acc_t(1.0) : acc_t(0.0))" in header
+    assert ("OPMATH_FN acc_t msub_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t y, acc_t _s0, const acc_t* _r) {\n"
+            "  return _s0;") in header
+    assert "return (_s0 == _r[1] ? acc_t(1.0) : acc_t(0.0));" in header  # the mask's reduction
+    assert "const acc_t _t1 = (_s0 == _r[1] ? acc_t(1.0) : acc_t(0.0));" in header  # and the gradients'
+    assert "static constexpr int kShared = kGradShared;" in header and "kGradShared = 1;" in header
     softmax = _new(tmp_path / "b", "sm", "--kind", "rowwise", "--inputs", "x", "--expr", "exp(x - max(x)) / sum(exp(x - max(x)))")
     assert "_rn(" not in (softmax / "sm" / "csrc" / "sm" / "sm.h").read_text()
+
+
+def test_a_rowwise_backward_computes_a_costly_term_its_steps_share_once(tmp_path):
+    """The backward's steps (its reductions' arguments, then the gradients) are separate passes over the row,
+    as the forward's are: a costly per-element term two of them compute (a division) is a shared term of the
+    backward, _s0 in GradOp, computed once per element (the CUDA register kernel keeps it in registers).
+    GradOp says which columns the term reads and which steps read it, so that the multi-pass kernel and
+    the CPU loop compute it where it is read, from the columns they load for it."""
+    root = _new(tmp_path, "yn", "--kind", "rowwise", "--inputs", "x,y", "--weights", "w",
+                "--expr", "x / (1 + y * y) * rsqrt(mean((x / (1 + y * y)) ** 2) + 1e-6) * w")
+    backward = (root / "yn" / "csrc" / "yn" / "yn.h").read_text().split("---- the backward")[1]
+    assert "constexpr int kGradShared = 1;" in backward
+    assert ("OPMATH_FN acc_t yn_grad_shared0(acc_t _grad, acc_t x, acc_t y, acc_t w) {\n"
+            "  return x / (acc_t(1.0) + y * y);") in backward
+    assert "return opmath::square(_s0);" in backward and "_d[2] = _grad * (_s0 * _t3);" in backward
+    assert "      {false, false, false, false},  // _r[0]\n" in backward  # it reads the term alone
+    assert "      {false, true, true, false},  // _s0\n" in backward  # the term reads x and y
+    assert "      {true},  // _r[0]\n      {false},  // _r[1]\n      {true},  // the gradients\n" in backward
+    assert "v[4] = yn_grad_shared0<acc_t>(v[0], v[1], v[2], v[3]);" in backward
+    assert "yn_grad<acc_t>(v[0], v[1], v[2], v[3], v[4], r, d);" in backward
+
+
+def test_a_rowwise_mask_of_an_argument_with_a_row_value_calls_its_function(tmp_path):
+    """Where f reads a per-row value (max(x * x - mean(x))), it cannot be computed before the reductions:
+    the mask calls the reduction's own argument function instead, whose sums and products are exact, so
+    that f is the same bits in both places."""
+    root = _new(tmp_path, "mc", "--kind", "rowwise", "--inputs", "x", "--expr", "x * max(x * x - mean(x))")
+    header = (root / "mc" / "csrc" / "mc" / "mc.h").read_text()
+    assert ("OPMATH_FN acc_t mc_grad_reduce1_arg(acc_t _grad, acc_t x, const acc_t* _r) {\n"
+            "  return opmath::sub_rn(opmath::mul_rn(x, x), _r[0]);") in header
+    assert "(mc_grad_reduce1_arg<acc_t>(_grad, x, _r) == _r[1] ? acc_t(1.0) : acc_t(0.0))" in header
+    assert "kGradShared" not in header and "static constexpr int kShared = 0;" in header
 
 
 def test_a_plain_matmul_keeps_its_analytic_backward(tmp_path):

@@ -113,8 +113,9 @@ def test_full_abi_op_builds_and_keeps_its_exact_guard(tmp_path):
 def test_a_rowwise_op_with_a_shared_term_builds_and_passes_its_tests(tmp_path):
     """A gated RMSNorm (Mamba2's): x * silu(z), normalised. Its gate is a per-element term that the
     reduction and the output both read, so the generated formula computes it once (_s0, kept in
-    registers by the CUDA kernel; the CPU loop and the multi-pass kernel compute it where it is read).
-    Built with nvcc, its own tests passing (their CUDA half needs a GPU)."""
+    registers by the CUDA kernel; the CPU loop and the multi-pass kernel compute it where it is read);
+    its backward does the same with the terms its own steps share. Built with nvcc, its own tests
+    passing, the gradients included (their CUDA half needs a GPU)."""
     gate = "x * z * sigmoid(z)"
     root, package, _ = _generate_and_build(
         tmp_path, "gated-rms", "--kind", "rowwise", "--inputs", "x,z", "--weights", "w",
@@ -122,6 +123,8 @@ def test_a_rowwise_op_with_a_shared_term_builds_and_passes_its_tests(tmp_path):
     header = (root / package / "csrc" / "gated_rms" / "gated_rms.h").read_text()
     assert "constexpr int kShared = 1;" in header and "return x * z * opmath::sigmoid(z);" in header
     assert "_s0 * opmath::rsqrt(_r[0] + acc_t(1e-05)) * w" in header
+    # its backward shares sigmoid(z) among its two reductions and the gradients (GradOp::kShared)
+    assert "constexpr int kGradShared = 1;" in header and "  return opmath::sigmoid(z);" in header
 
 
 @pytest.mark.build

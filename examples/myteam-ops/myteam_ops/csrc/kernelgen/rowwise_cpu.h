@@ -125,7 +125,8 @@ struct CpuGradRows<Op, scalar_t, std::index_sequence<I...>> {
       Rows::reduce_all(std::make_integer_sequence<int, Op::kReductions>{}, r, row, row_base, cols, in...);
       for (int64_t col = 0; col < cols; ++col) {
         acc_t d[Rows::kColumns - 1];
-        const acc_t v[Rows::kColumns] = {Rows::template value<I>(in, row, row_base, col, cols)...};
+        acc_t v[Rows::kValues] = {Rows::template value<I>(in, row, row_base, col, cols)...};
+        Rows::share(v);
         Op::template grads<acc_t>(v, r, d);
         for (int j = 0; j < kInputGrads; ++j) {
           if (grads[j] != nullptr) {

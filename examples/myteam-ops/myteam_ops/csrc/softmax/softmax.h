@@ -168,7 +168,7 @@ struct GradOp {
       {true, true},  // the gradients
   };
   static constexpr int kKept = -1;
-  static constexpr int kShared = 0;
+  static constexpr int kShared = 0;  // no per-element term is read by two steps
 
   template <int R, typename acc_t>
   static OPMATH_FN acc_t arg(const acc_t* v, const acc_t* r) {
@@ -180,7 +180,8 @@ struct GradOp {
       return softmax_grad_reduce2_arg<acc_t>(v[0], v[1], r);
     }
   }
-  // Every column's gradient at one element (r: the reductions, then the row length).
+  // Every column's gradient at one element (v: the columns' values, then the shared terms'; r: the
+  // reductions, then the row length).
   template <typename acc_t>
   static OPMATH_FN void grads(const acc_t* v, const acc_t* r, acc_t (&d)[1]) {
     softmax_grad<acc_t>(v[0], v[1], r, d);

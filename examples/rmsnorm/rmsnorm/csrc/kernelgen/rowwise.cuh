@@ -600,6 +600,33 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     held_terms<S, kPerThread>(std::make_integer_sequence<int, Op::kShared>{}, v, shared, p, k);
   }
 
+  // The shared terms at every element of a row held in registers (pack p's element k of term T in
+  // shared[T * kPacks * kVec + p * kVec + k]), computed once after the row is loaded.
+  template <int kPacks>
+  static __device__ __forceinline__ void share_held(acc_t* shared, const pack_t (&row)[kColumns][kPacks], int threads,
+                                                    int first, int limit, const Same<I, scalar_t>*... in) {
+    if constexpr (Op::kShared > 0) {
+#pragma unroll
+      for (int p = 0; p < kPacks; ++p) {
+        const int col = p * threads * kVec + first;
+        if (col < limit) {
+          pack_t weights[kColumns];
+          load_weights<kShare>(weights, col, in...);
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            acc_t v[kValues];
+            held_values<kShare>(v, row, weights, p, k);
+            share(v);
+#pragma unroll
+            for (int term = 0; term < Op::kShared; ++term) {
+              shared[term * kPacks * kVec + p * kVec + k] = v[kColumns + term];
+            }
+          }
+        }
+      }
+    }
+  }
+
   // The multi-pass kernel: every column the step reads is loaded (an input at its row's offset).
   template <int S, std::size_t C>
   static __device__ __forceinline__ void load_column(pack_t& pack, const scalar_t* ptr, int64_t base, int64_t col) {
@@ -771,26 +798,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
 
   // ---- the shared terms: once per element, kept in registers for every step that reads them ----
   acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
-  if constexpr (Op::kShared > 0) {
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int col = p * threads * kVec + first;
-      if (col < limit) {
-        pack_t weights[Step::kColumns];
-        Step::template load_weights<Step::kShare>(weights, col, in...);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          acc_t v[Step::kValues];
-          Step::template held_values<Step::kShare>(v, row_v, weights, p, k);
-          Step::share(v);
-#pragma unroll
-          for (int term = 0; term < Op::kShared; ++term) {
-            shared[term * kPerThread + p * kVec + k] = v[Step::kColumns + term];
-          }
-        }
-      }
-    }
-  }
+  Step::share_held(shared, row_v, threads, first, limit, in...);
 
   // ---- the reductions, in order ----
   acc_t r[Op::kReductions];
@@ -1312,10 +1320,13 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
     const int64_t row_base = row * cols;
     pack_t row_v[Step::kColumns][kPacks];
     Step::hold_row(row_v, row_base, threads, first, limit, in...);
+    // The shared terms (GradOp::kShared), once per element, kept for every step that reads them.
+    acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
+    Step::share_held(shared, row_v, threads, first, limit, in...);
     acc_t r[Op::kReductions + 1];
     r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
     acc_t unused[1];
-    Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused, nullptr,
+    Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused, shared,
                                                &scratch[0][0], threads, first, limit, cols, in...);
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
@@ -1326,8 +1337,9 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
         pack_t result[kInputGrads];
 #pragma unroll
         for (int k = 0; k < kVec; ++k) {
-          acc_t v[Step::kColumns];
+          acc_t v[Step::kValues];
           Step::template held_values<Step::kOutput>(v, row_v, weight_packs, p, k);
+          Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
           acc_t d[Step::kColumns - 1];
           Op::template grads<acc_t>(v, r, d);
 #pragma unroll
@@ -1398,7 +1410,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
       acc_t contribution[Op::kWeights > 0 ? Op::kWeights : 1][kVec];
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
-        acc_t v[Step::kColumns];
+        acc_t v[Step::kValues];
         Step::template loaded_values<Step::kOutput>(v, packs, k);
         acc_t d[Step::kColumns - 1];
         Op::template grads<acc_t>(v, r, d);
@@ -1588,9 +1600,16 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
                        rows_kernel_for<kVecAligned>(threads, true), 1, known[thread_count_index(threads)]);
   }
 
-  // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB a kernel must ask).
+  // The most static shared memory a register-kernel build takes (its reductions' scratch, at up to
+  // kWideThreads / kWarp slots). A block's static and dynamic shared memory count together against the
+  // limit: 48 KiB of running sums (three weights at 32 elements a thread, 128 threads) in a block that also
+  // holds the scratch fails to launch unless the kernel asks for more.
+  static constexpr int64_t kStaticBytes =
+      int64_t{Op::kReductions > 0 ? Op::kReductions : 1} * (kWideThreads / kWarp) * static_cast<int64_t>(sizeof(acc_t));
+
+  // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB in all a kernel must ask).
   static void allow_shared(Kernel kernel, int64_t bytes) {
-    if (bytes > kDefaultSharedBytes) {
+    if (bytes + kStaticBytes > kDefaultSharedBytes) {
       STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     }
   }
@@ -1608,7 +1627,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       const int per_thread = narrow ? kNarrowPerThread : kPerThread;
       const int rows_per_block = std::max(1, kRowBlockThreads / threads);
       const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block, per_thread);
-      if (bytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
+      if (bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
         const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
         int64_t blocks = kMaxBlocks;
         if (kWeightGrads) {
