@@ -21,6 +21,7 @@
 #                                        # about 2 minutes each (r20's file is the longest)
 #   bash docs/device/stop47.sh ab        # the forward A/B of the ops with levels (FWD=...)
 #   bash docs/device/stop47.sh tests     # both packages' GPU suites (SUITES=...), memcheck and racecheck
+#                                        # (PKGS=/tmp/kg47/lvold/rsweep-ops: one of them)
 #   bash docs/device/stop47.sh examples  # the examples built (CUTLASS path included), every suite once
 # Nothing runs in the background past its phase: a process left behind by `timeout` keeps building into
 # the same folder as the next call's build, and both crawl (stop 47's first calls spent its device time so,
@@ -53,7 +54,7 @@ case ${1:-build} in
       T=${T:-200} bash docs/device/stop46.sh ab ;;
   tests)
     build_pkgs
-    for p in $NEW $OLD; do
+    for p in ${PKGS:-$NEW $OLD}; do
       t=$W/tests_$(basename $(dirname $p)); mkdir -p $t
       echo "== $(basename $(dirname $p))"
       NEW=$p OUT=$t SUITES=${SUITES:-range4,r15,r20,r22,r07,resln,softmax,layernorm} \
