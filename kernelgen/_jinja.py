@@ -253,12 +253,6 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
             return length if isinstance(node, diff.RowLen) else None
         return diff.transform(tree, rewrite)
 
-    call_args = ", ".join(columns) + ", _r"
-
-    def with_calls(text: str) -> str:
-        return re.sub(rf"\b{_MASK_ARG}(\d+)\b",
-                      lambda m: f"{context.get('op_name')}_grad_reduce{m.group(1)}_arg<acc_t>({call_args})", text)
-
     trees = [for_kernel(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)]
     stage_args = [for_kernel(stage.arg) for stage in stages]
     # The per-element terms several steps compute (a reduction's argument, the gradients), each computed
@@ -280,6 +274,14 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     def uses(nodes: list[Any]) -> list[int]:
         used = set().union(*(diff.variables(node) for node in nodes))
         return [k for k in range(len(terms)) if f"_s{k}" in used]
+
+    # Every step's function takes the columns, the shared terms and the per-row values: a mask's call passes
+    # them on (its argument may read a masked term, _s<j>, itself exact).
+    call_args = ", ".join([*columns, *(f"_s{k}" for k in range(len(terms))), "_r"])
+
+    def with_calls(text: str) -> str:
+        return re.sub(rf"\b{_MASK_ARG}(\d+)\b",
+                      lambda m: f"{context.get('op_name')}_grad_reduce{m.group(1)}_arg<acc_t>({call_args})", text)
 
     bindings, grads = diff.emit_cse(trees, "cpp", acc_type="acc_t")
     bindings = [(name, with_calls(text)) for name, text in bindings]

@@ -159,12 +159,18 @@ def test_jit_mode_edit_and_rerun(tmp_path):
 
 @pytest.mark.build
 def test_a_rowwise_op_with_a_masked_gradient_builds_and_passes_its_tests(tmp_path):
-    """A max that is not a softmax stabilizer: the gradient reads the mask [f == max(f)], which computes f
-    again with exact sums and products (opmath::add_rn, mul_rn, ipow<N, true>: no fused multiply-add in either
-    copy). Built with nvcc and g++ (whose host versions are calls it cannot fuse across), its own tests
-    passing: on the CPU the mask must still find every row's maximum, or the gradients fail their bound."""
+    """Two maxima that are not softmax stabilizers: the gradient reads the masks [f == max(f)], which must see
+    the bits of f the reduction saw. The first's f reads only the columns: it is the backward's shared term
+    _s0, computed once per element with exact sums and products (opmath::add_rn, mul_rn, ipow<N, true>: no
+    fused multiply-add wherever it is computed again). The second's reads mean(x): its masks call its
+    argument function, exact too, which reads _s0. Built with nvcc and g++ (whose host versions are calls
+    it cannot fuse across), its own tests passing: on the CPU the masks must still find every row's
+    maximum, or the gradients fail their bound."""
     root, package, _ = _generate_and_build(
         tmp_path, "max-gap", "--kind", "rowwise", "--inputs", "x,y", "--weights", "w",
-        "--expr", "(x * y - max(x * y * w + x ** 3)) * w")
+        "--expr", "(x * y - max(x * y * w + x ** 3)) * w + y * max(x * y * w + x ** 3 - mean(x))")
     header = (root / package / "csrc" / "max_gap" / "max_gap.h").read_text()
-    assert "opmath::add_rn(opmath::mul_rn(opmath::mul_rn(x, y), w), opmath::ipow<3, true>(x))" in header
+    assert ("OPMATH_FN acc_t max_gap_grad_shared0(acc_t _grad, acc_t x, acc_t y, acc_t w) {\n"
+            "  return opmath::add_rn(opmath::mul_rn(opmath::mul_rn(x, y), w), opmath::ipow<3, true>(x));") in header
+    assert "  return opmath::sub_rn(_s0, _r[3]);" in header
+    assert "(max_gap_grad_reduce4_arg<acc_t>(_grad, x, y, w, _s0, _r) == _r[4] ? acc_t(1.0) : acc_t(0.0))" in header
