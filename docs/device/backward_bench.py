@@ -18,7 +18,14 @@ of --cols, rows of --size / cols elements, weights of one row) it times, with tr
                     read, the inputs' gradients written (a rowwise op's weights and their gradients are
                     one row each: not counted), against a device-to-device copy of the same bytes
 
-and prints one row per cell with the ratios (ours vs compile, ours vs vjp) and writes JSON.
+and prints one row per cell with the ratios (ours vs compile, ours vs vjp) and writes JSON, then the
+distribution of the ratios to compile per dtype and the ten worst cells.
+
+    --against compile        time only ours, compile and the backward alone (vjp and eager take 10-50 ms a
+                             step at 2^26: most of a sweep's time)
+    --prewarm --part i/n     compile the references of every n-th op from i (forward and backward, each dtype
+                             and shape) and time nothing: n such processes side by side fill Inductor's cache
+                             on disk, and the timing run then loads the compiled code (as rowwise_sweep.py's)
 """
 
 from __future__ import annotations
@@ -82,7 +89,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--cols", default="1024,4096,16384", help="row lengths of the rowwise ops")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
+    parser.add_argument("--against", default="vjp,eager,compile", help="the baselines timed (compile always)")
+    parser.add_argument("--prewarm", action="store_true", help="compile the references, time nothing")
+    parser.add_argument("--part", default="0/1", help="i/n: every n-th op from the i-th (with --prewarm)")
     args = parser.parse_args(argv)
+    against = {"compile", *(name for name in args.against.split(",") if name)}
+    unknown = against - {"vjp", "eager", "compile"}
+    if unknown:
+        parser.error(f"--against: unknown baseline(s) {', '.join(sorted(unknown))} (vjp, eager, compile)")
+    part, parts = (int(v) for v in args.part.split("/"))
 
     import torch
     from triton.testing import do_bench
@@ -100,6 +115,8 @@ def main(argv: list[str] | None = None) -> None:
         module = importlib.import_module(f"{module_name}.ops.{name}")
         if hasattr(module, "_backward_vjp"):
             ops.append((name, module))
+    if args.prewarm:
+        ops = ops[part::parts]
     print(f"{len(ops)} ops with a generated backward: {', '.join(name for name, _ in ops)}", flush=True)
 
     def bench(fn) -> float:
@@ -132,11 +149,15 @@ def main(argv: list[str] | None = None) -> None:
                 fn(*leaves).backward(g)
 
             compiled(*leaves).backward(g)  # compile forward and backward before timing
+            if args.prewarm:
+                continue  # nothing timed: the next cell's tensors replace these
             best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd")}
             for _ in range(args.rounds):
                 best["ours"] = min(best["ours"], bench(lambda: fwd_bwd(call)))
-                best["vjp"] = min(best["vjp"], bench(lambda: fwd_bwd(via_vjp.apply)))
-                best["eager"] = min(best["eager"], bench(lambda: fwd_bwd(module.reference)))
+                if "vjp" in against:
+                    best["vjp"] = min(best["vjp"], bench(lambda: fwd_bwd(via_vjp.apply)))
+                if "eager" in against:
+                    best["eager"] = min(best["eager"], bench(lambda: fwd_bwd(module.reference)))
                 best["compile"] = min(best["compile"], bench(lambda: fwd_bwd(compiled)))
                 best["bwd"] = min(best["bwd"], bench(lambda: backward(g, *xs, [True] * n_args)))
             moved = (2 * n_inputs + 1) * args.size * xs[0].element_size()
@@ -145,16 +166,43 @@ def main(argv: list[str] | None = None) -> None:
             copy_ms = bench(lambda: dst.copy_(src))
             row = {"op": name, "kind": kind, "dtype": dtype_name, "size": args.size, "cols": shape[-1],
                    **{f"{k}_ms": v for k, v in best.items()},
-                   "vs_compile": best["compile"] / best["ours"], "vs_vjp": best["vjp"] / best["ours"],
-                   "vs_eager": best["eager"] / best["ours"], "bwd_roofline": copy_ms / best["bwd"]}
+                   "vs_compile": best["compile"] / best["ours"],
+                   "vs_vjp": best["vjp"] / best["ours"] if "vjp" in against else None,
+                   "vs_eager": best["eager"] / best["ours"] if "eager" in against else None,
+                   "bwd_roofline": copy_ms / best["bwd"]}
+            for key in ("vjp", "eager"):
+                if key not in against:
+                    row[f"{key}_ms"] = None
             results.append(row)
-            print(f"{name:12s} {dtype_name:9s} {shape[-1]:>9d} fwd+bwd ours {best['ours']:.3f} ms, vjp {best['vjp']:.3f}, eager "
-                  f"{best['eager']:.3f}, compile {best['compile']:.3f}: {row['vs_compile']:.2f}x compile, "
-                  f"{row['vs_vjp']:.2f}x vjp; bwd alone {best['bwd']:.3f} ms = {100 * row['bwd_roofline']:.0f}% of a copy",
-                  flush=True)
+            others = "".join(f", {key} {best[key]:.3f}" for key in ("vjp", "eager") if key in against)
+            versus = f", {row['vs_vjp']:.2f}x vjp" if "vjp" in against else ""
+            print(f"{name:12s} {dtype_name:9s} {shape[-1]:>9d} fwd+bwd ours {best['ours']:.3f} ms{others}, compile "
+                  f"{best['compile']:.3f}: {row['vs_compile']:.2f}x compile{versus}; bwd alone {best['bwd']:.3f} ms = "
+                  f"{100 * row['bwd_roofline']:.0f}% of a copy", flush=True)
             if args.json:
                 Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
             del xs, g, leaves, src, dst
+    if args.prewarm:
+        print(f"prewarmed {len(ops)} ops", flush=True)
+    else:
+        print(summary(results), flush=True)
+
+
+def summary(results: list[dict]) -> str:
+    """The ratios to compile per dtype (cells, min, median, cells >= 1.0x and >= 0.95x), then the ten worst
+    cells with their backward alone against a copy."""
+    lines = ["dtype      cells    min  median  >=1.0x  >=0.95x"]
+    for dtype in sorted({row["dtype"] for row in results}):
+        ratios = sorted(row["vs_compile"] for row in results if row["dtype"] == dtype)
+        middle = len(ratios) // 2
+        median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+        lines.append(f"{dtype:9s} {len(ratios):6d} {ratios[0]:6.2f} {median:7.2f} {sum(r >= 1.0 for r in ratios):7d} "
+                     f"{sum(r >= 0.95 for r in ratios):8d}")
+    lines.append("worst cells:")
+    for row in sorted(results, key=lambda r: r["vs_compile"])[:10]:
+        lines.append(f"  {row['op']:10s} {row['dtype']:9s} {row['cols']:>7d}  {row['vs_compile']:.2f}x compile, "
+                     f"backward alone {100 * row['bwd_roofline']:.0f}% of a copy")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
