@@ -78,7 +78,9 @@ from .nodes import Num, RowRef, Var
 #:    registers; longer ones take the multi-pass kernel (no 1024-thread scalar builds: ptxas took minutes).
 #: 21: a rowwise CUDA op's backward has shared terms too (<op>_grad_shared<k> in <op>.h, GradOp::kShared): a
 #:    costly per-element term several of its steps read is computed once per element and kept in registers.
-TEMPLATE_VERSION = "21"
+#: 22: the backward's shared terms may read per-row values (a term's level: computed once the reductions
+#:    it reads are known), and every masked max's or min's argument is such a term (no mask calls a function).
+TEMPLATE_VERSION = "22"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -187,24 +189,16 @@ def epilogue_backward(source: str, bias: bool) -> dict[str, Any]:
     }
 
 
-#: The placeholder name of a max/min stage's argument in a mask (see :func:`rowwise_backward`).
-_MASK_ARG = "_mask_arg"
-
-
-def _calls_a_mask(tree: Any) -> bool:
-    return any(name.startswith(_MASK_ARG) for name in diff.variables(tree))
-
-
 @pass_context
 def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
     """A rowwise expression's backward (:func:`kernelgen.diff.rowwise_vjp`) as C++ over the identifiers of
     the generated code. The backward is itself a rowwise op whose columns are ``_grad`` (the output's
     gradient), the inputs and the weights: ``reductions`` (each with ``func``, ``cpp``, ``canonical``,
-    ``forward``, the columns it ``reads``, whether it is ``exact`` (a masked max or min) and the ``shared``
-    terms it reads), then per element the ``grads`` of the inputs and the weights' contributions of one row,
+    ``forward``, the columns it ``reads`` and the ``shared`` terms it reads), then per element the ``grads`` of the inputs and the weights' contributions of one row,
     over the subexpressions ``bindings``; ``reads`` are the columns the gradients read, ``grads_shared``
     the shared terms. ``shared``: the per-element terms several steps read (``cpp``, ``canonical``, the
-    ``earlier`` terms it reads and the columns it ``reads``, itself or through them). The row length (:class:`kernelgen.diff.RowLen`, rare) is printed as ``_r[N]``, the
+    ``earlier`` terms it reads, the columns it ``reads``, itself or through them, the stage whose ``mask``
+    it is, and its ``level``: the reductions it reads, :func:`kernelgen.rowplan.level`). The row length (:class:`kernelgen.diff.RowLen`, rare) is printed as ``_r[N]``, the
     slot after the N reductions, which the kernels fill with the row length."""
     users, to_ident = _user_names(context, inputs)
     user_weights, weight_idents = _user_names(context, weights)
@@ -227,26 +221,40 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
             return node.right.index
         return None
 
-    # A mask [f == r_k] must see the very bits of f the reduction saw. Where f reads no per-row value, f is
-    # a shared term (_s<j>, the first ones): computed once per element with exact sums and products
-    # (diff.emit(exact=True): no fused multiply-add, however each copy is compiled), and read by the
-    # reduction, its masks and every step that computes f. Otherwise each mask calls stage k's argument
-    # function, whose sums and products are exact (a placeholder name here, the call after printing).
+    # A mask [f == r_k] must see the very bits of f the reduction saw: f is a shared term (_s<j>, the first
+    # ones), computed once per element with exact sums and products (diff.emit(exact=True): no fused
+    # multiply-add, however each copy is compiled), and read by the reduction, its masks and every step that
+    # computes f. Where f reads per-row values (max(x * x - mean(x))), the term has a level (rowplan.level):
+    # the kernels compute it once those reductions are known.
     found: set[int] = set()
     for tree in (*plans.values(), *(stage.arg for stage in stages)):
         for node in diff.walk(tree):
             if (k := mask_of(node)) is not None:
                 found.add(k)
-    mask_terms = [k for k in sorted(found) if rowplan.plain(stages[k].arg)]
-    term_of = {k: j for j, k in enumerate(mask_terms)}
-    masked = found - set(term_of)  # masks that call their stage's function
+    # One term per distinct argument (max(f) and min(f) share theirs); none for a bare column, which is exact
+    # as loaded. A masked term reads an earlier one where its argument holds that one's (max(f - mean(x))
+    # after max(f)): both are exact, so the bits are those of computing it whole.
+    term_of: dict[int, int] = {}
+    terms: list[Any] = []
+    mask_terms: list[int] = []  # the first stage whose mask reads each term
+    for k in sorted(found):
+        arg = stages[k].arg
+        if isinstance(arg, (Var, Num)):
+            continue
+        same = [j for m, j in term_of.items() if stages[m].arg == arg]
+        if same:
+            term_of[k] = same[0]
+            continue
+        earlier = {stages[m].arg: Var(f"_s{j}") for m, j in term_of.items()}
+        term_of[k] = len(terms)
+        terms.append(diff.transform(arg, earlier.get))
+        mask_terms.append(k)
 
     def for_kernel(tree: Any) -> Any:
         def rewrite(node: Any) -> Any:
             k = mask_of(node)
-            if k is not None:
-                left = Var(f"_s{term_of[k]}") if k in term_of else Var(f"{_MASK_ARG}{k}")
-                return diff.Compare("==", left, node.right)
+            if k is not None and k in term_of:
+                return diff.Compare("==", Var(f"_s{term_of[k]}"), node.right)
             for stage_index, j in term_of.items():
                 if node == stages[stage_index].arg:
                     return Var(f"_s{j}")
@@ -256,15 +264,17 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     trees = [for_kernel(plans.get(name, Num(0.0))) for name in (*parsed.inputs, *parsed.weights)]
     stage_args = [for_kernel(stage.arg) for stage in stages]
     # The per-element terms several steps compute (a reduction's argument, the gradients), each computed
-    # once per element as _s<k> (rowplan.share_steps), as the forward's are. The argument of a stage whose
-    # masks call it is left whole: each call must compute it as the reduction did.
-    sharing = [index for index in range(len(stage_args)) if index not in masked]
-    found_terms, rewritten = rowplan.share_steps([(stage_args[index],) for index in sharing] + [tuple(trees)],
-                                                 first=len(mask_terms))
-    terms = [stages[k].arg for k in mask_terms] + list(found_terms)
-    for index, (arg,) in zip(sharing, rewritten[:-1], strict=True):
-        stage_args[index] = arg
+    # once per element as _s<k> (rowplan.share_steps), as the forward's are; in a backward bound by its
+    # arithmetic (rowplan.LEVEL_MIN_COST), a term may read the reductions' per-row values (it then has a level).
+    steps = [(arg,) for arg in stage_args] + [tuple(trees)]
+    heavy = rowplan.steps_cost(steps) >= rowplan.LEVEL_MIN_COST
+    found_terms, rewritten = rowplan.share_steps(steps, first=len(mask_terms), rows=len(stages) if heavy else 0)
+    terms += list(found_terms)
+    stage_args = [arg for (arg,) in rewritten[:-1]]
     trees = list(rewritten[-1])
+    levels: list[int] = []
+    for term in terms:
+        levels.append(rowplan.level(term, levels))
     columns_of: list[set[str]] = []
     for term in terms:
         used = diff.variables(term)
@@ -275,36 +285,23 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
         used = set().union(*(diff.variables(node) for node in nodes))
         return [k for k in range(len(terms)) if f"_s{k}" in used]
 
-    # Every step's function takes the columns, the shared terms and the per-row values: a mask's call passes
-    # them on (its argument may read a masked term, _s<j>, itself exact).
-    call_args = ", ".join([*columns, *(f"_s{k}" for k in range(len(terms))), "_r"])
-
-    def with_calls(text: str) -> str:
-        return re.sub(rf"\b{_MASK_ARG}(\d+)\b",
-                      lambda m: f"{context.get('op_name')}_grad_reduce{m.group(1)}_arg<acc_t>({call_args})", text)
-
     bindings, grads = diff.emit_cse(trees, "cpp", acc_type="acc_t")
-    bindings = [(name, with_calls(text)) for name, text in bindings]
-    grads = [with_calls(text) for text in grads]
     read = set().union(*(diff.variables(tree) for tree in trees))
-    if any(_calls_a_mask(tree) for tree in trees):
-        read.update(columns)  # a mask's call reads every column
     return {
         "columns": columns,
         "reductions": [
             {
                 "func": stage.func, "forward": stage.forward, "canonical": stage.canonical,
-                "cpp": with_calls(diff.emit(arg, "cpp", acc_type="acc_t", exact=index in masked)),
-                "reads": [name in diff.variables(arg) or _calls_a_mask(arg) for name in columns],
-                "exact": index in masked,
+                "cpp": diff.emit(arg, "cpp", acc_type="acc_t"),
+                "reads": [name in diff.variables(arg) for name in columns],
                 "shared": uses([arg]),
             }
-            for index, (stage, arg) in enumerate(zip(backward.stages, stage_args, strict=True))
+            for stage, arg in zip(backward.stages, stage_args, strict=True)
         ],
         "shared": [
             {"cpp": diff.emit(term, "cpp", acc_type="acc_t", exact=k < len(mask_terms)), "canonical": diff.canonical(term),
              "earlier": [f"_s{j}" for j in range(k)], "reads": [name in columns_of[k] for name in columns],
-             "mask": mask_terms[k] if k < len(mask_terms) else None}
+             "mask": mask_terms[k] if k < len(mask_terms) else None, "level": levels[k]}
             for k, term in enumerate(terms)
         ],
         "grads_shared": uses(trees),

@@ -40,6 +40,15 @@ SHARED_MIN_COST = 8
 #: The most shared terms one op keeps (each takes one register per element a thread holds, in the
 #: op-math type; Launch's per_thread() counts them).
 MAX_SHARED = 4
+#: A backward's terms may read per-row values (:func:`level`) only where its steps cost at least this much
+#: arithmetic an element before sharing (:func:`steps_cost`): then the op is bound by its arithmetic, and a
+#: term computed once instead of in every step that reads it pays for the registers it takes. On an H100
+#: (template version 22, docs/backward.md "Stop 49"), seed 36's r02 (cost 280: a sigmoid of a cosine and a
+#: sine read by a reduction and the gradients) ran its backward 2.1-2.5x faster in bfloat16 and 1.3x in
+#: float32 with them; a softmax's exp(x - max(x)) (cost 58) or a weighted softmax's (77), in memory-bound
+#: backwards, cost 13-21% in 2-byte rows of 16384 and up to 54% in float32: the term's register halves the
+#: elements a thread holds. (A masked argument is a term whatever its cost: its mask must see its bits.)
+LEVEL_MIN_COST = 128
 
 
 @dataclass(frozen=True)
@@ -93,40 +102,56 @@ def shared_terms(row_plan: RowPlan) -> tuple[tuple[Node, ...], RowPlan]:
 _PLAIN = (BinOp, Call, Power, Neg, Var, Num)
 
 
-def plain(node: Node) -> bool:
-    """Whether ``node`` is per-element arithmetic of the columns alone: no per-row value (RowRef), and
-    none of the backward's own nodes (a mask's comparison, the row length), which stay where they are."""
-    return all(isinstance(n, _PLAIN) for n in collect(node, lambda n: n))
+def plain(node: Node, rows: int = 0) -> bool:
+    """Whether ``node`` is per-element arithmetic of the columns alone: none of the backward's own nodes
+    (a mask's comparison, the row length), which stay where they are, and no per-row value (RowRef), or,
+    with ``rows``, only the first ``rows`` ones (the reductions, not the row length after them)."""
+    return all(isinstance(n, _PLAIN) or (isinstance(n, RowRef) and n.index < rows) for n in collect(node, lambda n: n))
 
 
-def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int = 0) -> tuple[tuple[Node, ...], list[tuple[Node, ...]]]:
+def level(node: Node, levels: Sequence[int] = (), prefix: str = "_s") -> int:
+    """The level of a term: one past the last per-row value it reads (RowRef k: level k + 1), or the level
+    of an earlier term it reads (``<prefix><j>``, of level ``levels[j]``), whichever is higher; 0 when it
+    reads neither. A term of level L is computed once reductions 0 to L - 1 are known."""
+    found = [n.index + 1 for n in collect(node, lambda n: n if isinstance(n, RowRef) else None)]
+    found += [levels[int(n.name[len(prefix):])] for n in collect(node, lambda n: n if isinstance(n, Var) else None)
+              if n.name.startswith(prefix) and n.name[len(prefix):].isdigit() and int(n.name[len(prefix):]) < len(levels)]
+    return max(found, default=0)
+
+
+def steps_cost(groups: Iterable[Sequence[Node]]) -> int:
+    """The arithmetic of steps evaluated one after the other (each a tuple of trees evaluated at one element
+    together), a subterm repeated within one step counted once (the compiler computes it once there)."""
+    cost = 0
+    for group in groups:
+        nodes: set[Node] = set()
+        for tree in group:
+            nodes |= collect(tree, lambda n: n)
+        cost += sum(math_cost(n) - sum(math_cost(c) for c in children(n)) for n in nodes)
+    return cost
+
+
+def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int = 0,
+                rows: int = 0) -> tuple[tuple[Node, ...], list[tuple[Node, ...]]]:
     """The per-element terms several steps compute, and the steps (each a tuple of trees evaluated at one
     element together: a reduction's argument, or every gradient of a backward) with each replaced by
     ``<prefix><k>``, numbered from ``first`` (``<prefix><j>`` for j < first: terms already made, which
-    these may read). Greedy: of the terms (no per-row value in them) that two or more steps compute, the
-    one after whose sharing the steps and the terms cost the least arithmetic in all
-    (:func:`kernelgen.cost.math_cost`), while that saves at least :data:`SHARED_MIN_COST`, up to
-    :data:`MAX_SHARED` terms. So ``s`` is shared rather than ``s * s`` where the output reads ``s`` and
-    two reductions ``s * s``. A later term may read an earlier one. A term repeated within one step is
-    left to the compiler, which computes it once there."""
+    these may read). Greedy: of the terms that two or more steps compute, the one after whose sharing the
+    steps and the terms cost the least arithmetic in all (:func:`kernelgen.cost.math_cost`), while that
+    saves at least :data:`SHARED_MIN_COST`, up to :data:`MAX_SHARED` terms. So ``s`` is shared rather than
+    ``s * s`` where the output reads ``s`` and two reductions ``s * s``. A later term may read an earlier
+    one. A term repeated within one step is left to the compiler, which computes it once there.
+    A term reads no per-row value, or with ``rows``, only the first ``rows`` reductions' (:func:`level`:
+    such a term is computed once the reductions it reads are known; the backward's kernels do that)."""
     current = [tuple(step) for step in steps]
     terms: list[Node] = []
-
-    def total(groups: Iterable[Sequence[Node]]) -> int:
-        # Each step's arithmetic, a subterm repeated within it counted once (the compiler computes it once).
-        cost = 0
-        for group in groups:
-            nodes: set[Node] = set()
-            for tree in group:
-                nodes |= collect(tree, lambda n: n)
-            cost += sum(math_cost(n) - sum(math_cost(c) for c in children(n)) for n in nodes)
-        return cost
+    total = steps_cost
 
     while len(terms) < MAX_SHARED:
         found: dict[Node, set[int]] = {}
         for index, step in enumerate(current):
             for tree in step:
-                for sub in collect(tree, lambda n: n if not isinstance(n, (Var, Num)) and plain(n) else None):
+                for sub in collect(tree, lambda n: n if not isinstance(n, (Var, Num)) and plain(n, rows) else None):
                     found.setdefault(sub, set()).add(index)
         name = Var(f"{prefix}{first + len(terms)}")
         options = []

@@ -165,16 +165,38 @@ def test_a_rowwise_backward_computes_a_costly_term_its_steps_share_once(tmp_path
     assert "yn_grad<acc_t>(v[0], v[1], v[2], v[3], v[4], r, d);" in backward
 
 
-def test_a_rowwise_mask_of_an_argument_with_a_row_value_calls_its_function(tmp_path):
-    """Where f reads a per-row value (max(x * x - mean(x))), it cannot be computed before the reductions:
-    the mask calls the reduction's own argument function instead, whose sums and products are exact, so
-    that f is the same bits in both places."""
+def test_a_rowwise_mask_of_an_argument_with_a_row_value_is_a_term_with_a_level(tmp_path):
+    """Where f reads a per-row value (max(x * x - mean(x))), f is still one shared term, computed with exact
+    sums and products, but of level 1: the kernels compute it once mean(x) is known, and the reduction,
+    its masks and the gradients read that one value. GradOp says each term's level (kSharedLevel), and
+    share_level<L> computes the terms of level L from the values and the reductions so far."""
     root = _new(tmp_path, "mc", "--kind", "rowwise", "--inputs", "x", "--expr", "x * max(x * x - mean(x))")
     header = (root / "mc" / "csrc" / "mc" / "mc.h").read_text()
-    assert ("OPMATH_FN acc_t mc_grad_reduce1_arg(acc_t _grad, acc_t x, const acc_t* _r) {\n"
+    assert ("OPMATH_FN acc_t mc_grad_shared0(acc_t _grad, acc_t x, const acc_t* _r) {\n"
             "  return opmath::sub_rn(opmath::mul_rn(x, x), _r[0]);") in header
-    assert "(mc_grad_reduce1_arg<acc_t>(_grad, x, _r) == _r[1] ? acc_t(1.0) : acc_t(0.0))" in header
-    assert "kGradShared" not in header and "static constexpr int kShared = 0;" in header
+    assert "// It reads per-row values: level 1, computed once _r[0] is known." in header
+    assert ("OPMATH_FN acc_t mc_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t _s0, const acc_t* _r) {\n"
+            "  return _s0;") in header
+    assert "return (_s0 == _r[1] ? acc_t(1.0) : acc_t(0.0));" in header  # the masks read the term
+    assert "mc_grad_reduce1_arg<acc_t>(_grad" not in header  # no mask calls the reduction's function
+    assert "static constexpr int kShareLevels = 2;" in header and "static constexpr int kSharedLevel[kShared] = {1};" in header
+    assert ("    if constexpr (L == 1) {\n"
+            "      v[2] = mc_grad_shared0<acc_t>(v[0], v[1], r);\n"
+            "    }\n") in header
+
+
+def test_a_rowwise_backward_shares_a_costly_term_that_reads_a_per_row_value(tmp_path):
+    """A costly term that reads a reduction (sigmoid(cos((f - max(f * f)) * w)) and its sin below) and that a
+    later reduction and the gradients both compute is a term of level 1: computed once per element after
+    the maximum, not once in each step."""
+    root = _new(tmp_path, "sc", "--kind", "rowwise", "--inputs", "x1,x2", "--weights", "w1",
+                "--expr", "sigmoid(cos((x1 / (x2 * x2 + 1.0) - max(x1 / (x2 * x2 + 1.0) * (x1 / (x2 * x2 + 1.0)))) * w1))")
+    backward = (root / "sc" / "csrc" / "sc" / "sc.h").read_text().split("---- the backward")[1]
+    assert "// _s1 = sigmoid(cos((x1 / (x2 * x2 + 1.0) - _r0) * w1))\n// It reads per-row values: level 1" in backward
+    assert "// _s2 = sin((x1 / (x2 * x2 + 1.0) - _r0) * w1)\n// It reads per-row values: level 1" in backward
+    assert "static constexpr int kSharedLevel[kShared] = {0, 1, 1};" in backward
+    grad = backward.split("OPMATH_FN void sc_grad(")[1].split("\n}\n")[0]
+    assert "sigmoid" not in grad and "sin" not in grad and "_s1" in grad and "_s2" in grad
 
 
 def test_a_plain_matmul_keeps_its_analytic_backward(tmp_path):

@@ -162,8 +162,8 @@ def test_a_rowwise_op_with_a_masked_gradient_builds_and_passes_its_tests(tmp_pat
     """Two maxima that are not softmax stabilizers: the gradient reads the masks [f == max(f)], which must see
     the bits of f the reduction saw. The first's f reads only the columns: it is the backward's shared term
     _s0, computed once per element with exact sums and products (opmath::add_rn, mul_rn, ipow<N, true>: no
-    fused multiply-add wherever it is computed again). The second's reads mean(x): its masks call its
-    argument function, exact too, which reads _s0. Built with nvcc and g++ (whose host versions are calls
+    fused multiply-add wherever it is computed again). The second's reads mean(x): it is the term _s1 of
+    level 4, exact too, computed from _s0 once mean(x) is known. Built with nvcc and g++ (whose host versions are calls
     it cannot fuse across), its own tests passing: on the CPU the masks must still find every row's
     maximum, or the gradients fail their bound."""
     root, package, _ = _generate_and_build(
@@ -173,4 +173,4 @@ def test_a_rowwise_op_with_a_masked_gradient_builds_and_passes_its_tests(tmp_pat
     assert ("OPMATH_FN acc_t max_gap_grad_shared0(acc_t _grad, acc_t x, acc_t y, acc_t w) {\n"
             "  return opmath::add_rn(opmath::mul_rn(opmath::mul_rn(x, y), w), opmath::ipow<3, true>(x));") in header
     assert "  return opmath::sub_rn(_s0, _r[3]);" in header
-    assert "(max_gap_grad_reduce4_arg<acc_t>(_grad, x, y, w, _s0, _r) == _r[4] ? acc_t(1.0) : acc_t(0.0))" in header
+    assert "(_s1 == _r[4] ? acc_t(1.0) : acc_t(0.0))" in header and "static constexpr int kSharedLevel[kShared] = {0, 4};" in header

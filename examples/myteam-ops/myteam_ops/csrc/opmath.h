@@ -257,5 +257,20 @@ struct NthType<0, First, Rest...> {
 template <int R, class... Types>
 using Nth = typename NthType<R, Types...>::type;
 
+// The levels of a rowwise op's shared terms. A term of level L reads reductions 0 to L - 1, so the kernels
+// compute it once those are known; a term of level 0 reads none. An op with terms past level 0 (a
+// backward's) says so with kShareLevels, kSharedLevel[k] and share_level<L>(v, r); every other op's
+// terms are of level 0.
+template <class Op, class = void>
+struct SharedLevels {
+  static constexpr int kCount = 1;
+  static constexpr OPMATH_FN int of(int) { return 0; }
+};
+template <class Op>
+struct SharedLevels<Op, std::void_t<decltype(Op::kShareLevels)>> {
+  static constexpr int kCount = Op::kShareLevels;
+  static constexpr OPMATH_FN int of(int k) { return Op::kSharedLevel[k]; }
+};
+
 }  // namespace opmath
 }  // namespace 

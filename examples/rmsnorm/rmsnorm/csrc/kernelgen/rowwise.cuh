@@ -151,13 +151,51 @@ constexpr int cluster_start() {
 // inputs the steps read directly. Loaded one by one (kVec 1), a 2-byte element takes a register of its
 // own. kKeep false: the output computes the kept argument again from the held row (held_row), which
 // then takes no registers of its own.
+// An op whose terms have levels (a backward's, opmath::SharedLevels) is counted step by step instead: at step
+// S, the inputs that step S or a later one reads directly, or that a term not computed yet reads, and the
+// terms computed by then that step S or a later one reads (or a later term may). An input's registers are
+// free once no step and no term reads it again: a softmax's backward holds exp(x - max(x)) from its second
+// step on, in the registers x held until then.
+template <class Op>
+constexpr int leveled_registers(int input_registers, int term_registers) {
+  using Levels = opmath::SharedLevels<Op>;
+  int peak = Op::kInputs * input_registers;  // the row as loaded
+  for (int step = 0; step <= Op::kReductions; ++step) {
+    int live = 0;
+    for (int c = 0; c < Op::kInputs; ++c) {
+      bool read = false;
+      for (int later = step; later <= Op::kReductions; ++later) {
+        read = read || Op::kReads[later][c];
+      }
+      for (int k = 0; k < Op::kShared; ++k) {
+        read = read || (Levels::of(k) > step && Op::kSharedReads[k][c]);
+      }
+      live += read ? input_registers : 0;
+    }
+    for (int k = 0; k < Op::kShared; ++k) {
+      bool read = false;
+      for (int later = step; later <= Op::kReductions; ++later) {
+        read = read || Op::kUses[later][k];
+      }
+      for (int j = k + 1; j < Op::kShared; ++j) {
+        read = read || Levels::of(j) > step;
+      }
+      live += Levels::of(k) <= step && read ? term_registers : 0;
+    }
+    peak = std::max(peak, live);
+  }
+  return peak;
+}
+
 template <class Op, typename scalar_t, int kVec, bool kKeep = true>
 constexpr int row_registers(int per_thread) {
   const int bytes = kVec > 1 ? static_cast<int>(sizeof(scalar_t)) : std::max(4, static_cast<int>(sizeof(scalar_t)));
   const int inputs = Op::kInputs * per_thread * bytes / 4;
   const int acc_registers = per_thread * static_cast<int>(sizeof(typename Op::template math_t<scalar_t>)) / 4;
   const int kept = kKeep && Op::kKept >= 0 ? acc_registers : 0;
-  if constexpr (Op::kShared == 0) {
+  if constexpr (opmath::SharedLevels<Op>::kCount > 1) {
+    return std::max(kept, leveled_registers<Op>(per_thread * bytes / 4, acc_registers));
+  } else if constexpr (Op::kShared == 0) {
     return std::max(inputs, kept);
   } else {
     // The shared terms are computed from the loaded row first; from then on only the inputs a step
@@ -418,9 +456,13 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   using pack_t = Pack<scalar_t, kVec>;
   static constexpr int kColumns = sizeof...(I);
   static constexpr int kOutput = Op::kReductions;  // the output's row of Op::kReads
-  // The register kernel's first step: the op's shared terms (Op::kShared, csrc/<op>/<op>.h), once per
-  // element. A step's values are the columns', then the shared terms' (v[kColumns + k]).
+  // The register kernel's share steps: the op's shared terms (Op::kShared, csrc/<op>/<op>.h) of level L
+  // (opmath::SharedLevels: those that read reductions 0 to L - 1), once per element, before step L;
+  // kShare, level 0's, right after the row is loaded. A step's values are the columns', then the shared
+  // terms' (v[kColumns + k]).
+  using Levels = opmath::SharedLevels<Op>;
   static constexpr int kShare = -1;
+  static __host__ __device__ constexpr int share_step(int level) { return -1 - level; }
   static constexpr int kValues = kColumns + Op::kShared;
 
   // The type the op's formula is evaluated in. Where the op allows it (Op::kFastMath: the forward), that
@@ -456,8 +498,12 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
       return Op::template out<acc_t>(v, kept, r);
     }
   }
-  static __device__ __forceinline__ void share(acc_t (&v)[kValues]) {
-    if constexpr (Op::kShared > 0) {
+  // (The terms of level L > 0, a backward's, in acc_t.)
+  template <int L>
+  static __device__ __forceinline__ void share(acc_t (&v)[kValues], const acc_t* r) {
+    if constexpr (Op::kShared > 0 && L > 0) {
+      Op::template share_level<L, acc_t>(v, r);
+    } else if constexpr (Op::kShared > 0) {
       if constexpr (kFast) {
         eval_t fv[kValues];
 #pragma unroll
@@ -473,6 +519,31 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
         Op::share(v);
       }
     }
+  }
+  // Every term of level S or below: the terms step S may read (the multi-pass kernel computes them where a
+  // step reads them; r holds the reductions before step S).
+  template <int S, int... L>
+  static __device__ __forceinline__ void share_levels(std::integer_sequence<int, L...>, acc_t (&v)[kValues], const acc_t* r) {
+    (share_if<S, L>(v, r), ...);
+  }
+  template <int S, int L>
+  static __device__ __forceinline__ void share_if(acc_t (&v)[kValues], const acc_t* r) {
+    if constexpr (L <= S) {
+      share<L>(v, r);
+    }
+  }
+  template <int S>
+  static __device__ __forceinline__ void share_upto(acc_t (&v)[kValues], const acc_t* r) {
+    share_levels<S>(std::make_integer_sequence<int, Levels::kCount>{}, v, r);
+  }
+  // Whether some shared term is of level L.
+  static __host__ __device__ constexpr bool has_level(int level) {
+    for (int k = 0; k < Op::kShared; ++k) {
+      if (Levels::of(k) == level) {
+        return true;
+      }
+    }
+    return false;
   }
   // The values and the first `reductions` per-row values in eval_t. (The copies are register renames:
   // eval_t is a float.)
@@ -490,13 +561,14 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     }
   }
 
-  // Whether step S reads a shared term that reads column c (kShare: whether any term does).
+  // Whether step S reads a shared term that reads column c (a share step, S < 0: whether a term of its
+  // level does).
   template <int S>
   static __host__ __device__ constexpr bool shares(int c) {
     if constexpr (Op::kShared > 0) {
       for (int k = 0; k < Op::kShared; ++k) {
-        if constexpr (S == kShare) {
-          if (Op::kSharedReads[k][c]) {
+        if constexpr (S < 0) {
+          if (Levels::of(k) == share_step(S) && Op::kSharedReads[k][c]) {
             return true;
           }
         } else {
@@ -514,8 +586,8 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   // a step also reads their columns; the register kernel has them in registers.
   template <int S, bool kRecompute>
   static __host__ __device__ constexpr bool reads(int c) {
-    if constexpr (S == kShare) {
-      return shares<kShare>(c);
+    if constexpr (S < 0) {
+      return shares<S>(c);
     } else if constexpr (kRecompute && S == kOutput && Op::kKept >= 0) {
       return Op::kReads[S][c] || shares<S>(c) || Op::kReads[Op::kKept][c] || shares<Op::kKept>(c);
     } else if constexpr (kRecompute) {
@@ -600,27 +672,56 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     held_terms<S, kPerThread>(std::make_integer_sequence<int, Op::kShared>{}, v, shared, p, k);
   }
 
-  // The shared terms at every element of a row held in registers (pack p's element k of term T in
-  // shared[T * kPacks * kVec + p * kVec + k]), computed once after the row is loaded.
-  template <int kPacks>
-  static __device__ __forceinline__ void share_held(acc_t* shared, const pack_t (&row)[kColumns][kPacks], int threads,
-                                                    int first, int limit, const Same<I, scalar_t>*... in) {
-    if constexpr (Op::kShared > 0) {
+  // The terms of levels below L, for the terms of level L that read them (0 for the others).
+  template <int L, int kPerThread, int T>
+  static __device__ __forceinline__ void held_lower(acc_t (&v)[kValues], const acc_t* shared, int p, int k) {
+    if constexpr (Levels::of(T) < L) {
+      v[kColumns + T] = shared[T * kPerThread + p * kVec + k];
+    } else {
+      v[kColumns + T] = acc_t(0);
+    }
+  }
+  template <int L, int kPerThread, int... T>
+  static __device__ __forceinline__ void held_lowers(std::integer_sequence<int, T...>, acc_t (&v)[kValues],
+                                                     const acc_t* shared, int p, int k) {
+    (held_lower<L, kPerThread, T>(v, shared, p, k), ...);
+  }
+
+  // The terms of level L into `shared`.
+  template <int L, int kPerThread, int T>
+  static __device__ __forceinline__ void keep_term(const acc_t (&v)[kValues], acc_t* shared, int p, int k) {
+    if constexpr (Levels::of(T) == L) {
+      shared[T * kPerThread + p * kVec + k] = v[kColumns + T];
+    }
+  }
+  template <int L, int kPerThread, int... T>
+  static __device__ __forceinline__ void keep_level(std::integer_sequence<int, T...>, const acc_t (&v)[kValues],
+                                                    acc_t* shared, int p, int k) {
+    (keep_term<L, kPerThread, T>(v, shared, p, k), ...);
+  }
+
+  // The shared terms of level L at every element of a row held in registers (pack p's element k of term T
+  // in shared[T * kPacks * kVec + p * kVec + k]): level 0's once the row is loaded, level L's once
+  // reductions 0 to L - 1 are in r. Each is computed once an element, and kept for every later step.
+  template <int L, int kPacks>
+  static __device__ __forceinline__ void share_held(acc_t* shared, const pack_t (&row)[kColumns][kPacks], const acc_t* r,
+                                                    int threads, int first, int limit, const Same<I, scalar_t>*... in) {
+    if constexpr (has_level(L)) {
 #pragma unroll
       for (int p = 0; p < kPacks; ++p) {
         const int col = p * threads * kVec + first;
         if (col < limit) {
           pack_t weights[kColumns];
-          load_weights<kShare>(weights, col, in...);
+          load_weights<share_step(L)>(weights, col, in...);
 #pragma unroll
           for (int k = 0; k < kVec; ++k) {
             acc_t v[kValues];
-            held_values<kShare>(v, row, weights, p, k);
-            share(v);
-#pragma unroll
-            for (int term = 0; term < Op::kShared; ++term) {
-              shared[term * kPacks * kVec + p * kVec + k] = v[kColumns + term];
+            held_values<share_step(L)>(v, row, weights, p, k);
+            if constexpr (L > 0) {
+              held_lowers<L, kPacks * kVec>(std::make_integer_sequence<int, Op::kShared>{}, v, shared, p, k);
             }
+            share<L>(v, r);
+            keep_level<L, kPacks * kVec>(std::make_integer_sequence<int, Op::kShared>{}, v, shared, p, k);
           }
         }
       }
@@ -654,9 +755,10 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     }
   }
   template <int S>
-  static __device__ __forceinline__ void loaded_values(acc_t (&v)[kValues], const pack_t (&packs)[kColumns], int k) {
+  static __device__ __forceinline__ void loaded_values(acc_t (&v)[kValues], const pack_t (&packs)[kColumns], int k,
+                                                       const acc_t* r) {
     ((v[I] = loaded_value<S, I>(packs[I], k)), ...);
-    share(v);  // the terms the step does not read are computed on zeros and discarded
+    share_upto<S>(v, r);  // the terms the step does not read are computed on zeros and discarded
   }
 
   // Reduction S over a row held in registers: each thread folds its elements, then row_reduce (and,
@@ -734,13 +836,24 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
       r[S] /= static_cast<acc_t>(cols);
     }
   }
-  // Every reduction in order; each has its own kSlots slots of `scratch`.
+  // Every reduction in order; each has its own kSlots slots of `scratch`. Before reduction S, the shared
+  // terms of level S (S > 0: those that read the reductions before it).
+  template <int S, int kPacks, int kSlots, class Across, bool kKeep>
+  static __device__ __forceinline__ void step_held(const pack_t (&row)[kColumns][kPacks], acc_t* r, acc_t* kept,
+                                                   acc_t* kept_scale, acc_t* shared, acc_t* scratch, int threads, int first,
+                                                   int limit, int64_t cols, const Same<I, scalar_t>*... in) {
+    if constexpr (S > 0) {
+      share_held<S>(shared, row, r, threads, first, limit, in...);
+    }
+    reduce_held<S, kPacks, kSlots, Across, kKeep>(row, r, kept, kept_scale, shared, scratch + S * kSlots, threads, first,
+                                                  limit, cols, in...);
+  }
   template <int kPacks, int kSlots, class Across = InBlock, bool kKeep = true, int... S>
   static __device__ __forceinline__ void reduce_held(std::integer_sequence<int, S...>, const pack_t (&row)[kColumns][kPacks],
-                                                     acc_t* r, acc_t* kept, acc_t* kept_scale, const acc_t* shared,
+                                                     acc_t* r, acc_t* kept, acc_t* kept_scale, acc_t* shared,
                                                      acc_t* scratch, int threads, int first, int limit, int64_t cols,
                                                      const Same<I, scalar_t>*... in) {
-    (reduce_held<S, kPacks, kSlots, Across, kKeep>(row, r, kept, kept_scale, shared, scratch + S * kSlots, threads, first, limit, cols, in...), ...);
+    (step_held<S, kPacks, kSlots, Across, kKeep>(row, r, kept, kept_scale, shared, scratch, threads, first, limit, cols, in...), ...);
   }
 
   // Reduction S of a row read from memory: a loop over the row, then row_reduce.
@@ -756,7 +869,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         acc_t v[kValues];
-        loaded_values<S>(v, packs, k);
+        loaded_values<S>(v, packs, k, r);
         acc = Reduce::combine(acc, arg<S>(v, r));
       }
     }
@@ -798,7 +911,7 @@ __device__ __forceinline__ void held_row(const Same<I, scalar_t>* __restrict__..
 
   // ---- the shared terms: once per element, kept in registers for every step that reads them ----
   acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
-  Step::share_held(shared, row_v, threads, first, limit, in...);
+  Step::template share_held<0>(shared, row_v, nullptr, threads, first, limit, in...);
 
   // ---- the reductions, in order ----
   acc_t r[Op::kReductions];
@@ -937,7 +1050,7 @@ long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restri
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
       acc_t v[Step::kValues];
-      Step::template loaded_values<Step::kOutput>(v, packs, k);
+      Step::template loaded_values<Step::kOutput>(v, packs, k, r);
       acc_t kept = acc_t(0);
       if constexpr (Op::kKept >= 0) {
         kept = Step::template arg<Op::kKept>(v, r);
@@ -1320,14 +1433,16 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
     const int64_t row_base = row * cols;
     pack_t row_v[Step::kColumns][kPacks];
     Step::hold_row(row_v, row_base, threads, first, limit, in...);
-    // The shared terms (GradOp::kShared), once per element, kept for every step that reads them.
-    acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
-    Step::share_held(shared, row_v, threads, first, limit, in...);
     acc_t r[Op::kReductions + 1];
     r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
+    // The shared terms (GradOp::kShared), once per element, kept for every step that reads them: those of
+    // level 0 now, the others before the first step that may read them (reduce_held; the gradients).
+    acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
+    Step::template share_held<0>(shared, row_v, r, threads, first, limit, in...);
     acc_t unused[1];
     Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused, shared,
                                                &scratch[0][0], threads, first, limit, cols, in...);
+    Step::template share_held<Op::kReductions>(shared, row_v, r, threads, first, limit, in...);
 #pragma unroll
     for (int p = 0; p < kPacks; ++p) {
       const int col = p * threads * kVec + first;
@@ -1411,7 +1526,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         acc_t v[Step::kValues];
-        Step::template loaded_values<Step::kOutput>(v, packs, k);
+        Step::template loaded_values<Step::kOutput>(v, packs, k, r);
         acc_t d[Step::kColumns - 1];
         Op::template grads<acc_t>(v, r, d);
 #pragma unroll

@@ -46,11 +46,23 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
   }
 
   // The op's shared terms at one element (Op::kShared: per-element values several steps read), after
-  // the columns' values in v. The loop computes them in every step that may read them; the CUDA
-  // register kernel computes them once.
-  static void share(acc_t* v) {
-    if constexpr (Op::kShared > 0) {
+  // the columns' values in v: those step S may read, of level S or below (opmath::SharedLevels: a term of
+  // level L reads reductions 0 to L - 1, in r). The loop computes them in every step that may read them;
+  // the CUDA register kernel computes each once.
+  template <int S>
+  static void share(acc_t* v, const acc_t* r) {
+    share_levels<S>(std::make_integer_sequence<int, opmath::SharedLevels<Op>::kCount>{}, v, r);
+  }
+  template <int S, int... L>
+  static void share_levels(std::integer_sequence<int, L...>, acc_t* v, const acc_t* r) {
+    (share_level<S, L>(v, r), ...);
+  }
+  template <int S, int L>
+  static void share_level(acc_t* v, const acc_t* r) {
+    if constexpr (Op::kShared > 0 && L == 0) {
       Op::share(v);
+    } else if constexpr (Op::kShared > 0 && L <= S) {
+      Op::template share_level<L, acc_t>(v, r);
     }
   }
 
@@ -64,7 +76,7 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
     }
     for (int64_t col = 0; col < cols; ++col) {
       acc_t v[kValues] = {value<I>(in, row, base, col, cols)...};
-      share(v);
+      share<S>(v, r);
       acc_t& slot = part[col % kLanes];
       slot = Reduce::combine(slot, Op::template arg<S>(v, r));
     }
@@ -90,7 +102,7 @@ struct CpuRows<Op, scalar_t, std::index_sequence<I...>> {
       // The output; it computes the kept argument (Op::kKept) again, where the CUDA kernel keeps it.
       for (int64_t col = 0; col < cols; ++col) {
         acc_t v[kValues] = {value<I>(in, row, base, col, cols)...};
-        share(v);
+        share<Op::kReductions>(v, r);
         acc_t kept = acc_t(0);
         if constexpr (Op::kKept >= 0) {
           kept = Op::template arg<Op::kKept>(v, r);
@@ -126,7 +138,7 @@ struct CpuGradRows<Op, scalar_t, std::index_sequence<I...>> {
       for (int64_t col = 0; col < cols; ++col) {
         acc_t d[Rows::kColumns - 1];
         acc_t v[Rows::kValues] = {Rows::template value<I>(in, row, row_base, col, cols)...};
-        Rows::share(v);
+        Rows::template share<Op::kReductions>(v, r);
         Op::template grads<acc_t>(v, r, d);
         for (int j = 0; j < kInputGrads; ++j) {
           if (grads[j] != nullptr) {

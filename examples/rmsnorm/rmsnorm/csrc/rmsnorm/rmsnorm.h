@@ -124,8 +124,8 @@ struct GradOp {
   static constexpr int kReductions = kGradReductions;
   template <typename scalar_t>
   using math_t = opmath::opmath_type<scalar_t>;
-  // The gradients are evaluated in math_t everywhere: a mask [f == max(f)] computes f again in
-  // OPMATH_FN code, and must see the bits its reduction saw.
+  // The gradients are evaluated in math_t everywhere: the CPU loop and the multi-pass kernel compute a
+  // mask's term (f of [f == max(f)]) again in each step, and each copy must see the bits the reduction saw.
   static constexpr bool kFastMath = false;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>>;
