@@ -339,6 +339,42 @@ def test_steps_of_several_trees_share_terms_and_leave_comparisons_whole():
     assert share_steps([(term, BinOp("*", term, term)), (Var("x"),)]) == ((), [(term, BinOp("*", term, term)), (Var("x"),)])
 
 
+def test_terms_that_read_per_row_values_have_a_level():
+    """With rows=N, share_steps may make a term of a subtree that reads the first N reductions' per-row values
+    (not the row length after them, RowRef(N)); level() says when such a term can be computed: one past the
+    last reduction it reads, or an earlier term's level if higher. Without rows, none is made."""
+    from kernelgen.nodes import BinOp, Call, RowRef, Var
+    from kernelgen.rowplan import level, share_steps, steps_cost
+
+    term = Call("sin", (BinOp("-", Var("x"), RowRef(1)),))
+    steps = [(Var("x"),), (BinOp("*", Var("x"), Var("x")),), (term,), (BinOp("*", Var("g"), term),)]
+    assert share_steps(steps) == ((), steps)
+    terms, rewritten = share_steps(steps, rows=2)
+    assert terms == (term,) and rewritten[2] == (Var("_s0"),) and rewritten[3] == (BinOp("*", Var("g"), Var("_s0")),)
+    assert level(term) == 2 and level(Var("x")) == 0 and level(BinOp("+", RowRef(0), RowRef(3))) == 4
+    assert level(BinOp("*", Var("_s0"), Var("x")), [2]) == 2 and level(BinOp("*", Var("_s1"), RowRef(0)), [0, 3]) == 3
+    length = Call("sin", (BinOp("-", Var("x"), RowRef(2)),))  # RowRef(2): the row length of a 2-reduction backward
+    assert share_steps([(length,), (BinOp("*", Var("g"), length),)], rows=2)[0] == ()
+    # a subterm repeated within one step counts once
+    assert steps_cost([(term, term)]) == steps_cost([(term,)]) < steps_cost([(term,), (term,)])
+
+
+def test_a_light_backward_keeps_its_per_row_terms_in_each_step(tmp_path):
+    """A softmax's backward reads exp(x - max(x)) in two reductions and its gradient, but is bound by memory:
+    its terms read no per-row value (rowplan.LEVEL_MIN_COST), and the exp is computed in each step, which
+    costs no registers."""
+    from kernelgen import rowplan
+    from kernelgen.render import generate
+    from kernelgen.spec import OpSpec, PackageSpec
+
+    spec = OpSpec.create("sm", kind="rowwise", inputs="x", expr="exp(x - max(x)) / sum(exp(x - max(x)))")
+    root = generate(PackageSpec.for_new_op(spec), tmp_path)
+    header = (root / "sm" / "csrc" / "sm" / "sm.h").read_text().split("---- the backward")[1]
+    assert "kShareLevels" not in header and "kGradShared" not in header
+    assert header.count("opmath::exp(x - _r[0])") == 3
+    assert rowplan.LEVEL_MIN_COST > 58  # its steps' cost
+
+
 def test_a_weight_named_like_a_template_local_is_mapped_not_refused():
     spec = OpSpec.create("scaled", kind="rowwise", inputs="x", weights="base", expr="x * base / sum(x)")
     assert spec.weights == ("base",) and spec.identifiers("scaled")["base"] == "base_arg"
