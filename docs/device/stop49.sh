@@ -10,6 +10,9 @@
 #                                      # then ours, compile and the backward alone (--against compile), HALF=1|2
 #   bash docs/device/stop49.sh tests   # the suites (4 side by side: seven at once ran an H100 out of memory in
 #                                      # stop 48), memcheck and racecheck of the backward
+# Ran in stop 49 (version 21): build, bwd HALF=1 and HALF=2, tests HALF=1 (docs/results/stop49). Not run yet:
+# tests HALF=2 (its ops that version 22 changes passed in stop49c.sh), and the whole draw under version 22:
+# generate .device/s48 again with the committed generator and run the same phases.
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
