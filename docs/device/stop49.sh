@@ -49,7 +49,11 @@ case ${1:-build} in
     build_pkg
     echo "${OPS//,/ }" | tr ' ' '\n' | timeout ${T:-400} xargs -P 4 -I{} sh -c \
       'cd '"$PKG"' && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" -k cuda > '"$W"'/test_{}.log 2>&1; echo "{}: $(tail -1 '"$W"'/test_{}.log)"' | tee "$FINAL_OUT/tests_summary_${HALF:-1}.txt"
-    cat $W/test_*.log | grep -E "^(FAILED|ERROR)|^E  " | head -60 > "$FINAL_OUT/tests_failures_${HALF:-1}.txt"
+    # Every failing test's name first (stop 49's run kept only the first failure's E lines: r11's one failing
+    # test stayed unnamed), then each log's first E lines.
+    grep -h -E "^(FAILED|ERROR)" $W/test_*.log | cut -c1-240 > "$FINAL_OUT/tests_failures_${HALF:-1}.txt"
+    for log in $W/test_*.log; do grep -m 12 "^E  " "$log" | sed "s|^|$(basename "$log" .log): |"; done \
+      | cut -c1-240 >> "$FINAL_OUT/tests_failures_${HALF:-1}.txt"
     for tool in memcheck racecheck; do
       timeout ${TS:-150} compute-sanitizer --tool $tool python3 docs/device/sanitize_backward.py $PKG --ops ${SAN:-r00,r01,r10,r12} \
         --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|RAISED|MISS|Error" | head -8 | sed "s/^/$tool: /"
