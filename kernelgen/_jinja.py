@@ -80,7 +80,10 @@ from .nodes import Num, RowRef, Var
 #:    costly per-element term several of its steps read is computed once per element and kept in registers.
 #: 22: the backward's shared terms may read per-row values (a term's level: computed once the reductions
 #:    it reads are known), and every masked max's or min's argument is such a term (no mask calls a function).
-TEMPLATE_VERSION = "22"
+#: 23: the rowwise CUDA backward has a cluster build (grad_cluster_rows_kernel): a row split over the blocks
+#:    of a thread-block cluster, for rows whose one-block build needs 1024 threads and spills, or that no
+#:    block holds.
+TEMPLATE_VERSION = "23"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package  # noqa: E402
 
-ROWWISE_SHAPES = [(7, 33), (5, 1000), (3, 4096), (2, 16384), (2, 16400), (9000, 64), (600, 16400), (4, 4099)]
+ROWWISE_SHAPES = [(7, 33), (5, 1000), (3, 4096), (2, 16384), (2, 16400), (9000, 64), (600, 16400), (4, 4099), (2, 65536)]
 ELEMENTWISE_SHAPES = [(1,), (255,), (4097,), (1000003,)]
 
 
@@ -31,6 +32,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("package", type=Path)
     parser.add_argument("--ops", default="")
     parser.add_argument("--dtypes", default="float32,float16,bfloat16,float64")
+    parser.add_argument("--kernels", action="store_true",
+                        help="list the backward kernels each op launched (torch.profiler), so that a run under the "
+                             "sanitizer shows which launch paths it covered")
     args = parser.parse_args(argv)
 
     import torch
@@ -39,6 +43,10 @@ def main(argv: list[str] | None = None) -> None:
     module_name = package.__name__
     wanted = [name for name in args.ops.split(",") if name] or list(kinds)
     calls = 0
+    profiler = None
+    if args.kernels:
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        profiler.__enter__()
     for name in wanted:
         module = importlib.import_module(f"{module_name}.ops.{name}")
         if not hasattr(module, "_backward_vjp"):
@@ -64,6 +72,16 @@ def main(argv: list[str] | None = None) -> None:
         torch.cuda.synchronize()
         print(f"{name}: backward calls done", flush=True)
     print(f"{calls} backward calls", flush=True)
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+        launched: dict[str, int] = {}
+        for event in profiler.events():
+            match = re.search(r"\b(grad_\w*kernel)<\s*(\w+)::GradOp,\s*([\w:]+)", event.name)
+            if match:
+                key = f"{match.group(2)} {match.group(3).split('::')[-1]} {match.group(1)}"
+                launched[key] = launched.get(key, 0) + 1
+        for key in sorted(launched):
+            print(f"launched: {key} x{launched[key]}", flush=True)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,13 @@
 # Ran in stop 49 (version 21): build, bwd HALF=1 and HALF=2, tests HALF=1 (docs/results/stop49). Not run yet:
 # tests HALF=2 (its ops that version 22 changes passed in stop49c.sh), and the whole draw under version 22:
 # generate .device/s48 again with the committed generator and run the same phases.
+# Stop 50 runs the same phases on a fresh draw, seed 50 in template version 23: S=s50 (the package under .device/$S).
 set -uo pipefail
+S=${S:-s48}
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
-W=/tmp/kg49; mkdir -p $W; [ -d $W/s48 ] || cp -r .device/s48 $W/s48
-PKG=$W/s48/rsweep-ops
+W=/tmp/kg49_$S; mkdir -p $W; [ -d $W/$S ] || cp -r .device/$S $W/$S
+PKG=$W/$S/rsweep-ops
 ALL=$(cd $PKG/tests && ls test_*.py | sed 's/^test_//; s/\.py$//' | tr '\n' ',' | sed 's/,$//')
 FIRST=$(echo $ALL | cut -d, -f1-20); SECOND=$(echo $ALL | cut -d, -f21-)
 OPS=${OPS:-$([ "${HALF:-1}" = 1 ] && echo $FIRST || echo $SECOND)}
@@ -25,7 +27,7 @@ OPS=${OPS:-$([ "${HALF:-1}" = 1 ] && echo $FIRST || echo $SECOND)}
 build_pkg() {
   ls "$PKG"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
   RSWEEP_PKG=$PKG MAX_JOBS=16 OUT=$W/out_build bash docs/device/rowwise_sweep.sh build
-  cp $W/out_build/rsweep_build.log.gz "$FINAL_OUT/build_s48.log.gz" 2>/dev/null
+  cp $W/out_build/rsweep_build.log.gz "$FINAL_OUT/build_$S.log.gz" 2>/dev/null
 }
 
 nvidia-smi --query-gpu=name --format=csv,noheader
@@ -42,9 +44,9 @@ case ${1:-build} in
     wait; echo "prewarm in $(( $(date +%s) - t )) s: $(grep -h '^prewarmed' $W/prewarm_*.log | tr '\n' ' ')"
     grep -h -m3 -E "Error|error" $W/prewarm_*.log | head -5
     timeout ${T:-480} python3 docs/device/backward_bench.py $PKG --ops "$OPS" --dtypes ${DTYPES:-float32,float16,bfloat16} \
-      --cols ${COLS:-1024,4096,16384} --rounds ${ROUNDS:-2} --against compile --json "$FINAL_OUT/bwd_s48_${HALF:-1}.json" \
-      > "$FINAL_OUT/bwd_s48_${HALF:-1}.txt" 2>&1
-    echo "bwd rc=$? in $(( $(date +%s) - t )) s"; sed -n '/^dtype /,$p' "$FINAL_OUT/bwd_s48_${HALF:-1}.txt" ;;
+      --cols ${COLS:-1024,4096,16384} --rounds ${ROUNDS:-2} --against compile --json "$FINAL_OUT/bwd_${S}_${HALF:-1}.json" \
+      > "$FINAL_OUT/bwd_${S}_${HALF:-1}.txt" 2>&1
+    echo "bwd rc=$? in $(( $(date +%s) - t )) s"; sed -n '/^dtype /,$p' "$FINAL_OUT/bwd_${S}_${HALF:-1}.txt" ;;
   tests)
     build_pkg
     echo "${OPS//,/ }" | tr ' ' '\n' | timeout ${T:-400} xargs -P 4 -I{} sh -c \

@@ -1090,8 +1090,8 @@ using Known = std::atomic<int>[kDevices];
 // Whether ptxas made kernel `a` take at least `by` bytes more local memory a thread than kernel `b`
 // (cudaFuncGetAttributes' localSizeBytes: registers spilled, and the stack): the launches compare two builds
 // of one kernel with it. Asked once per device; the answer is kept in `known`.
-template <class Kernel>
-bool spills_more(Kernel a, Kernel b, int by, Known& known) {
+template <class KernelA, class KernelB>
+bool spills_more(KernelA a, KernelB b, int by, Known& known) {
   int device = 0;
   STD_CUDA_CHECK(cudaGetDevice(&device));
   if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
@@ -1399,6 +1399,93 @@ struct GradOutputs {
 // threads of a warp touch 32 consecutive words (no bank conflicts).
 extern __shared__ __align__(16) unsigned char grad_sums_memory[];
 
+// One row's gradients, held in registers (grad_rows_kernel, grad_cluster_rows_kernel): the row (or a cluster
+// block's slice of it: every pointer in `in` moved to the slice's first column, `start` its offset in the
+// row, `limit` its length) is loaded, the shared terms and the reductions computed (Across completes each
+// reduction over the cluster where blocks share the row), then every column's gradient per element: the
+// inputs' are stored, and each weight's contribution is added to this thread's running sums (`sums`,
+// [weight][element][thread] over the block's `block_threads` threads; kSums 0: none kept).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kSlots, class Across, int kSums, std::size_t... I>
+__device__ __forceinline__ void grad_held_row(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out,
+                                              int64_t row_base, int64_t start, int limit, int64_t cols, int threads,
+                                              typename Op::template math_t<scalar_t>* scratch,
+                                              typename Op::template math_t<scalar_t>* sums, int me, int block_threads) {
+  using Step = Steps<Op, scalar_t, kVec>;
+  using acc_t = typename Step::acc_t;
+  using pack_t = typename Step::pack_t;
+  constexpr int kPacks = kPerThread / kVec;
+  constexpr int kInputGrads = Op::kInputs - 1;
+  const int first = static_cast<int>(threadIdx.x) * kVec;
+  pack_t row_v[Step::kColumns][kPacks];
+  Step::hold_row(row_v, row_base, threads, first, limit, in...);
+  acc_t r[Op::kReductions + 1];
+  r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
+  // The shared terms (GradOp::kShared), once per element, kept for every step that reads them: those of
+  // level 0 now, the others before the first step that may read them (reduce_held; the gradients).
+  acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
+  Step::template share_held<0>(shared, row_v, r, threads, first, limit, in...);
+  acc_t unused[1];
+  Step::template reduce_held<kPacks, kSlots, Across>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused,
+                                                     shared, scratch, threads, first, limit, cols, in...);
+  Step::template share_held<Op::kReductions>(shared, row_v, r, threads, first, limit, in...);
+#pragma unroll
+  for (int p = 0; p < kPacks; ++p) {
+    const int col = p * threads * kVec + first;
+    if (col < limit) {
+      pack_t weight_packs[Step::kColumns];
+      Step::template load_weights<Step::kOutput>(weight_packs, col, in...);
+      pack_t result[kInputGrads];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        acc_t v[Step::kValues];
+        Step::template held_values<Step::kOutput>(v, row_v, weight_packs, p, k);
+        Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
+        acc_t d[Step::kColumns - 1];
+        Op::template grads<acc_t>(v, r, d);
+#pragma unroll
+        for (int j = 0; j < kInputGrads; ++j) {
+          result[j].v[k] = static_cast<scalar_t>(d[j]);
+        }
+#pragma unroll
+        for (int j = 0; j < kSums; ++j) {
+          sums[(j * kPerThread + p * kVec + k) * block_threads + me] += d[kInputGrads + j];
+        }
+      }
+#pragma unroll
+      for (int j = 0; j < kInputGrads; ++j) {
+        if (out.input[j] != nullptr) {
+          *reinterpret_cast<pack_t*>(out.input[j] + start + row_base + col) = result[j];
+        }
+      }
+    }
+  }
+}
+
+// Writes a block's running sums (grad_held_row) to row `slot` of each asked-for weight's partial sums,
+// at the block's columns (its slice from `start`, `limit` long).
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kSums>
+__device__ __forceinline__ void write_sums(GradOutputs<Op, scalar_t> out, const typename Op::template math_t<scalar_t>* sums,
+                                           int64_t slot, int64_t start, int limit, int64_t cols, int threads, int me,
+                                           int block_threads) {
+  constexpr int kPacks = kPerThread / kVec;
+  const int first = static_cast<int>(threadIdx.x) * kVec;
+#pragma unroll
+  for (int j = 0; j < kSums; ++j) {
+    if (out.weight[j] != nullptr) {
+#pragma unroll
+      for (int p = 0; p < kPacks; ++p) {
+        const int col = p * threads * kVec + first;
+        if (col < limit) {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) {
+            out.weight[j][slot * cols + start + col + k] = sums[(j * kPerThread + p * kVec + k) * block_threads + me];
+          }
+        }
+      }
+    }
+  }
+}
+
 // The backward over rows held in registers (as rows_kernel); each row slot takes rows slot, slot +
 // gridDim.x * blockDim.y, ... and, with kWeightGrads, sums the weights' contributions over them.
 // kMinBlocks: the blocks of kBlockThreads an SM must hold at once, which caps the registers a thread
@@ -1408,16 +1495,11 @@ template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, i
           bool kWeightGrads, std::size_t... I>
 __global__ void __launch_bounds__(kBlockThreads, kMinBlocks)
 grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows, int64_t cols) {
-  using Step = Steps<Op, scalar_t, kVec>;
-  using acc_t = typename Step::acc_t;
-  using pack_t = typename Step::pack_t;
-  constexpr int kPacks = kPerThread / kVec;
+  using acc_t = typename Op::template math_t<scalar_t>;
   constexpr int kSlots = kBlockThreads / kWarp;
-  constexpr int kInputGrads = Op::kInputs - 1;
   constexpr int kSums = kWeightGrads ? Op::kWeights : 0;
   __shared__ acc_t scratch[Op::kReductions > 0 ? Op::kReductions : 1][kSlots];
   const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
-  const int first = static_cast<int>(threadIdx.x) * kVec;
   acc_t* const sums = reinterpret_cast<acc_t*>(grad_sums_memory);
   const int block_threads = static_cast<int>(blockDim.x * blockDim.y);
   const int me = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
@@ -1429,73 +1511,65 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
   // `top` is the block's first row: the same for all its threads, so that all take every barrier.
   for (int64_t top = static_cast<int64_t>(blockIdx.x) * blockDim.y; top < rows; top += stride) {
     const int64_t row = top + threadIdx.y;
-    const int limit = row < rows ? static_cast<int>(cols) : 0;
-    const int64_t row_base = row * cols;
-    pack_t row_v[Step::kColumns][kPacks];
-    Step::hold_row(row_v, row_base, threads, first, limit, in...);
-    acc_t r[Op::kReductions + 1];
-    r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
-    // The shared terms (GradOp::kShared), once per element, kept for every step that reads them: those of
-    // level 0 now, the others before the first step that may read them (reduce_held; the gradients).
-    acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
-    Step::template share_held<0>(shared, row_v, r, threads, first, limit, in...);
-    acc_t unused[1];
-    Step::template reduce_held<kPacks, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused, shared,
-                                               &scratch[0][0], threads, first, limit, cols, in...);
-    Step::template share_held<Op::kReductions>(shared, row_v, r, threads, first, limit, in...);
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int col = p * threads * kVec + first;
-      if (col < limit) {
-        pack_t weight_packs[Step::kColumns];
-        Step::template load_weights<Step::kOutput>(weight_packs, col, in...);
-        pack_t result[kInputGrads];
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          acc_t v[Step::kValues];
-          Step::template held_values<Step::kOutput>(v, row_v, weight_packs, p, k);
-          Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
-          acc_t d[Step::kColumns - 1];
-          Op::template grads<acc_t>(v, r, d);
-#pragma unroll
-          for (int j = 0; j < kInputGrads; ++j) {
-            result[j].v[k] = static_cast<scalar_t>(d[j]);
-          }
-#pragma unroll
-          for (int j = 0; j < kSums; ++j) {
-            sums[(j * kPerThread + p * kVec + k) * block_threads + me] += d[kInputGrads + j];
-          }
-        }
-#pragma unroll
-        for (int j = 0; j < kInputGrads; ++j) {
-          if (out.input[j] != nullptr) {
-            *reinterpret_cast<pack_t*>(out.input[j] + row_base + col) = result[j];
-          }
-        }
-      }
-    }
+    grad_held_row<Op, scalar_t, kVec, kPerThread, kSlots, InBlock, kSums, I...>(
+        in..., out, row * cols, 0, row < rows ? static_cast<int>(cols) : 0, cols, threads, &scratch[0][0], sums, me, block_threads);
     if (threads > kWarp) {
       __syncthreads();  // the next row's reductions reuse `scratch`, which slower warps may still be reading
     }
   }
-  if constexpr (kSums > 0) {
-    const int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  const int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
+  write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, 0, static_cast<int>(cols), cols, threads, me, block_threads);
+}
+
+// The backward over rows split across a thread-block cluster (sm_90 and later; GradLaunch takes it where
+// one block holds the row only in kWideThreads threads whose build spills, or not at all). Block `rank` of
+// a cluster holds columns [rank * chunk, rank * chunk + chunk) of the row in registers, as
+// grad_rows_kernel holds a row, and every reduction is completed across the cluster (InCluster). Cluster c
+// takes rows c, c + clusters, ...: each block keeps the running sums of its own columns, and writes them to
+// row c of the partial sums, so that the slots are the clusters. Every element is read once and each
+// gradient written once, where the multi-pass kernel reads the row once per reduction and again for the
+// gradients, and each thread holds kPerThread elements at up to 128 registers (one 512-thread block an SM),
+// where the 1024-thread build of grad_rows_kernel has 64 and spills a heavy derivative.
+// The slots of `scratch` alternate between rows (two sets): a block writes a reduction's slot again two
+// rows later, after a cluster barrier of the row between that every block passes only once it has read
+// the slot's last value. (Every GradOp has a reduction: GradLaunch takes this kernel only then.)
+template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, bool kWeightGrads, std::size_t... I>
+__global__ void __launch_bounds__(kMaxThreads, 1)
+grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows, int64_t cols,
+                         int chunk) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  namespace cg = cooperative_groups;
+  using acc_t = typename Op::template math_t<scalar_t>;
+  constexpr int kSlots = kMaxThreads / kWarp + 2;  // row_reduce's, then InCluster's
+  constexpr int kSums = kWeightGrads ? Op::kWeights : 0;
+  constexpr int kReductions = Op::kReductions > 0 ? Op::kReductions : 1;
+  __shared__ acc_t scratch[2][kReductions][kSlots];
+  const cg::cluster_group cluster = cg::this_cluster();
+  const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
+  const int64_t clusters = gridDim.x / cluster.num_blocks();
+  const int64_t slot = blockIdx.x / cluster.num_blocks();
+  const int64_t start = static_cast<int64_t>(cluster.block_rank()) * chunk;
+  // (No std::min/max in device code: the oldest supported torch builds without --expt-relaxed-constexpr.)
+  const int64_t left = cols - start;
+  const int limit = static_cast<int>(left <= 0 ? 0 : (left < chunk ? left : chunk));
+  acc_t* const sums = reinterpret_cast<acc_t*>(grad_sums_memory);
+  const int me = static_cast<int>(threadIdx.x);
 #pragma unroll
-    for (int j = 0; j < kSums; ++j) {
-      if (out.weight[j] != nullptr) {
-#pragma unroll
-        for (int p = 0; p < kPacks; ++p) {
-          const int col = p * threads * kVec + first;
-          if (col < cols) {
-#pragma unroll
-            for (int k = 0; k < kVec; ++k) {
-              out.weight[j][slot * cols + col + k] = sums[(j * kPerThread + p * kVec + k) * block_threads + me];
-            }
-          }
-        }
-      }
-    }
+  for (int e = 0; e < kSums * kPerThread; ++e) {
+    sums[e * kMaxThreads + me] = acc_t(0);
   }
+  int parity = 0;
+  for (int64_t row = slot; row < rows; row += clusters) {
+    grad_held_row<Op, scalar_t, kVec, kPerThread, kSlots, InCluster, kSums, I...>(
+        (in + start)..., out, row * cols, start, limit, cols, threads, &scratch[parity][0][0], sums, me, kMaxThreads);
+    parity ^= 1;
+  }
+  write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, start, limit, cols, threads, me, kMaxThreads);
+  // No block exits while another may still read its slots.
+  cluster.sync();
+#else
+  __trap();  // never launched: GradLaunch takes this kernel only where the device runs its sm_90 code
+#endif
 }
 
 // The backward over rows longer than the register kernel takes (as long_rows_kernel): block b takes
@@ -1618,8 +1692,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   using acc_t = typename Op::template math_t<scalar_t>;
   static constexpr int kInputGrads = Op::kInputs - 1;
 
-  // A launch: the register kernel (threads per row, rows per block) or the multi-pass one, and the
-  // blocks; the slots (rows of each weight's partial sums) are blocks * rows per block.
+  // A launch: the register kernel (threads per row, rows per block), its cluster build (blocks a row) or
+  // the multi-pass one, and the blocks (for the cluster build, the clusters); the slots (rows of each
+  // weight's partial sums) are blocks * rows per block.
   struct Shape {
     bool long_rows;
     int threads;
@@ -1627,6 +1702,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     int64_t blocks;
     int64_t sums_bytes;  // dynamic shared memory of a register-kernel block: the weights' running sums
     bool narrow;         // the narrow variant (kNarrowPerThread elements a thread)
+    int cluster;         // the cluster build's blocks a row (grad_cluster_rows_kernel), 0 for the others
     int64_t slots() const { return blocks * rows_per_block; }
   };
   static constexpr int kVecAligned = kVectorBytes / sizeof(scalar_t);
@@ -1719,11 +1795,98 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // kWideThreads / kWarp slots). A block's static and dynamic shared memory count together against the
   // limit: 48 KiB of running sums (three weights at 32 elements a thread, 128 threads) in a block that also
   // holds the scratch fails to launch unless the kernel asks for more.
-  static constexpr int64_t kStaticBytes =
-      int64_t{Op::kReductions > 0 ? Op::kReductions : 1} * (kWideThreads / kWarp) * static_cast<int64_t>(sizeof(acc_t));
+  // (Or the cluster build's: two sets of kMaxThreads / kWarp + 2 slots.)
+  static constexpr int64_t kStaticBytes = int64_t{Op::kReductions > 0 ? Op::kReductions : 1} *
+                                          std::max(kWideThreads / kWarp, 2 * (kMaxThreads / kWarp + 2)) *
+                                          static_cast<int64_t>(sizeof(acc_t));
+
+  // The cluster build (grad_cluster_rows_kernel): a row split over the blocks of a thread-block cluster,
+  // kMaxThreads threads a block at up to 128 registers a thread (one block an SM), each holding
+  // kClusterPerThread elements (the row's values in 2 * kRowRegisters, as the wide build with weights), for
+  // the rows one block holds only in kWideThreads threads where that build spills (64 registers a thread),
+  // and for rows too long for one block. Built for the 16-byte path of float32 and the 2-byte types
+  // (float64 is not a speed target, and each build adds ptxas time); misaligned rows and float64 keep the
+  // multi-pass kernel. Taken only for a backward of at most kClusterReductions reductions: each reduction
+  // waits for the cluster's other blocks (a block barrier, then a cluster barrier), and on an H100 at rows of
+  // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in
+  // the spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without
+  // weights, whose build held half the elements a thread).
+  static constexpr int kClusterReductions = 6;
+  static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) <= 4;
+  static constexpr int kClusterPerThread = per_thread<Op, scalar_t, kVecAligned, 2 * kRowRegisters>();
+  static constexpr int64_t kClusterBlockCols = int64_t{kClusterPerThread} * kMaxThreads;
+  using ClusterKernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t, int);
+  static ClusterKernel cluster_kernel() {
+    return grad_cluster_rows_kernel<Op, scalar_t, kVecAligned, kClusterPerThread, (sizeof(scalar_t) > 2 ? kMaxThreads : 0),
+                                    kWeightGrads, I...>;
+  }
+  // Per device and cluster size: the clusters the GPU holds at once, plus one (0: not asked yet).
+  using Resident = std::atomic<int64_t>[kDevices][kMaxClusterBlocks + 1];
+
+  // The clusters of `blocks` blocks of the cluster build that the GPU holds at once with their running
+  // sums: 0 where the device cannot run it (no sm_90 code in the binary, a GPU before Hopper, or no such
+  // cluster fits). Asked once per device and cluster size.
+  static int64_t resident_clusters(int blocks) {
+    static Resident known;
+    int device = 0;
+    STD_CUDA_CHECK(cudaGetDevice(&device));
+    if (device < kDevices && known[device][blocks].load(std::memory_order_relaxed) != 0) {
+      return known[device][blocks].load(std::memory_order_relaxed) - 1;
+    }
+    const ClusterKernel kernel = cluster_kernel();
+    cudaFuncAttributes attributes{};
+    STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+    int clusters = 0;
+    const int64_t bytes = sums_bytes(kMaxThreads, kClusterPerThread);
+    if (attributes.ptxVersion >= 90 && bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
+      if (blocks > kPortableClusterBlocks) {  // past the portable size a kernel must opt in
+        STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+      }
+      allow_shared(kernel, bytes);
+      cudaLaunchAttribute attribute{};
+      cudaLaunchConfig_t config = cluster_launch(1, blocks, nullptr, attribute);
+      config.dynamicSmemBytes = static_cast<size_t>(bytes);
+      STD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+    }
+    if (device < kDevices) {
+      known[device][blocks].store(int64_t{clusters} + 1, std::memory_order_relaxed);
+    }
+    return clusters;
+  }
+
+  // The cluster build's launch for `rows` rows of `cols`, or none (cluster 0) where the row takes more than
+  // kMaxClusterBlocks blocks or the device cannot run it. With weights the clusters fill the GPU once, as the
+  // register kernel's blocks do; without, one cluster a row.
+  static Shape cluster_shape(int64_t rows, int64_t cols) {
+    if constexpr (kHasCluster) {
+      const int64_t blocks = (cols + kClusterBlockCols - 1) / kClusterBlockCols;
+      if (blocks >= 2 && blocks <= kMaxClusterBlocks) {
+        const int64_t resident = resident_clusters(static_cast<int>(blocks));
+        if (resident > 0) {
+          const int64_t clusters = std::min(rows, kWeightGrads ? resident : kMaxBlocks / blocks);
+          return {false, kMaxThreads, 1, std::max<int64_t>(1, clusters), sums_bytes(kMaxThreads, kClusterPerThread), false,
+                  static_cast<int>(blocks)};
+        }
+      }
+    }
+    return {true, kMaxThreads, 1, 0, 0, false, 0};
+  }
+
+  // Whether rows of `cols`, which one block holds in kWideThreads threads, take the cluster build instead:
+  // where the wide build spills more than the cluster build (by any amount: at 64 registers a thread a heavy
+  // derivative's spills are stored and loaded again at every element of every row). Asked once per device.
+  static bool cluster_over_wide(int64_t cols) {
+    if constexpr (kHasCluster) {
+      static Known known;
+      return spills_more(rows_kernel_for<kVecAligned>(kWideThreads, false), cluster_kernel(), 1, known) &&
+             cluster_shape(1, cols).cluster > 0;
+    }
+    return false;
+  }
 
   // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB in all a kernel must ask).
-  static void allow_shared(Kernel kernel, int64_t bytes) {
+  template <class AnyKernel>
+  static void allow_shared(AnyKernel kernel, int64_t bytes) {
     if (bytes + kStaticBytes > kDefaultSharedBytes) {
       STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     }
@@ -1742,6 +1905,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       const int per_thread = narrow ? kNarrowPerThread : kPerThread;
       const int rows_per_block = std::max(1, kRowBlockThreads / threads);
       const int64_t bytes = sums_bytes(int64_t{threads} * rows_per_block, per_thread);
+      if (threads > kMaxThreads && cluster_over_wide(cols)) {
+        return cluster_shape(rows, cols);
+      }
       if (bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
         const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
         int64_t blocks = kMaxBlocks;
@@ -1753,11 +1919,36 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
                                                                        static_cast<size_t>(bytes)));
           blocks = sms * std::max(1, per_sm);
         }
-        return {false, threads, rows_per_block, std::max<int64_t>(1, std::min(needed, blocks)), bytes, narrow};
+        return {false, threads, rows_per_block, std::max<int64_t>(1, std::min(needed, blocks)), bytes, narrow, 0};
       }
     }
+    const Shape cluster = cluster_shape(rows, cols);
+    if (cluster.cluster > 0) {
+      return cluster;
+    }
     const int64_t blocks = kWeightGrads ? sms * (kThreadsPerSM / kMaxThreads) : kMaxBlocks;
-    return {true, kMaxThreads, 1, std::min(rows, blocks), 0, false};
+    return {true, kMaxThreads, 1, std::min(rows, blocks), 0, false, 0};
+  }
+
+  // The cluster build's launch (shape `s`). Returns false, launching nothing, where the launch reports that
+  // the cluster does not fit after all (compute-sanitizer's instrumented kernels take more registers, for
+  // one): the error is cleared, and the multi-pass kernel takes these rows in as many slots.
+  static bool launch_cluster(const Shape& s, const Same<I, scalar_t>*... in, const GradOutputs<Op, scalar_t>& out, int64_t rows,
+                             int64_t cols, cudaStream_t stream) {
+    const ClusterKernel kernel = cluster_kernel();
+    allow_shared(kernel, s.sums_bytes);
+    const int chunk = static_cast<int>(cluster_chunk(cols, s.cluster, kVecAligned));
+    cudaLaunchAttribute attribute{};
+    cudaLaunchConfig_t config = cluster_launch(s.blocks, s.cluster, stream, attribute);
+    config.dynamicSmemBytes = static_cast<size_t>(s.sums_bytes);
+    const cudaError_t status = cudaLaunchKernelEx(&config, kernel, in..., out, rows, cols, chunk);
+    if (status == cudaErrorInvalidClusterSize) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    STD_CUDA_CHECK(status);
+    STD_CUDA_KERNEL_LAUNCH_CHECK();
+    return true;
   }
 
   // The rows of each weight's buffer of partial sums (see GradOutputs).
@@ -1767,7 +1958,12 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   static void launch(const Same<I, scalar_t>*... in, const GradOutputs<Op, scalar_t>& out, int64_t rows, int64_t cols,
                      cudaStream_t stream) {
     const Shape s = shape(rows, cols);
-    if (s.long_rows || !holds<kVec>(s.threads)) {
+    if constexpr (kVec == kVecAligned && kHasCluster) {
+      if (s.cluster > 0 && launch_cluster(s, in..., out, rows, cols, stream)) {
+        return;
+      }
+    }
+    if (s.long_rows || s.cluster > 0 || !holds<kVec>(s.threads)) {
       // One block a slot: block b adds its rows' weight contributions into slot b. A shape of more than
       // kMaxThreads threads has one row a block, so its slots are its blocks, none more than the rows.
       static_assert(kRowBlockThreads <= kWideThreads, "a 1024-thread shape takes one row a block");
