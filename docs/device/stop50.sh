@@ -11,6 +11,11 @@
 #   Carry .device/ab22 and .device/ab23, generated with the ops below from seed 48's manifest:
 #     python docs/device/rowwise_sweep.py generate .device/ab23 --manifest .device/s48/rowwise_sweep.json \
 #       --only $AB --backends cuda --backward fused           (this tree; .device/ab22 the same from a worktree at eaba8d7)
+#   bash docs/device/stop50.sh s50 build|bwd|tests   # seed 50's fresh draw (version 23), stop49.sh's phases
+#   bash docs/device/stop50.sh alone                 # seed 50's suites that ran out of memory side by side, alone
+# Ran in stop 50, in this order: r11, ab1 and ab2 twice (the first with the cluster build's first version:
+# docs/results/stop50/ab_first; then as committed: docs/results/stop50/ab), s50 build (inside ab1), s50 bwd
+# (HALF=1 and 2, T=200 ROUNDS=1 PARTS=8), s50 tests (HALF=1 T=230 TS=60 SAN=r06,r10; HALF=2 T=230 TS=1), alone.
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -80,6 +85,16 @@ case ${1:-r11} in
     python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/bwd_ab22.txt" "$FINAL_OUT/bwd_ab23.txt" | tail -60
     timeout ${TR:-200} compute-sanitizer --tool racecheck python3 docs/device/sanitize_backward.py $W/ab23/rsweep-ops \
       --ops r06,softmax --dtypes bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/racecheck: /" ;;
+  alone)
+    # Seed 50's suites that ran out of GPU memory four side by side (tests phase, HALF=2), each run alone:
+    #   python docs/device/rowwise_sweep.py generate .device/s50f --manifest .device/s50/rowwise_sweep.json \
+    #     --only r14,r15,r21,r23,r24 --backends cuda --backward fused      (carry .device/s50f)
+    PKG=$W/s50f/rsweep-ops; [ -d $W/s50f ] || cp -r .device/s50f $W/s50f; build $PKG
+    for op in r14 r15 r21 r23 r24; do
+      (cd $PKG && timeout ${T:-100} python3 -m pytest -q -p no:cacheprovider -rfE tests/test_$op.py -m "not large" -k cuda \
+         > $W/alone_$op.log 2>&1; echo "$op alone: $(tail -1 $W/alone_$op.log)")
+      grep -E "^(FAILED|ERROR)" $W/alone_$op.log | cut -c1-200
+    done | tee "$FINAL_OUT/alone_summary.txt" ;;
   s50)
     # Seed 50, a fresh draw of 40 rowwise ops in template version 23, through stop49.sh's phases:
     #   python docs/device/rowwise_sweep.py generate .device/s50 --seed 50 --count 40 --backends cuda --backward fused
