@@ -15,7 +15,8 @@
 #   bash docs/device/stop50.sh alone                 # seed 50's suites that ran out of memory side by side, alone
 # Ran in stop 50, in this order: r11, ab1 and ab2 twice (the first with the cluster build's first version:
 # docs/results/stop50/ab_first; then as committed: docs/results/stop50/ab), s50 build (inside ab1), s50 bwd
-# (HALF=1 and 2, T=200 ROUNDS=1 PARTS=8), s50 tests (HALF=1 T=230 TS=60 SAN=r06,r10; HALF=2 T=230 TS=1), alone.
+# (HALF=1 and 2, T=200 ROUNDS=1 PARTS=8), s50 tests (HALF=1 T=230 TS=60 SAN=r06,r10; HALF=2 T=230 TS=1), alone,
+# example.
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -95,6 +96,18 @@ case ${1:-r11} in
          > $W/alone_$op.log 2>&1; echo "$op alone: $(tail -1 $W/alone_$op.log)")
       grep -E "^(FAILED|ERROR)" $W/alone_$op.log | cut -c1-200
     done | tee "$FINAL_OUT/alone_summary.txt" ;;
+  example)
+    # The rmsnorm example as committed (its backward kernels' code moved with grad_held_row; its forward PTX is
+    # version 22's, docs/device/ptx_identity.sh): built in place, its CUDA suite, then forward+backward against
+    # torch.compile (one round; its figures of stop 49 are in docs/results/stop49/bwd2, seed 48's rmsnorm).
+    t=$(date +%s); PKG=$W/rmsnorm; rm -rf $PKG; cp -r examples/rmsnorm $PKG
+    (cd $PKG && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext --inplace > $W/rmsnorm_build.log 2>&1
+     echo "rmsnorm build rc=$? at $(( $(date +%s) - t )) s")
+    (cd $PKG && timeout ${T:-120} python3 -m pytest -q -p no:cacheprovider -rfE tests -m "not large" -k cuda 2>&1 | tail -4)
+    echo "tests at $(( $(date +%s) - t )) s"
+    timeout ${TB:-150} python3 docs/device/backward_bench.py $PKG --dtypes float32,bfloat16 --cols 1024,4096,16384 --rounds 1 \
+      --against compile > "$FINAL_OUT/rmsnorm_bwd.txt" 2>&1; echo "bench rc=$? at $(( $(date +%s) - t )) s"
+    grep "fwd+bwd" "$FINAL_OUT/rmsnorm_bwd.txt" ;;
   s50)
     # Seed 50, a fresh draw of 40 rowwise ops in template version 23, through stop49.sh's phases:
     #   python docs/device/rowwise_sweep.py generate .device/s50 --seed 50 --count 40 --backends cuda --backward fused
