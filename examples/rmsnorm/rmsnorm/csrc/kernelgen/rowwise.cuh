@@ -1078,6 +1078,28 @@ cudaLaunchConfig_t cluster_launch(int64_t clusters, int blocks, cudaStream_t str
   return config;
 }
 
+// The clusters of `blocks` blocks of kMaxThreads threads of `kernel`, a cluster kernel, that the GPU holds at
+// once, each block with `dynamic_bytes` of dynamic shared memory (the kernel already allowed them): 0 where the
+// device does not run its sm_90 code (a binary built without 9.0 in its arch list, or a GPU before Hopper, has
+// none: the kernel's body is compiled out) or no such cluster fits. The forward's and the backward's launches
+// ask it once per device and cluster size.
+template <class Kernel>
+int max_active_clusters(Kernel kernel, int blocks, int64_t dynamic_bytes) {
+  cudaFuncAttributes attributes{};
+  STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
+  int clusters = 0;
+  if (attributes.ptxVersion >= 90) {
+    if (blocks > kPortableClusterBlocks) {  // past the portable size a kernel must opt in
+      STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    }
+    cudaLaunchAttribute attribute{};
+    cudaLaunchConfig_t config = cluster_launch(1, blocks, nullptr, attribute);
+    config.dynamicSmemBytes = static_cast<size_t>(dynamic_bytes);
+    STD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+  }
+  return clusters;
+}
+
 bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
@@ -1204,11 +1226,9 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   // What is known of one cluster kernel, per device and cluster size: 0 not asked yet, 1 fits, 2 does not.
   using Fits = std::atomic<int>[kDevices][kMaxClusterBlocks + 1];
 
-  // Whether `kernel`, a cluster kernel, runs here in clusters of `blocks` blocks of kMaxThreads: the
-  // device runs its sm_90 code (a binary built without 9.0 in its arch list, or a GPU before Hopper,
-  // has none: the kernel's body is compiled out), and the occupancy API says that at least one such
-  // cluster fits the GPU. Asked once per device and cluster size; the answer is kept in `known`, the
-  // kernel's own (kernels of one signature differ in their registers).
+  // Whether `kernel`, a cluster kernel, runs here in clusters of `blocks` blocks of kMaxThreads (at least one
+  // such cluster fits: max_active_clusters). Asked once per device and cluster size; the answer is kept in
+  // `known`, the kernel's own (kernels of one signature differ in their registers).
   template <class Kernel>
   static bool cluster_fits(Kernel kernel, int blocks, Fits& known) {
     int device = 0;
@@ -1216,17 +1236,7 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     if (device < kDevices && known[device][blocks].load(std::memory_order_relaxed) != 0) {
       return known[device][blocks].load(std::memory_order_relaxed) == 1;
     }
-    cudaFuncAttributes attributes{};
-    STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
-    int clusters = 0;
-    if (attributes.ptxVersion >= 90) {
-      if (blocks > 8) {  // past the portable size a kernel must opt in
-        STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-      }
-      cudaLaunchAttribute attribute{};
-      const cudaLaunchConfig_t config = cluster_launch(1, blocks, nullptr, attribute);
-      STD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
-    }
+    const int clusters = max_active_clusters(kernel, blocks, 0);
     if (device < kDevices) {
       known[device][blocks].store(clusters > 0 ? 1 : 2, std::memory_order_relaxed);
     }
@@ -1834,19 +1844,11 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       return known[device][blocks].load(std::memory_order_relaxed) - 1;
     }
     const ClusterKernel kernel = cluster_kernel();
-    cudaFuncAttributes attributes{};
-    STD_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
     int clusters = 0;
     const int64_t bytes = sums_bytes(kMaxThreads, kClusterPerThread);
-    if (attributes.ptxVersion >= 90 && bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
-      if (blocks > kPortableClusterBlocks) {  // past the portable size a kernel must opt in
-        STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
-      }
+    if (bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
       allow_shared(kernel, bytes);
-      cudaLaunchAttribute attribute{};
-      cudaLaunchConfig_t config = cluster_launch(1, blocks, nullptr, attribute);
-      config.dynamicSmemBytes = static_cast<size_t>(bytes);
-      STD_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &config));
+      clusters = max_active_clusters(kernel, blocks, bytes);
     }
     if (device < kDevices) {
       known[device][blocks].store(int64_t{clusters} + 1, std::memory_order_relaxed);
