@@ -83,7 +83,9 @@ from .nodes import Num, RowRef, Var
 #: 23: the rowwise CUDA backward has a cluster build (grad_cluster_rows_kernel): a row split over the blocks
 #:    of a thread-block cluster, for rows whose one-block build needs 1024 threads and spills, or that no
 #:    block holds.
-TEMPLATE_VERSION = "23"
+#: 24: the rowwise CUDA backward evaluates a float16 or bfloat16 row's derivatives in opmath::fast_float
+#:    (GradOp::kFastMath), as the forward and the elementwise and matmul backwards do.
+TEMPLATE_VERSION = "24"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

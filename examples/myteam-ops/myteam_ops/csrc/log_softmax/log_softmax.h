@@ -150,9 +150,11 @@ struct GradOp {
   static constexpr int kReductions = kGradReductions;
   template <typename scalar_t>
   using math_t = opmath::opmath_type<scalar_t>;
-  // The gradients are evaluated in math_t everywhere: the CPU loop and the multi-pass kernel compute a
-  // mask's term (f of [f == max(f)]) again in each step, and each copy must see the bits the reduction saw.
-  static constexpr bool kFastMath = false;
+  // As the forward's: the CUDA kernels evaluate the gradients of a float16 or bfloat16 row in
+  // opmath::fast_float, the CPU loop in math_t. A mask's term (f of [f == max(f)]), which the multi-pass
+  // kernel computes again in each step, takes the same instructions in each copy (exact sums and products;
+  // a division or exp gives one result for the same operands), so each copy has the bits the reduction saw.
+  static constexpr bool kFastMath = true;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>, GradReduce2<acc_t>>;
   static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1, kGradMean2};

@@ -56,9 +56,9 @@
 //                                    every term at one element in v[kColumns + k];
 //   arg<R>(v, r), out(v, kept, r)    the formula's steps: v holds the columns' values at one element
 //                                    (0 where the step reads none), then the shared terms', r the
-//                                    reductions so far.
-// and, the forward's Op only,
+//                                    reductions so far;
 //   kFastMath                        whether the 2-byte types evaluate the formula in fast_float;
+// and, the forward's Op only,
 //   kMathCost                        the formula's arithmetic at one element (cluster_start).
 // Everything here is in an anonymous namespace: each op's kernel file compiles its own copy, as if
 // written there.
@@ -465,14 +465,16 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   static __host__ __device__ constexpr int share_step(int level) { return -1 - level; }
   static constexpr int kValues = kColumns + Op::kShared;
 
-  // The type the op's formula is evaluated in. Where the op allows it (Op::kFastMath: the forward), that
-  // is opmath::kernel_math_type (../opmath.h): for float16 and bfloat16, opmath::fast_float, whose
+  // The type the op's formula is evaluated in. Where the op allows it (Op::kFastMath), that is
+  // opmath::kernel_math_type (../opmath.h): for float16 and bfloat16, opmath::fast_float, whose
   // division and exp run on the GPU's approximate instructions, as the elementwise kernel's and
   // torch.compile's do. Their errors are far below a 16-bit result's rounding, and an expression with
-  // several divisions or exps per element is otherwise bound by its arithmetic, not by memory. float32
-  // and float64, and the backward (GradOp, whose masks compare values computed in two places), evaluate
-  // in acc_t itself. The values, the reductions' sums and the per-row values stay in acc_t; only the
-  // formula's arithmetic changes type.
+  // several divisions or exps per element is otherwise bound by its arithmetic, not by memory; a
+  // backward's derivatives hold more of them than its forward. float32 and float64 evaluate in acc_t
+  // itself. The values, the reductions' sums and the per-row values stay in acc_t; only the formula's
+  // arithmetic changes type. A backward's mask [f == max(f)] still sees the bits its reduction saw: f is
+  // computed in the same type at both places, with exact sums and products (opmath::mul_rn and kin), and
+  // approximate division and exp give the same result for the same operands.
   using eval_t = std::conditional_t<Op::kFastMath, opmath::kernel_math_type<scalar_t, acc_t>, acc_t>;
   static constexpr bool kFast = !std::is_same_v<eval_t, acc_t>;
 
@@ -498,11 +500,19 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
       return Op::template out<acc_t>(v, kept, r);
     }
   }
-  // (The terms of level L > 0, a backward's, in acc_t.)
+  // (The terms of level L > 0 are a backward's: they read reductions 0 to L - 1.)
   template <int L>
   static __device__ __forceinline__ void share(acc_t (&v)[kValues], const acc_t* r) {
     if constexpr (Op::kShared > 0 && L > 0) {
-      Op::template share_level<L, acc_t>(v, r);
+      if constexpr (kFast) {
+        eval_t fv[kValues];
+        eval_t fr[Op::kReductions];
+        to_eval(fv, v, fr, r, L);
+        Op::template share_level<L, eval_t>(fv, fr);
+        from_eval(v, fv);
+      } else {
+        Op::template share_level<L, acc_t>(v, r);
+      }
     } else if constexpr (Op::kShared > 0) {
       if constexpr (kFast) {
         eval_t fv[kValues];
@@ -511,13 +521,28 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
           fv[i] = v[i];
         }
         Op::share(fv);
-#pragma unroll
-        for (int i = kColumns; i < kValues; ++i) {
-          v[i] = static_cast<acc_t>(fv[i]);
-        }
+        from_eval(v, fv);
       } else {
         Op::share(v);
       }
+    }
+  }
+  // A backward's gradients at one element (GradOp::grads): d[j] of column j + 1 (the inputs', then each
+  // weight's contribution of this row); r holds the reductions, then the row length.
+  template <int kGrads>
+  static __device__ __forceinline__ void grads(const acc_t (&v)[kValues], const acc_t* r, acc_t (&d)[kGrads]) {
+    if constexpr (kFast) {
+      eval_t fv[kValues];
+      eval_t fr[Op::kReductions + 1];
+      to_eval(fv, v, fr, r, Op::kReductions + 1);
+      eval_t fd[kGrads];
+      Op::template grads<eval_t>(fv, fr, fd);
+#pragma unroll
+      for (int j = 0; j < kGrads; ++j) {
+        d[j] = static_cast<acc_t>(fd[j]);
+      }
+    } else {
+      Op::template grads<acc_t>(v, r, d);
     }
   }
   // Every term of level S or below: the terms step S may read (the multi-pass kernel computes them where a
@@ -547,17 +572,25 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   }
   // The values and the first `reductions` per-row values in eval_t. (The copies are register renames:
   // eval_t is a float.)
+  template <int kRowValues>
   static __device__ __forceinline__ void to_eval(eval_t (&fv)[kValues], const acc_t (&v)[kValues],
-                                                 eval_t (&fr)[Op::kReductions], const acc_t* r, int reductions) {
+                                                 eval_t (&fr)[kRowValues], const acc_t* r, int reductions) {
 #pragma unroll
     for (int i = 0; i < kValues; ++i) {
       fv[i] = v[i];
     }
 #pragma unroll
-    for (int i = 0; i < Op::kReductions; ++i) {
+    for (int i = 0; i < kRowValues; ++i) {
       if (i < reductions) {
         fr[i] = r[i];
       }
+    }
+  }
+  // The shared terms back from eval_t into v (after a share step).
+  static __device__ __forceinline__ void from_eval(acc_t (&v)[kValues], const eval_t (&fv)[kValues]) {
+#pragma unroll
+    for (int i = kColumns; i < kValues; ++i) {
+      v[i] = static_cast<acc_t>(fv[i]);
     }
   }
 
@@ -1451,7 +1484,7 @@ __device__ __forceinline__ void grad_held_row(const Same<I, scalar_t>* __restric
         Step::template held_values<Step::kOutput>(v, row_v, weight_packs, p, k);
         Step::template held_shared<Step::kOutput, kPerThread>(v, shared, p, k);
         acc_t d[Step::kColumns - 1];
-        Op::template grads<acc_t>(v, r, d);
+        Step::grads(v, r, d);
 #pragma unroll
         for (int j = 0; j < kInputGrads; ++j) {
           result[j].v[k] = static_cast<scalar_t>(d[j]);
@@ -1612,7 +1645,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
         acc_t v[Step::kValues];
         Step::template loaded_values<Step::kOutput>(v, packs, k, r);
         acc_t d[Step::kColumns - 1];
-        Op::template grads<acc_t>(v, r, d);
+        Step::grads(v, r, d);
 #pragma unroll
         for (int j = 0; j < kInputGrads; ++j) {
           result[j].v[k] = static_cast<scalar_t>(d[j]);
