@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Stop 51's device time (issue 29): template version 24 (the rowwise CUDA backward's float16/bfloat16
+# derivatives in opmath::fast_float, GradOp::kFastMath) against version 23, on seed 50's 12 ops whose 2-byte
+# cells were the worst of its fresh draw (stop 50) and three light controls. Phases, from the repository root:
+#   bash docs/device/stop51.sh ab1   # both packages built side by side; version 24's backward suites (4 side by
+#                                    # side), memcheck and racecheck of its 2-byte backwards
+#   bash docs/device/stop51.sh ab2   # forward+backward and the backward alone, both packages, against torch.compile
+#   bash docs/device/stop51.sh example  # the rmsnorm example in version 24: its CUDA suite and forward+backward
+# Carry .device/ab24 and .device/ab23b, generated from seed 50's manifest with the ops below:
+#   python docs/device/rowwise_sweep.py generate .device/ab24 --manifest .device/s50/rowwise_sweep.json \
+#     --only $AB --backends cuda --backward fused        (this tree; .device/ab23b the same from a worktree at a47eaa0)
+# (.device/s50/rowwise_sweep.json: python docs/device/rowwise_sweep.py generate .device/s50 --seed 50 --count 40 ...)
+set -uo pipefail
+FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
+export CXX=/usr/bin/g++ CC=/usr/bin/gcc
+W=/tmp/kg51; mkdir -p $W
+nvidia-smi --query-gpu=name --format=csv,noheader
+
+build() {  # build DIR: the package under DIR, built in place on every core
+  local pkg=$1 t; t=$(date +%s)
+  ls "$pkg"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
+  (cd "$pkg" && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 NVCC_APPEND_FLAGS="-Xptxas -v" python3 setup.py build_ext --inplace \
+     > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
+}
+
+AB=r12,r16,r04,r09,r23,r10,gated,r14,r22,r08,r11,r19,softmax,layernorm,resrms
+for p in ab23b ab24; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+build_ab() {
+  (build $W/ab24/rsweep-ops 2>&1 | sed "s|^|ab24: |") &
+  (build $W/ab23b/rsweep-ops 2>&1 | sed "s|^|ab23b: |") &
+  wait
+}
+
+case ${1:-ab1} in
+  ab1)
+    t=$(date +%s); build_ab; echo "built in $(( $(date +%s) - t )) s"
+    echo "${AB//,/ }" | tr ' ' '\n' | timeout ${T:-300} xargs -P 4 -I{} sh -c \
+      'cd '"$W"'/ab24/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" > '"$W"'/test_{}.log 2>&1; echo "ab24 {}: $(tail -1 '"$W"'/test_{}.log)"' \
+      | tee "$FINAL_OUT/tests_summary.txt"
+    grep -h -E "^(FAILED|ERROR)" $W/test_*.log | cut -c1-240 > "$FINAL_OUT/tests_failures.txt"
+    for log in $W/test_*.log; do grep -m 12 "^E  " "$log" | sed "s|^|$(basename "$log" .log): |"; done | cut -c1-240 >> "$FINAL_OUT/tests_failures.txt"
+    head -5 "$FINAL_OUT/tests_failures.txt"
+    echo "tests at $(( $(date +%s) - t )) s"
+    timeout ${TS:-150} compute-sanitizer --tool memcheck python3 docs/device/sanitize_backward.py $W/ab24/rsweep-ops \
+      --ops r12,r16,softmax --dtypes float16,bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/memcheck: /"
+    timeout ${TR:-150} compute-sanitizer --tool racecheck python3 docs/device/sanitize_backward.py $W/ab24/rsweep-ops \
+      --ops r16 --dtypes bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/racecheck: /"
+    echo "ab1 done in $(( $(date +%s) - t )) s" ;;
+  ab2)
+    t=$(date +%s); build_ab
+    for ((i = 0; i < 8; i++)); do
+      python3 docs/device/backward_bench.py $W/ab24/rsweep-ops --ops $AB --dtypes float16,bfloat16 --cols 1024,4096,16384,65536 \
+        --prewarm --part $i/8 > $W/prewarm_$i.log 2>&1 &
+    done
+    wait; echo "prewarm in $(( $(date +%s) - t )) s"; grep -h -m3 -E "Error|error" $W/prewarm_*.log | head -5
+    for p in ab23b ab24; do
+      timeout ${TB:-220} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $AB --dtypes float16,bfloat16 \
+        --cols 1024,4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/bwd_$p.json" > "$FINAL_OUT/bwd_$p.txt" 2>&1
+      echo "$p bwd rc=$? at $(( $(date +%s) - t )) s"
+    done
+    for p in ab23b ab24; do
+      timeout ${TL:-80} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $AB --dtypes bfloat16 \
+        --cols 65536 --rounds 1 --against compile --json "$FINAL_OUT/long_$p.json" > "$FINAL_OUT/long_$p.txt" 2>&1
+      echo "$p long rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/bwd_ab23b.txt" "$FINAL_OUT/bwd_ab24.txt" | tail -60 ;;
+  example)
+    # The rmsnorm example as committed (version 24): built in place, its CUDA suite, then forward+backward against
+    # torch.compile (one round).
+    t=$(date +%s); PKG=$W/rmsnorm; rm -rf $PKG; cp -r examples/rmsnorm $PKG
+    (cd $PKG && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext --inplace > $W/rmsnorm_build.log 2>&1
+     echo "rmsnorm build rc=$? at $(( $(date +%s) - t )) s")
+    (cd $PKG && timeout ${T:-120} python3 -m pytest -q -p no:cacheprovider -rfE tests -m "not large" -k cuda 2>&1 | tail -4)
+    echo "tests at $(( $(date +%s) - t )) s"
+    timeout ${TB:-150} python3 docs/device/backward_bench.py $PKG --dtypes float32,bfloat16 --cols 1024,4096,16384 --rounds 1 \
+      --against compile > "$FINAL_OUT/rmsnorm_bwd.txt" 2>&1; echo "bench rc=$? at $(( $(date +%s) - t )) s"
+    grep "fwd+bwd" "$FINAL_OUT/rmsnorm_bwd.txt" ;;
+esac
