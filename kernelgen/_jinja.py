@@ -85,7 +85,10 @@ from .nodes import Num, RowRef, Var
 #:    block holds.
 #: 24: the rowwise CUDA backward evaluates a float16 or bfloat16 row's derivatives in opmath::fast_float
 #:    (GradOp::kFastMath), as the forward and the elementwise and matmul backwards do.
-TEMPLATE_VERSION = "24"
+#: 25: fast_float's division (opmath::fast_divide) is __fdividef with its operands scaled outside its range,
+#:    not inline div.full.f32: the compiler computes a division by per-row values once per row, and a repeated
+#:    one once.
+TEMPLATE_VERSION = "25"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -137,11 +137,11 @@ OPMATH_FN T ipow(T x) {
 }
 
 // ---- fast_float: float16 and bfloat16 arithmetic in the CUDA kernels ------------------------------
-// A float whose division, exp and sigmoid run on the GPU's fast approximate instructions
-// (div.full.f32, ex2.approx.f32), as torch.compile's Triton kernels do. Their errors are far below
-// the rounding of a 16-bit result, half an ulp: 2^-11 relative in float16, 2^-8 in bfloat16.
-//   * division: 2 ulp of float (2^-22 relative) over the whole range (div.full.f32, not __fdividef,
-//     which returns 0 for divisors above 2^126: bfloat16 has float's range and would see it);
+// A float whose division, exp and sigmoid run on the GPU's fast approximate instructions (an approximate
+// reciprocal, ex2.approx.f32), as torch.compile's Triton kernels do. Their errors are far below the
+// rounding of a 16-bit result, half an ulp: 2^-11 relative in float16, 2^-8 in bfloat16.
+//   * division: 2 ulp of float (2^-22 relative) over the whole range (fast_divide: __fdividef, with its
+//     operands scaled where the divisor is beyond its range; bfloat16 has float's range and sees it);
 //   * exp: 2 + 1.17|x| ulp (__expf), below 2^-16 relative wherever exp(x) is a finite float.
 // log, sin, cos, tanh, erf, sqrt and pow stay accurate: __logf's error is absolute near 1, so
 // log(1 + small) would lose float16 digits, and __sinf / __cosf grow inaccurate with |x|.
@@ -158,16 +158,22 @@ struct fast_float {
 };
 
 // The type a CUDA kernel evaluates an expression in, for storage type S (whose op-math type is A): the
-// elementwise kernel, the rowwise forward kernels (whose reductions still sum in A) and the matmul
-// epilogues.
+// elementwise kernels, the rowwise kernels (whose reductions still sum in A) and the matmul epilogues.
 template <typename S, typename A>
 using kernel_math_type = std::conditional_t<std::is_same<A, float>::value && !std::is_same<S, float>::value, fast_float, A>;
 
+// a / b to 2 ulp over float's whole range, on the approximate reciprocal. __fdividef(a, b) is a * (1 / b),
+// 2 ulp for |b| in [2^-126, 2^126] (0 beyond 2^126, inf below 2^-128); outside that range both operands are
+// first scaled by one power of two, which is exact and keeps 0, inf and NaN as they are. It is intrinsics,
+// not inline PTX (div.full.f32, of the same accuracy), because the compiler sees through intrinsics: a
+// division whose operands are the same at every element of a row is computed once per row (loop-invariant
+// code motion), and one computed twice is computed once (common subexpressions). An asm statement is
+// opaque to both.
 OPMATH_FN float fast_divide(float a, float b) {
 #if defined(__CUDA_ARCH__)
-  float q;
-  asm("div.full.f32 %0, %1, %2;" : "=f"(q) : "f"(a), "f"(b));
-  return q;
+  const float size = fabsf(b);
+  const float scale = size > 0x1p126f ? 0x1p-2f : (size < 0x1p-126f ? 0x1p24f : 1.0f);
+  return __fdividef(a * scale, b * scale);
 #else
   return a / b;
 #endif

@@ -42,7 +42,7 @@ OUTPUT_ROUNDING = {torch.float16: (2.0**-11, 2.0**-25), torch.bfloat16: (2.0**-8
 ACCURATE_FLOAT = {"exp": 2, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 4, "/": 1}
 ACCURATE_DOUBLE = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 2, "/": 1}
 #: The CUDA C++ kernels compute float16 and bfloat16 in opmath::fast_float (csrc/opmath.h): exp is
-#: __expf (2 + 1.173 |x| ulps) and division is div.full.f32 (2 ulps, 3 with a reciprocal's product).
+#: __expf (2 + 1.173 |x| ulps) and division is fast_divide (2 ulps, 3 with a reciprocal's product).
 FAST_FLOAT = {**ACCURATE_FLOAT, "exp": (2, 1.173, 0.0), "/": 3}
 #: Triton's float32 math: tl.exp is ex2.approx (as __expf: 2 + 1.173 |x| ulps), tl.log is lg2.approx
 #: (as __logf: 3 ulps, and 2**-21.41 absolutely near 1), tl.rsqrt is rsqrt.approx, and / is div.full.f32
