@@ -88,7 +88,9 @@ from .nodes import Num, RowRef, Var
 #: 25: fast_float's division (opmath::fast_divide) is __fdividef with its operands scaled outside its range,
 #:    not inline div.full.f32: the compiler computes a division by per-row values once per row, and a repeated
 #:    one once.
-TEMPLATE_VERSION = "25"
+#: 26: a rowwise suite computes the exact gradients and their bounds a piece of rows at a time (GRAD_CHUNK;
+#:    ErrorModel.column_rows): a heavy derivative's bounds took 18 GiB at (700, 16400), 4 GiB now.
+TEMPLATE_VERSION = "26"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

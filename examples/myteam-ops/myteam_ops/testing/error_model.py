@@ -71,6 +71,9 @@ class ErrorModel:
         self.tiny = info.tiny / self.u  # an underflow, or a flush to zero, loses up to the smallest normal number
         self.largest = info.max
         self.ulps = FUNCTION_ULPS[backend][dtype]
+        # The rows a weight's gradient sums over (sum_of_column), where a test computes its bound a piece of
+        # rows at a time; None: the rows of the piece given.
+        self.column_rows = None
 
     def one_rounding(self, t):
         """One rounding of t to op-math: u |t|, and no bound where op-math overflows."""
@@ -169,9 +172,11 @@ class ErrorModel:
         """A weight's gradient: the sums over the rows (the first dimension of `like`) of its per-element
         contributions t, whose elements have errors t_error, and their errors. The backward kernels add a
         column in chains of at most n - 1 additions for n rows (each slot of rows adds its rows in order,
-        then the slots' partial sums are added), with the same rounding analysis as sum_roundings."""
+        then the slots' partial sums are added), with the same rounding analysis as sum_roundings. With
+        column_rows set, `like` is a piece of the rows and n is column_rows: both results are sums over the
+        rows, so the pieces' results add up to the whole column's."""
         t = torch.broadcast_to(torch.as_tensor(t, dtype=like.dtype, device=like.device), like.shape)
-        chain_length = max(t.shape[0] - 1, 0)
+        chain_length = max((t.shape[0] if self.column_rows is None else self.column_rows) - 1, 0)
         roundings = min(chain_length, LAMBDA * math.sqrt(chain_length))
         return t.sum(0), per_element(t, t_error).sum(0) + roundings * t.abs().sum(0)
 

@@ -31,6 +31,9 @@ TOLERANCES = {
 #: Elements checked at a time (whole rows): the float64 reference and its bound hold about 20 tensors
 #: of this size.
 CHUNK = 2**22
+#: Elements of rows whose exact gradients and bounds are computed at a time: a heavy derivative's bound
+#: holds a few hundred float64 tensors of this size (a few GiB at most, on any GPU the suite runs on).
+GRAD_CHUNK = 2**20
 # Row lengths around a warp (31, 32, 33), odd ones that defeat 16-byte vectors (1000 in float64 is
 # fine, 4099 is not), the last row one block holds in registers (16384), the first that takes a cluster
 # of blocks on the GPU (16385), a cluster of four blocks with 16-byte vectors and without (65536, 65537),
@@ -197,19 +200,37 @@ class RowwiseSuite(Suite):
     def exact_gradients(self, grad, args):
         """The exact gradients of the inputs and the weights (the vjp of reference() in float64 on the same,
         already rounded values) and the error each element of each may have (the error model of the
-        derivatives; a weight's sums its contributions over the rows)."""
+        derivatives; a weight's sums its contributions over the rows). Computed GRAD_CHUNK elements of rows
+        at a time: a weight's gradient and its bound are sums over the rows, which add up across the pieces
+        (ErrorModel.column_rows)."""
         error_model = self.op.error_model(grad.dtype)
-        exact = [t.double().requires_grad_() for t in args]
-        exact_grad = grad.double()
-        wants = torch.autograd.grad(self.op.reference(*exact), exact, exact_grad, allow_unused=True)
-        wants = [torch.zeros_like(t) if w is None else w for t, w in zip(exact, wants)]
         n_inputs, cols = len(self.op.inputs), grad.shape[-1]
-        rows = [t.detach().reshape(-1, cols) for t in exact[:n_inputs]]
-        bounds = self.op.grad_error_bound(error_model, exact_grad.reshape(-1, cols), *rows, *(t.detach() for t in exact[n_inputs:]))
+        rows = [t.detach().double().reshape(-1, cols) for t in args[:n_inputs]]
+        weights = [t.detach().double() for t in args[n_inputs:]]
+        grad_rows = grad.detach().double().reshape(-1, cols)
+        error_model.column_rows = grad_rows.shape[0]
+        step = max(1, GRAD_CHUNK // max(cols, 1))
+        wants = [[] for _ in rows] + [torch.zeros_like(w) for w in weights]
+        bounds = [[] for _ in rows] + [torch.zeros_like(w) for w in weights]
+        for start in range(0, max(grad_rows.shape[0], 1), step):
+            piece = [t[start:start + step] for t in rows]
+            leaves = [t.clone().requires_grad_() for t in piece + weights]
+            piece_grad = grad_rows[start:start + step]
+            piece_wants = torch.autograd.grad(self.op.reference(*leaves), leaves, piece_grad, allow_unused=True)
+            piece_bounds = self.op.grad_error_bound(error_model, piece_grad, *piece, *weights)
+            for j, (leaf, want, bound) in enumerate(zip(leaves, piece_wants, piece_bounds, strict=True)):
+                want = torch.zeros_like(leaf) if want is None else want
+                bound = torch.broadcast_to(torch.as_tensor(bound, dtype=torch.float64, device=leaf.device), leaf.shape)
+                if j < n_inputs:
+                    wants[j].append(want)
+                    bounds[j].append(bound)
+                else:
+                    wants[j] = wants[j] + want
+                    bounds[j] = bounds[j] + bound
         checks = []
         for j, (want, bound) in enumerate(zip(wants, bounds)):
-            shape = rows[0].shape if j < n_inputs else want.shape
-            bound = torch.broadcast_to(torch.as_tensor(bound, dtype=torch.float64, device=want.device), shape).reshape(want.shape)
+            if j < n_inputs:
+                want, bound = (torch.cat(pieces).reshape(args[j].shape) for pieces in (want, bound))
             checks.append((want, error_model.allowed_error(want, bound)))
         return checks
 
