@@ -90,7 +90,10 @@ from .nodes import Num, RowRef, Var
 #:    one once.
 #: 26: a rowwise suite computes the exact gradients and their bounds a piece of rows at a time (GRAD_CHUNK;
 #:    ErrorModel.column_rows): a heavy derivative's bounds took 18 GiB at (700, 16400), 4 GiB now.
-TEMPLATE_VERSION = "26"
+#: 27: the rowwise CUDA backward keeps each thread's weight sums together ([thread][weight][element], an odd
+#:    stride): every sum at a fixed offset from one address, where [weight][element][thread] over a block's
+#:    threads (a run-time count) took an index register per sum and spilled.
+TEMPLATE_VERSION = "27"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -1438,21 +1438,26 @@ struct GradOutputs {
 };
 
 // The shared memory a block of the backward's register kernel keeps its weights' running sums in: one
-// math-type value per weight, element and thread. Laid out [weight][element][thread], so that the
-// threads of a warp touch 32 consecutive words (no bank conflicts).
+// math-type value per weight and element, for each thread. Laid out [thread][weight][element], each
+// thread's kSums * kPerThread values followed by one unused (sum_stride): a thread finds every sum of
+// its own at a fixed offset from one address, so the unrolled loops hold no index in registers, and the
+// odd stride puts the threads of a warp in 32 different banks.
 extern __shared__ __align__(16) unsigned char grad_sums_memory[];
+
+// The values of one thread's running sums, and the one after them.
+constexpr int sum_stride(int sums, int per_thread) { return sums * per_thread + 1; }
 
 // One row's gradients, held in registers (grad_rows_kernel, grad_cluster_rows_kernel): the row (or a cluster
 // block's slice of it: every pointer in `in` moved to the slice's first column, `start` its offset in the
 // row, `limit` its length) is loaded, the shared terms and the reductions computed (Across completes each
 // reduction over the cluster where blocks share the row), then every column's gradient per element: the
-// inputs' are stored, and each weight's contribution is added to this thread's running sums (`sums`,
-// [weight][element][thread] over the block's `block_threads` threads; kSums 0: none kept).
+// inputs' are stored, and each weight's contribution is added to this thread's running sums (`sums`, at
+// [weight][element] from sums + me * sum_stride; kSums 0: none kept).
 template <class Op, typename scalar_t, int kVec, int kPerThread, int kSlots, class Across, int kSums, std::size_t... I>
 __device__ __forceinline__ void grad_held_row(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out,
                                               int64_t row_base, int64_t start, int limit, int64_t cols, int threads,
                                               typename Op::template math_t<scalar_t>* scratch,
-                                              typename Op::template math_t<scalar_t>* sums, int me, int block_threads) {
+                                              typename Op::template math_t<scalar_t>* sums, int me) {
   using Step = Steps<Op, scalar_t, kVec>;
   using acc_t = typename Step::acc_t;
   using pack_t = typename Step::pack_t;
@@ -1491,7 +1496,7 @@ __device__ __forceinline__ void grad_held_row(const Same<I, scalar_t>* __restric
         }
 #pragma unroll
         for (int j = 0; j < kSums; ++j) {
-          sums[(j * kPerThread + p * kVec + k) * block_threads + me] += d[kInputGrads + j];
+          sums[me * sum_stride(kSums, kPerThread) + j * kPerThread + p * kVec + k] += d[kInputGrads + j];
         }
       }
 #pragma unroll
@@ -1508,8 +1513,7 @@ __device__ __forceinline__ void grad_held_row(const Same<I, scalar_t>* __restric
 // at the block's columns (its slice from `start`, `limit` long).
 template <class Op, typename scalar_t, int kVec, int kPerThread, int kSums>
 __device__ __forceinline__ void write_sums(GradOutputs<Op, scalar_t> out, const typename Op::template math_t<scalar_t>* sums,
-                                           int64_t slot, int64_t start, int limit, int64_t cols, int threads, int me,
-                                           int block_threads) {
+                                           int64_t slot, int64_t start, int limit, int64_t cols, int threads, int me) {
   constexpr int kPacks = kPerThread / kVec;
   const int first = static_cast<int>(threadIdx.x) * kVec;
 #pragma unroll
@@ -1521,7 +1525,7 @@ __device__ __forceinline__ void write_sums(GradOutputs<Op, scalar_t> out, const 
         if (col < limit) {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) {
-            out.weight[j][slot * cols + start + col + k] = sums[(j * kPerThread + p * kVec + k) * block_threads + me];
+            out.weight[j][slot * cols + start + col + k] = sums[me * sum_stride(kSums, kPerThread) + j * kPerThread + p * kVec + k];
           }
         }
       }
@@ -1544,24 +1548,23 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
   __shared__ acc_t scratch[Op::kReductions > 0 ? Op::kReductions : 1][kSlots];
   const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
   acc_t* const sums = reinterpret_cast<acc_t*>(grad_sums_memory);
-  const int block_threads = static_cast<int>(blockDim.x * blockDim.y);
   const int me = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
 #pragma unroll
   for (int e = 0; e < kSums * kPerThread; ++e) {
-    sums[e * block_threads + me] = acc_t(0);
+    sums[me * sum_stride(kSums, kPerThread) + e] = acc_t(0);
   }
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.y;
   // `top` is the block's first row: the same for all its threads, so that all take every barrier.
   for (int64_t top = static_cast<int64_t>(blockIdx.x) * blockDim.y; top < rows; top += stride) {
     const int64_t row = top + threadIdx.y;
     grad_held_row<Op, scalar_t, kVec, kPerThread, kSlots, InBlock, kSums, I...>(
-        in..., out, row * cols, 0, row < rows ? static_cast<int>(cols) : 0, cols, threads, &scratch[0][0], sums, me, block_threads);
+        in..., out, row * cols, 0, row < rows ? static_cast<int>(cols) : 0, cols, threads, &scratch[0][0], sums, me);
     if (threads > kWarp) {
       __syncthreads();  // the next row's reductions reuse `scratch`, which slower warps may still be reading
     }
   }
   const int64_t slot = static_cast<int64_t>(blockIdx.x) * blockDim.y + threadIdx.y;
-  write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, 0, static_cast<int>(cols), cols, threads, me, block_threads);
+  write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, 0, static_cast<int>(cols), cols, threads, me);
 }
 
 // The backward over rows split across a thread-block cluster (sm_90 and later; GradLaunch takes it where
@@ -1599,15 +1602,15 @@ grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutput
   const int me = static_cast<int>(threadIdx.x);
 #pragma unroll
   for (int e = 0; e < kSums * kPerThread; ++e) {
-    sums[e * kMaxThreads + me] = acc_t(0);
+    sums[me * sum_stride(kSums, kPerThread) + e] = acc_t(0);
   }
   int parity = 0;
   for (int64_t row = slot; row < rows; row += clusters) {
     grad_held_row<Op, scalar_t, kVec, kPerThread, kSlots, InCluster, kSums, I...>(
-        (in + start)..., out, row * cols, start, limit, cols, threads, &scratch[parity][0][0], sums, me, kMaxThreads);
+        (in + start)..., out, row * cols, start, limit, cols, threads, &scratch[parity][0][0], sums, me);
     parity ^= 1;
   }
-  write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, start, limit, cols, threads, me, kMaxThreads);
+  write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, start, limit, cols, threads, me);
   // No block exits while another may still read its slots.
   cluster.sync();
 #else
@@ -1772,9 +1775,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   static constexpr int kNarrowMinBlocks = kAlwaysNarrow ? 2 : kMinBlocks;
   static constexpr bool kHasNarrow = kNarrowPerThread < kPerThread;
 
-  // Bytes of shared memory a block of `block_threads` keeps the weights' running sums in.
+  // Bytes of shared memory a block of `block_threads` keeps the weights' running sums in (sum_stride a thread).
   static int64_t sums_bytes(int64_t block_threads, int per_thread) {
-    return kWeightGrads ? int64_t{Op::kWeights} * per_thread * block_threads * static_cast<int64_t>(sizeof(acc_t)) : 0;
+    return kWeightGrads ? int64_t{sum_stride(Op::kWeights, per_thread)} * block_threads * static_cast<int64_t>(sizeof(acc_t)) : 0;
   }
 
   using Kernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t);
