@@ -2,7 +2,7 @@
 // over float's whole range: divisors of every exponent from the smallest subnormal to the largest normal, and
 // numerators across the range, then 0, inf and NaN. Prints the largest error in ulps of the exact quotient
 // (normal results) and in units of the smallest normal (subnormal results), beside inline div.full.f32's,
-// and the special cases that differ from IEEE division. Build and run (docs/device/fast_divide_check.sh):
+// and the special cases that differ from IEEE division. Build and run (docs/device/stop52.sh ab1 does):
 //   nvcc -std=c++17 -arch=sm_90 -I<torch include> -o /tmp/fdc docs/device/fast_divide_check.cu && /tmp/fdc
 #include <cmath>
 #include <cstdio>

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Stop 52's device time. Template version 27 (the rowwise backward's weight sums laid out [thread][weight][element]
+# with an odd stride) against version 26, on 15 of seed 50's ops, 13 of them with weights; then a fresh draw, seed 52.
+#   bash docs/device/stop52.sh ab1   # fast_divide_check.cu; both packages built side by side; version 27's backward
+#                                    # and gradcheck suites (4 side by side); memcheck and racecheck of its backwards
+#   bash docs/device/stop52.sh ab2   # forward+backward and the backward alone, both packages, against torch.compile
+#   S=s52 bash docs/device/stop49.sh build|bwd|tests   # the fresh draw (docs/backward.md "Stop 52")
+# Carry .device/ab26 and .device/ab27, generated from seed 50's manifest with the ops below:
+#   python docs/device/rowwise_sweep.py generate .device/ab27 --manifest .device/s50/rowwise_sweep.json \
+#     --only $AB --backends cuda --backward fused        (this tree; .device/ab26 the same from a worktree at 61703b2)
+set -uo pipefail
+FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
+export CXX=/usr/bin/g++ CC=/usr/bin/gcc
+W=/tmp/kg52; mkdir -p $W
+nvidia-smi --query-gpu=name --format=csv,noheader
+
+build() {  # build DIR: the package under DIR, built in place on every core
+  local pkg=$1 t; t=$(date +%s)
+  ls "$pkg"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
+  (cd "$pkg" && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 NVCC_APPEND_FLAGS="-Xptxas -v" python3 setup.py build_ext --inplace \
+     > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
+}
+
+AB=r04,r20,r21,r13,r01,r22,r10,r14,r16,r19,resln,layernorm,rmsnorm,wsoftmax,resrms
+for p in ab26 ab27; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+build_ab() {
+  (build $W/ab27/rsweep-ops 2>&1 | sed "s|^|ab27: |") &
+  (build $W/ab26/rsweep-ops 2>&1 | sed "s|^|ab26: |") &
+  wait
+}
+
+case ${1:-ab1} in
+  ab1)
+    t=$(date +%s)
+    INC=$(python3 -c "import torch.utils.cpp_extension as c; print(' '.join('-I' + p for p in c.include_paths()))")
+    (nvcc -std=c++17 -arch=sm_90 $INC -o $W/fdc docs/device/fast_divide_check.cu && timeout 60 $W/fdc) 2>&1 | tail -20 \
+      | tee "$FINAL_OUT/fast_divide_check.txt"
+    build_ab; echo "built in $(( $(date +%s) - t )) s"
+    echo "${AB//,/ }" | tr ' ' '\n' | timeout ${T:-220} xargs -P 4 -I{} sh -c \
+      'cd '"$W"'/ab27/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" > '"$W"'/test_{}.log 2>&1; echo "ab27 {}: $(tail -1 '"$W"'/test_{}.log)"' \
+      | tee "$FINAL_OUT/tests_summary.txt"
+    grep -h -E "^(FAILED|ERROR)" $W/test_*.log | cut -c1-240 > "$FINAL_OUT/tests_failures.txt"
+    for log in $W/test_*.log; do grep -m 12 "^E  " "$log" | sed "s|^|$(basename "$log" .log): |"; done | cut -c1-240 >> "$FINAL_OUT/tests_failures.txt"
+    head -5 "$FINAL_OUT/tests_failures.txt"
+    echo "tests at $(( $(date +%s) - t )) s"
+    timeout ${TS:-100} compute-sanitizer --tool memcheck python3 docs/device/sanitize_backward.py $W/ab27/rsweep-ops \
+      --ops r04,r20,rmsnorm --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/memcheck: /"
+    timeout ${TR:-100} compute-sanitizer --tool racecheck python3 docs/device/sanitize_backward.py $W/ab27/rsweep-ops \
+      --ops r04,layernorm --dtypes bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/racecheck: /"
+    echo "ab1 done in $(( $(date +%s) - t )) s" ;;
+  ab2)
+    t=$(date +%s); build_ab
+    for ((i = 0; i < 8; i++)); do
+      python3 docs/device/backward_bench.py $W/ab27/rsweep-ops --ops $AB --dtypes float32,float16,bfloat16 \
+        --cols 1024,4096,16384,65536 --prewarm --part $i/8 > $W/prewarm_$i.log 2>&1 &
+    done
+    wait; echo "prewarm in $(( $(date +%s) - t )) s"; grep -h -m3 -E "Error|error" $W/prewarm_*.log | head -5
+    for p in ab26 ab27; do
+      timeout ${TB:-200} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $AB --dtypes float32,float16,bfloat16 \
+        --cols 1024,4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/bwd_$p.json" > "$FINAL_OUT/bwd_$p.txt" 2>&1
+      echo "$p bwd rc=$? at $(( $(date +%s) - t )) s"
+    done
+    for p in ab26 ab27; do
+      timeout ${TL:-80} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $AB --dtypes bfloat16 \
+        --cols 65536 --rounds 1 --against compile --json "$FINAL_OUT/long_$p.json" > /dev/null 2>&1
+      echo "$p long rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/bwd_ab26.txt" "$FINAL_OUT/bwd_ab27.txt" | tail -60 ;;
+esac
