@@ -93,7 +93,9 @@ from .nodes import Num, RowRef, Var
 #: 27: the rowwise CUDA backward keeps each thread's weight sums together ([thread][weight][element], an odd
 #:    stride): every sum at a fixed offset from one address, where [weight][element][thread] over a block's
 #:    threads (a run-time count) took an index register per sum and spilled.
-TEMPLATE_VERSION = "27"
+#: 28: the rowwise backward's shared terms are found inside its masks' comparisons too: abs(u)'s sign
+#:    [u > 0] - [u < 0] reads u's term instead of computing u again in every step.
+TEMPLATE_VERSION = "28"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -279,9 +281,12 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     # The per-element terms several steps compute (a reduction's argument, the gradients), each computed
     # once per element as _s<k> (rowplan.share_steps), as the forward's are; in a backward bound by its
     # arithmetic (rowplan.LEVEL_MIN_COST), a term may read the reductions' per-row values (it then has a level).
+    # The search enters the masks' comparisons: [u > 0] of abs(u) reads u's term as the gradient does.
     steps = [(arg,) for arg in stage_args] + [tuple(trees)]
-    heavy = rowplan.steps_cost(steps) >= rowplan.LEVEL_MIN_COST
-    found_terms, rewritten = rowplan.share_steps(steps, first=len(mask_terms), rows=len(stages) if heavy else 0)
+    heavy = rowplan.steps_cost(steps, diff.children) >= rowplan.LEVEL_MIN_COST
+    found_terms, rewritten = rowplan.share_steps(
+        steps, first=len(mask_terms), rows=len(stages) if heavy else 0, kids=diff.children,
+        substitute=lambda tree, old, new: diff.transform(tree, lambda node: new if node == old else None))
     terms += list(found_terms)
     stage_args = [arg for (arg,) in rewritten[:-1]]
     trees = list(rewritten[-1])

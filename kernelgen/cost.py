@@ -17,7 +17,7 @@ MATH_COST: dict[str, int] = {
 _DIVISION_COST = 10  # an IEEE float division
 
 
-def _own_cost(node: Node) -> int:
+def own_cost(node: Node) -> int:
     """The instructions of ``node``'s own operation, its operands not included."""
     own = 0
     if isinstance(node, Call):
@@ -40,7 +40,7 @@ def _own_cost(node: Node) -> int:
 
 def math_cost(node: Node) -> int:
     """A rough count of the float instructions one element of ``node`` costs (:data:`MATH_COST`)."""
-    return _own_cost(node) + sum(math_cost(child) for child in children(node))
+    return own_cost(node) + sum(math_cost(child) for child in children(node))
 
 
 def distinct_math_cost(node: Node, seen: set[Node] | None = None) -> int:
@@ -50,7 +50,7 @@ def distinct_math_cost(node: Node, seen: set[Node] | None = None) -> int:
     if node in seen:
         return 0
     seen.add(node)
-    return _own_cost(node) + sum(distinct_math_cost(child, seen) for child in children(node))
+    return own_cost(node) + sum(distinct_math_cost(child, seen) for child in children(node))
 
 
 def functions(node: Node) -> set[str]:

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .cost import distinct_math_cost, math_cost
+from .cost import distinct_math_cost, own_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
 from .nodes import (
     BinOp,
@@ -119,20 +119,39 @@ def level(node: Node, levels: Sequence[int] = (), prefix: str = "_s") -> int:
     return max(found, default=0)
 
 
-def steps_cost(groups: Iterable[Sequence[Node]]) -> int:
+Kids = Callable[[Node], Iterable[Node]]
+
+
+def _subtrees(tree: Node, kids: Kids) -> set[Node]:
+    """Every distinct node of ``tree``, found through ``kids`` (a tree's direct subtrees)."""
+    found: set[Node] = set()
+    stack = [tree]
+    while stack:
+        current = stack.pop()
+        if current not in found:
+            found.add(current)
+            stack.extend(kids(current))
+    return found
+
+
+def steps_cost(groups: Iterable[Sequence[Node]], kids: Kids = children) -> int:
     """The arithmetic of steps evaluated one after the other (each a tuple of trees evaluated at one element
-    together), a subterm repeated within one step counted once (the compiler computes it once there)."""
+    together), a subterm repeated within one step counted once (the compiler computes it once there).
+    ``kids`` gives a node's subtrees: a backward passes :func:`kernelgen.diff.children`, which also enters
+    its masks' comparisons, whose operands are computed as any other subtree."""
     cost = 0
     for group in groups:
         nodes: set[Node] = set()
         for tree in group:
-            nodes |= collect(tree, lambda n: n)
-        cost += sum(math_cost(n) - sum(math_cost(c) for c in children(n)) for n in nodes)
+            nodes |= _subtrees(tree, kids)
+        cost += sum(own_cost(n) for n in nodes)
     return cost
 
 
-def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int = 0,
-                rows: int = 0) -> tuple[tuple[Node, ...], list[tuple[Node, ...]]]:
+def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int = 0, rows: int = 0,
+                kids: Kids = children,
+                substitute: Callable[[Node, Node, Node], Node] = replace,
+                ) -> tuple[tuple[Node, ...], list[tuple[Node, ...]]]:
     """The per-element terms several steps compute, and the steps (each a tuple of trees evaluated at one
     element together: a reduction's argument, or every gradient of a backward) with each replaced by
     ``<prefix><k>``, numbered from ``first`` (``<prefix><j>`` for j < first: terms already made, which
@@ -142,22 +161,27 @@ def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int 
     ``s * s`` where the output reads ``s`` and two reductions ``s * s``. A later term may read an earlier
     one. A term repeated within one step is left to the compiler, which computes it once there.
     A term reads no per-row value, or with ``rows``, only the first ``rows`` reductions' (:func:`level`:
-    such a term is computed once the reductions it reads are known; the backward's kernels do that)."""
+    such a term is computed once the reductions it reads are known; the backward's kernels do that).
+    ``kids`` and ``substitute`` (``substitute(tree, old, new)``) walk and rewrite the trees: a backward passes
+    ones that enter its masks' comparisons, so that ``[u > 0]``'s ``u`` reads a term as the gradient does."""
     current = [tuple(step) for step in steps]
     terms: list[Node] = []
-    total = steps_cost
+
+    def total(groups: Iterable[Sequence[Node]]) -> int:
+        return steps_cost(groups, kids)
 
     while len(terms) < MAX_SHARED:
         found: dict[Node, set[int]] = {}
         for index, step in enumerate(current):
             for tree in step:
-                for sub in collect(tree, lambda n: n if not isinstance(n, (Var, Num)) and plain(n, rows) else None):
-                    found.setdefault(sub, set()).add(index)
+                for sub in _subtrees(tree, kids):
+                    if not isinstance(sub, (Var, Num)) and plain(sub, rows):
+                        found.setdefault(sub, set()).add(index)
         name = Var(f"{prefix}{first + len(terms)}")
         options = []
         for node, where in found.items():
             if len(where) > 1:
-                rewritten = [tuple(replace(tree, node, name) for tree in step) for step in current]
+                rewritten = [tuple(substitute(tree, node, name) for tree in step) for step in current]
                 options.append((total(rewritten) + total([(node,)]), canonical(node), node, rewritten))
         if not options:
             break

@@ -339,6 +339,31 @@ def test_steps_of_several_trees_share_terms_and_leave_comparisons_whole():
     assert share_steps([(term, BinOp("*", term, term)), (Var("x"),)]) == ((), [(term, BinOp("*", term, term)), (Var("x"),)])
 
 
+def test_the_backward_shares_terms_inside_its_comparisons():
+    """As the backward calls it (kids=diff.children, substitute through diff.transform), share_steps looks
+    inside a comparison: abs(u)'s sign [u > 0] - [u < 0] reads u's term, as the gradient beside it does,
+    rather than computing u again; the comparison itself stays. Its arithmetic counts in steps_cost too."""
+    from kernelgen import diff
+    from kernelgen.diff import Compare
+    from kernelgen.nodes import BinOp, Call, Num, Var
+    from kernelgen.rowplan import share_steps, steps_cost
+
+    u = BinOp("/", Var("x"), BinOp("+", BinOp("*", Var("y"), Var("y")), Num(1.0)))
+    sign = BinOp("-", Compare(">", u, Num(0.0)), Compare("<", u, Num(0.0)))
+    steps = [(Call("sin", (u,)),), (BinOp("*", Var("_grad"), sign),)]
+
+    def substitute(tree, old, new):
+        return diff.transform(tree, lambda node: new if node == old else None)
+
+    assert share_steps(steps) == ((), steps)  # the forward's walk: the second step's u is out of sight
+    terms, rewritten = share_steps(steps, kids=diff.children, substitute=substitute)
+    name = Var("_s0")
+    assert terms == (u,)
+    assert rewritten == [(Call("sin", (name,)),),
+                         (BinOp("*", Var("_grad"), BinOp("-", Compare(">", name, Num(0.0)), Compare("<", name, Num(0.0)))),)]
+    assert steps_cost(steps, diff.children) > steps_cost(steps)
+
+
 def test_terms_that_read_per_row_values_have_a_level():
     """With rows=N, share_steps may make a term of a subtree that reads the first N reductions' per-row values
     (not the row length after them, RowRef(N)); level() says when such a term can be computed: one past the

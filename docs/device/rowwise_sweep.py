@@ -266,6 +266,9 @@ def generate(out: Path, seed: int, count: int, backends: tuple[str, ...] = ("cud
     from kernelgen.spec import OpSpec, PackageSpec
 
     drawn = recorded(manifests) if manifests else expressions(seed, count)
+    if manifests:  # the draw's seed and count are the manifests' (None where they differ), not --seed's
+        heads = {(head.get("seed"), head.get("count")) for head in (json.loads(p.read_text()) for p in manifests)}
+        seed, count = heads.pop() if len(heads) == 1 else (None, None)  # type: ignore[assignment]
     items = [item for item in drawn if only is None or item["id"] in only]
     if not items:
         raise SystemExit(f"--only {','.join(sorted(only or ()))}: no such expression")
