@@ -95,7 +95,9 @@ from .nodes import Num, RowRef, Var
 #:    threads (a run-time count) took an index register per sum and spilled.
 #: 28: the rowwise backward's shared terms are found inside its masks' comparisons too: abs(u)'s sign
 #:    [u > 0] - [u < 0] reads u's term instead of computing u again in every step.
-TEMPLATE_VERSION = "28"
+#: 29: the rowwise backward's launch takes the narrow build where the wide one's unrolled code would outgrow the
+#:    instruction cache (GradOp::kCode, kernelgen.cost.own_code: an accurate sin or cos inlines about 100).
+TEMPLATE_VERSION = "29"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -305,7 +307,10 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
 
     bindings, grads = diff.emit_cse(trees, "cpp", acc_type="acc_t")
     read = set().union(*(diff.variables(tree) for tree in trees))
+    # The instructions an element of the kernel inlines: every step, and the terms, each once (GradOp::kCode).
+    code = rowplan.steps_code([*((arg,) for arg in stage_args), tuple(trees), tuple(terms)], diff.children)
     return {
+        "code": code,
         "columns": columns,
         "reductions": [
             {

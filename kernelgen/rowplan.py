@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .cost import distinct_math_cost, own_cost
+from .cost import distinct_math_cost, own_code, own_cost
 from .emit import CppStyle, TorchStyle, TritonStyle, canonical, emit
 from .nodes import (
     BinOp,
@@ -134,18 +134,27 @@ def _subtrees(tree: Node, kids: Kids) -> set[Node]:
     return found
 
 
-def steps_cost(groups: Iterable[Sequence[Node]], kids: Kids = children) -> int:
+def steps_cost(groups: Iterable[Sequence[Node]], kids: Kids = children, own: Callable[[Node], int] = own_cost) -> int:
     """The arithmetic of steps evaluated one after the other (each a tuple of trees evaluated at one element
     together), a subterm repeated within one step counted once (the compiler computes it once there).
     ``kids`` gives a node's subtrees: a backward passes :func:`kernelgen.diff.children`, which also enters
-    its masks' comparisons, whose operands are computed as any other subtree."""
+    its masks' comparisons, whose operands are computed as any other subtree. ``own`` is a node's own
+    cost: :func:`kernelgen.cost.own_code` counts the code the steps inline instead (:func:`steps_code`)."""
     cost = 0
     for group in groups:
         nodes: set[Node] = set()
         for tree in group:
             nodes |= _subtrees(tree, kids)
-        cost += sum(own_cost(n) for n in nodes)
+        cost += sum(own(n) for n in nodes)
     return cost
+
+
+def steps_code(groups: Iterable[Sequence[Node]], kids: Kids = children) -> int:
+    """The instructions one element of the steps inlines (:func:`kernelgen.cost.own_code`), each step's
+    distinct subterms once: a kernel that unrolls every step over the elements a thread holds has about
+    this many instructions an element, and outgrows the SM's instruction cache where that times the
+    elements is large (the rowwise backward's ``GradOp::kCode``)."""
+    return steps_cost(groups, kids, own_code)
 
 
 def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int = 0, rows: int = 0,

@@ -126,6 +126,21 @@ def test_a_rowwise_op_gets_a_generated_backward_and_vjp_keeps_the_stub(tmp_path)
     _assert_stub(_new(tmp_path / "b", "rms", *options, "--backward", "vjp"), "rms", "rms")
 
 
+def test_a_rowwise_backward_states_its_code_size_for_the_launch(tmp_path):
+    """GradOp::kCode is the instructions an element of the backward's steps inlines (rowplan.steps_code): an
+    RMSNorm's is small, and a formula calling sin and cos (each about 100 instructions inlined) is large enough
+    that 32 unrolled elements pass GradLaunch's kGradCode (10240), so its launch takes the narrow build."""
+    import re
+
+    def code(name, *options):
+        root = _new(tmp_path / name, name, "--kind", "rowwise", *options)
+        return int(re.search(r"static constexpr int kCode = (\d+);", (root / name / "csrc" / name / f"{name}.h").read_text()).group(1))
+
+    light = code("rms", "--inputs", "x", "--weights", "w", "--expr", "x * rsqrt(mean(x * x) + 1e-6) * w")
+    heavy = code("trig", "--inputs", "x", "--weights", "v,w", "--expr", "(sin(x) + mean(sin(sin(x) * sin(x) * v))) * w")
+    assert 0 < light * 32 < 2048 and heavy * 32 > 10240
+
+
 def test_a_rowwise_mask_reads_its_argument_computed_once_with_exact_arithmetic(tmp_path):
     """The gradient of a max or min that is not a softmax-style stabilizer reads the mask [f == max(f)]. Where
     f reads no per-row value it is a shared term of the backward (_s0), computed once per element with exact

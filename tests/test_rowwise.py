@@ -364,6 +364,22 @@ def test_the_backward_shares_terms_inside_its_comparisons():
     assert steps_cost(steps, diff.children) > steps_cost(steps)
 
 
+def test_code_size_counts_what_a_call_inlines():
+    """own_code is own_cost except for the calls whose inlined code outweighs their arithmetic (an accurate sin
+    or cos carries its slow path's argument reduction): steps_code, the rowwise backward's GradOp::kCode,
+    sums it over each step's distinct subterms as steps_cost sums the arithmetic."""
+    from kernelgen.cost import CODE_SIZE, MATH_COST, own_code, own_cost
+    from kernelgen.nodes import BinOp, Call, Var
+    from kernelgen.rowplan import steps_code, steps_cost
+
+    sine, exp = Call("sin", (Var("x"),)), Call("exp", (Var("x"),))
+    assert own_code(sine) == CODE_SIZE["sin"] > MATH_COST["sin"] == own_cost(sine)
+    assert own_code(exp) == own_cost(exp) and own_code(BinOp("/", Var("x"), Var("y"))) == own_cost(BinOp("/", Var("x"), Var("y")))
+    steps = [(BinOp("*", sine, sine),), (BinOp("+", sine, exp),)]
+    assert steps_code(steps) == steps_cost(steps) + 2 * (CODE_SIZE["sin"] - MATH_COST["sin"])
+    assert steps_code([(exp,)]) == steps_cost([(exp,)])
+
+
 def test_terms_that_read_per_row_values_have_a_level():
     """With rows=N, share_steps may make a term of a subtree that reads the first N reductions' per-row values
     (not the row length after them, RowRef(N)); level() says when such a term can be computed: one past the

@@ -5,6 +5,7 @@
 #                                    # and gradcheck suites (4 side by side); memcheck and racecheck of its backwards
 #   bash docs/device/stop52.sh ab2   # forward+backward and the backward alone, both packages, against torch.compile
 #   S=s52 bash docs/device/stop49.sh build|bwd|tests   # the fresh draw (docs/backward.md "Stop 52")
+#   bash docs/device/stop52.sh narrow  # version 29's launch rule against version 28 (the phase says how)
 # Carry .device/ab26 and .device/ab27, generated from seed 50's manifest with the ops below:
 #   python docs/device/rowwise_sweep.py generate .device/ab27 --manifest .device/s50/rowwise_sweep.json \
 #     --only $AB --backends cuda --backward fused        (this tree; .device/ab26 the same from a worktree at 61703b2)
@@ -30,6 +31,33 @@ build_ab() {
 }
 
 case ${1:-ab1} in
+  narrow)
+    # Version 29 (GradLaunch takes the narrow build where the wide one's code outgrows the instruction cache,
+    # GradOp::kCode) against version 28 on seed 50's r04 and r10, the two ops whose choice it changes:
+    #   python docs/device/rowwise_sweep.py generate .device/nar29 --manifest .device/s50/rowwise_sweep.json \
+    #     --only r04,r10 --backends cuda --backward fused     (.device/nar28 the same from a worktree at e301ada)
+    t=$(date +%s)
+    for p in nar28 nar29; do [ -d $W/$p ] || cp -r .device/$p $W/$p; done
+    (build $W/nar29/rsweep-ops 2>&1 | sed "s|^|nar29: |") &
+    (build $W/nar28/rsweep-ops 2>&1 | sed "s|^|nar28: |") &
+    wait; echo "built in $(( $(date +%s) - t )) s"
+    for op in r04 r10; do
+      (cd $W/nar29/rsweep-ops && timeout 120 python3 -m pytest -q -p no:cacheprovider tests/test_$op.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" 2>&1 | tail -1 | sed "s/^/nar29 $op: /") &
+    done
+    for ((i = 0; i < 4; i++)); do
+      python3 docs/device/backward_bench.py $W/nar29/rsweep-ops --ops r04,r10 --dtypes float16,bfloat16 \
+        --cols 1024,4096,16384 --prewarm --part $i/4 > $W/nprewarm_$i.log 2>&1 &
+    done
+    wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
+    for r in 1 2; do
+      for p in nar28 nar29; do
+        timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops r04,r10 --dtypes float16,bfloat16 \
+          --cols 1024,4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/bwd_${p}_$r.json" > "$FINAL_OUT/bwd_${p}_$r.txt" 2>&1
+        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+      done
+    done
+    for r in 1 2; do python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/bwd_nar28_$r.txt" "$FINAL_OUT/bwd_nar29_$r.txt" | tail -14; done ;;
   ab1)
     t=$(date +%s)
     INC=$(python3 -c "import torch.utils.cpp_extension as c; print(' '.join('-I' + p for p in c.include_paths()))")

@@ -1766,6 +1766,12 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   //   * float32 and float64 with weights always take it where it fits (at half kRowRegisters and 64
   //     registers, up to 2048 threads an SM): on an H100, LayerNorm's and RMSNorm's backward in float32
   //     at rows of 1024 and 4096 reach 83-88% of a copy with 8 elements a thread, 60-81% with 32;
+  //   * every op takes it where the wide build's code would outgrow the SM's instruction cache: Op::kCode
+  //     instructions an element (kernelgen.cost.own_code), unrolled over kPerThread elements, past
+  //     kGradCode. On an H100, a backward calling sin and cos twice each (kCode 418, 32 elements: 15500 PTX
+  //     instructions, 7900 at 16) ran its float16/bfloat16 rows of 1024 and 4096 2.3x faster in the narrow
+  //     build, neither spilling; one of kCode 425 at 16 elements (7800 instructions) ran 10% faster at
+  //     1024 and 8% slower at 4096, so the budget lies between the two;
   //   * every other op takes it where the wide variant's build spills and the narrow one's spills less
   //     (takes_narrow): a backward's formula (the derivative of every step, a max's mask) can need
   //     more registers than the row leaves it. The narrow build keeps the wide one's register cap.
@@ -1824,11 +1830,16 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     return rows_kernel_for<kVec, kPerThread, kMinBlocks>(threads);
   }
 
-  // Whether rows of `cols` (which fit the narrow variant) take it: always where kAlwaysNarrow, else where
-  // the wide variant's build spills and the narrow one's spills less (spills_more).
-  // Asked once per device and thread count.
+  // Whether the wide build's unrolled code outgrows the instruction cache (above): more than kGradCode
+  // instructions, twice the forward's cluster budget (kClusterCode, which counts arithmetic, not code).
+  static constexpr int kGradCode = 2 * kClusterCode;
+  static constexpr bool kWideCodeTooBig = int64_t{Op::kCode} * kPerThread > kGradCode;
+
+  // Whether rows of `cols` (which fit the narrow variant) take it: always where kAlwaysNarrow or
+  // kWideCodeTooBig, else where the wide variant's build spills and the narrow one's spills less
+  // (spills_more). Asked once per device and thread count.
   static bool takes_narrow(int64_t cols) {
-    if (kAlwaysNarrow) {
+    if (kAlwaysNarrow || kWideCodeTooBig) {
       return true;
     }
     static Known known[thread_count_index(kMaxThreads) + 1];

@@ -129,6 +129,11 @@ struct GradOp {
   // kernel computes again in each step, takes the same instructions in each copy (exact sums and products;
   // a division or exp gives one result for the same operands), so each copy has the bits the reduction saw.
   static constexpr bool kFastMath = true;
+  // About the instructions one element of every step and term inlines (kernelgen.cost.own_code: an
+  // accurate sin or cos about 100). The register kernel unrolls them over the elements a thread holds,
+  // and the launch takes its narrow build where the wide one's code would outgrow the SM's instruction
+  // cache (GradLaunch::takes_narrow in ../kernelgen/rowwise.cuh).
+  static constexpr int kCode = 17;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>>;
   static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1};
