@@ -6,6 +6,7 @@
 #   bash docs/device/stop52.sh ab2   # forward+backward and the backward alone, both packages, against torch.compile
 #   S=s52 bash docs/device/stop49.sh build|bwd|tests   # the fresh draw (docs/backward.md "Stop 52")
 #   bash docs/device/stop52.sh narrow  # version 29's launch rule against version 28 (the phase says how)
+#   bash docs/device/stop52.sh masks   # not run yet: version 29 against 27 on the ops version 28 changes
 # Carry .device/ab26 and .device/ab27, generated from seed 50's manifest with the ops below:
 #   python docs/device/rowwise_sweep.py generate .device/ab27 --manifest .device/s50/rowwise_sweep.json \
 #     --only $AB --backends cuda --backward fused        (this tree; .device/ab26 the same from a worktree at 61703b2)
@@ -31,6 +32,35 @@ build_ab() {
 }
 
 case ${1:-ab1} in
+  masks)
+    # For the next session: version 29 (which holds version 28's terms inside the masks) against version 27 on
+    # the nine ops of seed 50 that version 28 changes; of them version 29's launch rule changes none.
+    #   python docs/device/rowwise_sweep.py generate .device/m29 --manifest .device/s50/rowwise_sweep.json \
+    #     --only $MOPS --backends cuda --backward fused      (.device/m27 the same from a worktree at b5fa613)
+    # Carry .device/m27 and .device/m29. MASKS=tests runs version 29's suites of the nine (4 side by side).
+    MOPS=r12,r16,r11,r00,r08,r10,r14,r21,gated; t=$(date +%s)
+    for p in m27 m29; do [ -d $W/$p ] || cp -r .device/$p $W/$p; done
+    (build $W/m29/rsweep-ops 2>&1 | sed "s|^|m29: |") &
+    (build $W/m27/rsweep-ops 2>&1 | sed "s|^|m27: |") &
+    wait; echo "built in $(( $(date +%s) - t )) s"
+    if [ "${MASKS:-bench}" = tests ]; then
+      echo "${MOPS//,/ }" | tr ' ' '\n' | timeout ${T:-300} xargs -P 4 -I{} sh -c \
+        'cd '"$W"'/m29/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" -k cuda \
+           > '"$W"'/mtest_{}.log 2>&1; echo "m29 {}: $(tail -1 '"$W"'/mtest_{}.log)"' | tee "$FINAL_OUT/masks_tests.txt"
+      grep -h -E "^(FAILED|ERROR)" $W/mtest_*.log | cut -c1-240 | head -20
+      exit 0
+    fi
+    for ((i = 0; i < 8; i++)); do
+      python3 docs/device/backward_bench.py $W/m29/rsweep-ops --ops $MOPS --dtypes float32,float16,bfloat16 \
+        --cols 1024,4096,16384 --prewarm --part $i/8 > $W/mprewarm_$i.log 2>&1 &
+    done
+    wait; echo "prewarm at $(( $(date +%s) - t )) s"
+    for p in m27 m29; do
+      timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $MOPS --dtypes float32,float16,bfloat16 \
+        --cols 1024,4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/bwd_$p.json" > "$FINAL_OUT/bwd_$p.txt" 2>&1
+      echo "$p bwd rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/bwd_m27.txt" "$FINAL_OUT/bwd_m29.txt" | tail -40 ;;
   narrow)
     # Version 29 (GradLaunch takes the narrow build where the wide one's code outgrows the instruction cache,
     # GradOp::kCode) against version 28 on seed 50's r04 and r10, the two ops whose choice it changes:
