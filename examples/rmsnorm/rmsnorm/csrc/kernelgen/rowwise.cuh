@@ -1445,7 +1445,7 @@ struct GradOutputs {
 extern __shared__ __align__(16) unsigned char grad_sums_memory[];
 
 // The values of one thread's running sums, and the one after them.
-constexpr int sum_stride(int sums, int per_thread) { return sums * per_thread + 1; }
+__host__ __device__ constexpr int sum_stride(int sums, int per_thread) { return sums * per_thread + 1; }
 
 // One row's gradients, held in registers (grad_rows_kernel, grad_cluster_rows_kernel): the row (or a cluster
 // block's slice of it: every pointer in `in` moved to the slice's first column, `start` its offset in the
