@@ -9,7 +9,7 @@ A leaf module of the expression package (:mod:`kernelgen.parser` builds these tr
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -154,8 +154,10 @@ def replace(node: Node, old: Node, new: Node) -> Node:
     return map_children(node, lambda child: replace(child, old, new))
 
 
-def collect(node: Node, pick: Callable[[Node], Any]) -> set[Any]:
-    """The non-None values of ``pick`` over ``node`` and everything below it."""
+def collect(node: Node, pick: Callable[[Node], Any],
+            kids: Callable[[Node], Iterable[Node]] = children) -> set[Any]:
+    """The non-None values of ``pick`` over ``node`` and everything below it (``kids``: a node's subtrees;
+    the backward passes :func:`kernelgen.diff.children`, which also enters its comparisons)."""
     found = set()
     stack = [node]
     while stack:
@@ -163,7 +165,7 @@ def collect(node: Node, pick: Callable[[Node], Any]) -> set[Any]:
         value = pick(current)
         if value is not None:
             found.add(value)
-        stack.extend(children(current))
+        stack.extend(kids(current))
     return found
 
 

@@ -122,18 +122,6 @@ def level(node: Node, levels: Sequence[int] = (), prefix: str = "_s") -> int:
 Kids = Callable[[Node], Iterable[Node]]
 
 
-def _subtrees(tree: Node, kids: Kids) -> set[Node]:
-    """Every distinct node of ``tree``, found through ``kids`` (a tree's direct subtrees)."""
-    found: set[Node] = set()
-    stack = [tree]
-    while stack:
-        current = stack.pop()
-        if current not in found:
-            found.add(current)
-            stack.extend(kids(current))
-    return found
-
-
 def steps_cost(groups: Iterable[Sequence[Node]], kids: Kids = children, own: Callable[[Node], int] = own_cost) -> int:
     """The arithmetic of steps evaluated one after the other (each a tuple of trees evaluated at one element
     together), a subterm repeated within one step counted once (the compiler computes it once there).
@@ -144,7 +132,7 @@ def steps_cost(groups: Iterable[Sequence[Node]], kids: Kids = children, own: Cal
     for group in groups:
         nodes: set[Node] = set()
         for tree in group:
-            nodes |= _subtrees(tree, kids)
+            nodes |= collect(tree, lambda n: n, kids)
         cost += sum(own(n) for n in nodes)
     return cost
 
@@ -183,7 +171,7 @@ def share_steps(steps: Sequence[Sequence[Node]], prefix: str = "_s", first: int 
         found: dict[Node, set[int]] = {}
         for index, step in enumerate(current):
             for tree in step:
-                for sub in _subtrees(tree, kids):
+                for sub in collect(tree, lambda n: n, kids):
                     if not isinstance(sub, (Var, Num)) and plain(sub, rows):
                         found.setdefault(sub, set()).add(index)
         name = Var(f"{prefix}{first + len(terms)}")
