@@ -17,18 +17,8 @@
 #   python docs/device/rowwise_sweep.py generate .device/ab24 --manifest .device/s50/rowwise_sweep.json \
 #     --only $AB --backends cuda --backward fused        (this tree; .device/ab23b the same from a worktree at a47eaa0)
 # (.device/s50/rowwise_sweep.json: python docs/device/rowwise_sweep.py generate .device/s50 --seed 50 --count 40 ...)
-set -uo pipefail
-FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
-export CXX=/usr/bin/g++ CC=/usr/bin/gcc
-W=/tmp/kg51; mkdir -p $W
-nvidia-smi --query-gpu=name --format=csv,noheader
-
-build() {  # build DIR: the package under DIR, built in place on every core
-  local pkg=$1 t; t=$(date +%s)
-  ls "$pkg"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
-  (cd "$pkg" && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 NVCC_APPEND_FLAGS="-Xptxas -v" python3 setup.py build_ext --inplace \
-     > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
-}
+W=/tmp/kg51
+. "$(dirname "$0")/stop_common.sh"
 
 AB=r12,r16,r04,r09,r23,r10,gated,r14,r22,r08,r11,r19,softmax,layernorm,resrms
 for p in ab23b ab24 ab25; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done

@@ -10,18 +10,8 @@
 # Carry .device/ab26 and .device/ab27, generated from seed 50's manifest with the ops below:
 #   python docs/device/rowwise_sweep.py generate .device/ab27 --manifest .device/s50/rowwise_sweep.json \
 #     --only $AB --backends cuda --backward fused        (this tree; .device/ab26 the same from a worktree at 61703b2)
-set -uo pipefail
-FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
-export CXX=/usr/bin/g++ CC=/usr/bin/gcc
-W=/tmp/kg52; mkdir -p $W
-nvidia-smi --query-gpu=name --format=csv,noheader
-
-build() {  # build DIR: the package under DIR, built in place on every core
-  local pkg=$1 t; t=$(date +%s)
-  ls "$pkg"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
-  (cd "$pkg" && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 NVCC_APPEND_FLAGS="-Xptxas -v" python3 setup.py build_ext --inplace \
-     > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
-}
+W=/tmp/kg52
+. "$(dirname "$0")/stop_common.sh"
 
 AB=r04,r20,r21,r13,r01,r22,r10,r14,r16,r19,resln,layernorm,rmsnorm,wsoftmax,resrms
 for p in ab26 ab27; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
