@@ -97,7 +97,10 @@ from .nodes import Num, RowRef, Var
 #:    [u > 0] - [u < 0] reads u's term instead of computing u again in every step.
 #: 29: the rowwise backward's launch takes the narrow build where the wide one's unrolled code would outgrow the
 #:    instruction cache (GradOp::kCode, kernelgen.cost.own_code: an accurate sin or cos inlines about 100).
-TEMPLATE_VERSION = "29"
+#: 30: the rowwise CUDA multi-pass kernels (forward and backward) fold every reduction of a pass in one loop
+#:    over the row (Op::kPass, GradOp::kPass: the reductions that read nothing of each other), streaming the
+#:    row once a pass instead of once a reduction.
+TEMPLATE_VERSION = "30"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -311,6 +314,7 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     code = rowplan.steps_code([*((arg,) for arg in stage_args), tuple(trees), tuple(terms)], diff.children)
     return {
         "code": code,
+        "passes": rowplan.pass_of(stages, diff.walk),
         "columns": columns,
         "reductions": [
             {

@@ -315,22 +315,34 @@ def cluster_pairs(stages: Sequence[_Stage], kept: int | None = None) -> list[tup
     return pairs
 
 
-def long_passes(stages: Sequence[_Stage], walk: Walk = _walk) -> list[list[int]]:
+def long_passes(stages: Sequence[_Stage], walk: Walk = _walk, online: bool = True) -> list[list[int]]:
     """The passes over a row of the long kernels, which stream the row from memory once per pass: each
     reduction of ``stages`` in the first pass after those whose results it reads, so independent reductions
-    share a pass (``max(x) - min(x)``: one pass, not two). An :class:`OnlineSum` joins its maximum's pass where
-    the rest of what it reads is known by then (softmax and logsumexp: one pass, then the output's)."""
+    share a pass (``max(x) - min(x)``: one pass, not two). With ``online`` (the Triton kernels), an
+    :class:`OnlineSum` joins its maximum's pass where the rest of what it reads is known by then (softmax and
+    logsumexp: one pass, then the output's); the CUDA multi-pass kernel does not rescale a sum, and passes
+    ``online=False``."""
     level: list[int] = []
     for index, stage in enumerate(stages):
         reads = {node.index for node in walk(stage.arg) if isinstance(node, RowRef)}
-        online = online_sum(stages, index, walk)
-        if online is not None:
-            others = reads - {online.max_index}
-            if all(level[k] < level[online.max_index] for k in others):
-                level.append(level[online.max_index])
+        paired = online_sum(stages, index, walk) if online else None
+        if paired is not None:
+            others = reads - {paired.max_index}
+            if all(level[k] < level[paired.max_index] for k in others):
+                level.append(level[paired.max_index])
                 continue
         level.append(1 + max((level[k] for k in reads), default=-1))
     return [[k for k in range(len(level)) if level[k] == p] for p in range(max(level, default=-1) + 1)]
+
+
+def pass_of(stages: Sequence[_Stage], walk: Walk = _walk) -> list[int]:
+    """Per reduction of ``stages``, its pass of the CUDA multi-pass kernel (:func:`long_passes` without online
+    sums): the kernel streams the row once for each pass, folding all of its reductions together."""
+    found = [0] * len(stages)
+    for number, members in enumerate(long_passes(stages, walk, online=False)):
+        for k in members:
+            found[k] = number
+    return found
 
 
 def pass_forms(stages: Sequence[_Stage], columns: Sequence[str], emit_triton: Callable[[Node], str],
@@ -364,7 +376,8 @@ def plan_forms(
     The C++ forms read the shared terms (:func:`shared_terms`) as ``_s<k>``: ``shared`` lists them (C++,
     the columns each reads, itself or through an earlier term, and the earlier terms it reads), and
     ``cpp_inputs``, ``cpp_weights`` and ``cpp_shared`` what each step's C++ reads; the other forms are
-    the whole expression."""
+    the whole expression. ``long_passes`` are the Triton long kernels' passes (:func:`pass_forms`), ``passes``
+    each reduction's pass of the CUDA multi-pass kernel (:func:`pass_of`)."""
     row_plan = plan(tree)
     terms, cpp_plan = shared_terms(row_plan)
     columns_of: list[set[str]] = []
@@ -425,4 +438,5 @@ def plan_forms(
         ],
         "output": output,
         "long_passes": passes,
+        "passes": pass_of(row_plan.reductions),
     }

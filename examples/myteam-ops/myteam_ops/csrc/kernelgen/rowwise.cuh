@@ -445,6 +445,27 @@ __host__ __device__ constexpr bool paired_later(int j) {
   return false;
 }
 
+// An op's passes of the multi-pass kernel (Op::kPass[S]: the pass of reduction S, written where two
+// reductions share one): the kernel streams the row from memory once a pass and folds every reduction of
+// the pass in that one loop. A reduction is in the first pass after those of the reductions it reads, so a
+// pass's reductions read nothing of each other. An Op without kPass has a pass for each reduction.
+template <class Op, class = void>
+struct Passes {
+  static __host__ __device__ constexpr int of(int s) { return s; }
+};
+template <class Op>
+struct Passes<Op, std::void_t<decltype(Op::kPass[0])>> {
+  static __host__ __device__ constexpr int of(int s) { return Op::kPass[s]; }
+};
+template <class Op>
+__host__ __device__ constexpr int pass_count() {
+  int count = 0;
+  for (int s = 0; s < Op::kReductions; ++s) {
+    count = Passes<Op>::of(s) + 1 > count ? Passes<Op>::of(s) + 1 : count;
+  }
+  return count;
+}
+
 // An op's steps over the columns of one pack (kVec elements of each input's row and of each weight):
 // which columns a step reads, getting them, their values at one element, and the reductions.
 template <class Op, typename scalar_t, int kVec, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
@@ -889,32 +910,75 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     (step_held<S, kPacks, kSlots, Across, kKeep>(row, r, kept, kept_scale, shared, scratch, threads, first, limit, cols, in...), ...);
   }
 
-  // Reduction S of a row read from memory: a loop over the row, then row_reduce.
-  template <int S>
-  static __device__ __forceinline__ void reduce_loaded(acc_t* r, acc_t* scratch, int64_t base, int64_t cols,
-                                                       const Same<I, scalar_t>*... in) {
-    using Reduce = typename Op::template Reduce<S, acc_t>;
-    const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
-    acc_t acc = Reduce::identity();
-    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
-      pack_t packs[kColumns];
-      load_columns<S>(packs, base, col, in...);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        acc_t v[kValues];
-        loaded_values<S>(v, packs, k, r);
-        acc = Reduce::combine(acc, arg<S>(v, r));
+  // The multi-pass kernel's reductions, a pass at a time (Passes): one loop over the row loads every column
+  // the pass's reductions read and folds each of them, then row_reduce completes each. r holds zeros for
+  // the reductions not known yet: a shared term a pass's step does not read may be computed from them, and
+  // is discarded.
+  static constexpr int kAccs = Op::kReductions > 0 ? Op::kReductions : 1;
+  template <int P, std::size_t C, int... S>
+  static __host__ __device__ constexpr bool pass_reads(std::integer_sequence<int, S...>) {
+    return (false || ... || (Passes<Op>::of(S) == P && reads<S, true>(C)));
+  }
+  template <int P, std::size_t C>
+  static __device__ __forceinline__ void load_pass_column(pack_t& pack, const scalar_t* ptr, int64_t base, int64_t col) {
+    if constexpr (pass_reads<P, C>(std::make_integer_sequence<int, Op::kReductions>{})) {
+      if constexpr (C < Op::kInputs) {
+        pack = load<scalar_t, kVec>(ptr + base + col);
+      } else {
+        pack = load<scalar_t, kVec>(ptr + col);
       }
     }
-    r[S] = row_reduce<Reduce>(acc, scratch, kMaxThreads);
-    if constexpr (Op::kMean[S]) {
-      r[S] /= static_cast<acc_t>(cols);
+  }
+  // Step S's argument at element k of the loaded packs, folded into acc[S], where S is of pass P.
+  template <int P, int S>
+  static __device__ __forceinline__ void fold_loaded(acc_t (&acc)[kAccs], const pack_t (&packs)[kColumns], int k,
+                                                     const acc_t* r) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      acc_t v[kValues];
+      loaded_values<S>(v, packs, k, r);
+      acc[S] = Op::template Reduce<S, acc_t>::combine(acc[S], arg<S>(v, r));
     }
   }
-  template <int kSlots, int... S>
-  static __device__ __forceinline__ void reduce_loaded(std::integer_sequence<int, S...>, acc_t* r, acc_t* scratch,
+  template <int P, int S>
+  static __device__ __forceinline__ void start_loaded(acc_t (&acc)[kAccs]) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      acc[S] = Op::template Reduce<S, acc_t>::identity();
+    }
+  }
+  template <int P, int kSlots, int S>
+  static __device__ __forceinline__ void finish_loaded(const acc_t (&acc)[kAccs], acc_t* r, acc_t* scratch,
+                                                      int64_t cols) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      r[S] = row_reduce<typename Op::template Reduce<S, acc_t>>(acc[S], scratch + S * kSlots, kMaxThreads);
+      if constexpr (Op::kMean[S]) {
+        r[S] /= static_cast<acc_t>(cols);
+      }
+    }
+  }
+  template <int P, int kSlots, int... S>
+  static __device__ __forceinline__ void reduce_pass(std::integer_sequence<int, S...>, acc_t* r, acc_t* scratch, int64_t base,
+                                                     int64_t cols, const Same<I, scalar_t>*... in) {
+    const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
+    acc_t acc[kAccs];
+    (start_loaded<P, S>(acc), ...);
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+      pack_t packs[kColumns];
+      (load_pass_column<P, I>(packs[I], in, base, col), ...);
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) {
+        (fold_loaded<P, S>(acc, packs, k, r), ...);
+      }
+    }
+    (finish_loaded<P, kSlots, S>(acc, r, scratch, cols), ...);
+  }
+  template <int kSlots, int... P>
+  static __device__ __forceinline__ void reduce_loaded(std::integer_sequence<int, P...>, acc_t* r, acc_t* scratch,
                                                        int64_t base, int64_t cols, const Same<I, scalar_t>*... in) {
-    (reduce_loaded<S>(r, scratch + S * kSlots, base, cols, in...), ...);
+#pragma unroll
+    for (int s = 0; s < Op::kReductions; ++s) {
+      r[s] = acc_t(0);
+    }
+    (reduce_pass<P, kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, scratch, base, cols, in...), ...);
   }
 };
 
@@ -1057,9 +1121,9 @@ cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __res
 #endif
 }
 
-// Rows longer than kMaxRegisterCols: one block of kMaxThreads threads per row. Each reduction is a
-// loop over the row, and so is the output: the row is read once per reduction and once more (from
-// L2 when it still holds it), written once.
+// Rows longer than kMaxRegisterCols: one block of kMaxThreads threads per row. Each pass of reductions
+// (Passes: the reductions that read nothing of each other) is a loop over the row, and so is the output:
+// the row is read once per pass and once more (from L2 when it still holds it), written once.
 template <class Op, typename scalar_t, int kVec, std::size_t... I>
 __global__ void __launch_bounds__(kMaxThreads)
 long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restrict__ out, int64_t cols) {
@@ -1072,7 +1136,7 @@ long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, scalar_t* __restri
   const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
 
   acc_t r[Op::kReductions];
-  Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, &scratch[0][0], base, cols,
+  Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, pass_count<Op>()>{}, r, &scratch[0][0], base, cols,
                                        in...);
 
   // ---- the output ----
@@ -1636,7 +1700,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
     const int64_t row_base = row * cols;
     acc_t r[Op::kReductions + 1];
     r[Op::kReductions] = static_cast<acc_t>(cols);
-    Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, Op::kReductions>{}, r, &scratch[0][0], row_base,
+    Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, pass_count<Op>()>{}, r, &scratch[0][0], row_base,
                                          cols, in...);
     for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
       pack_t packs[Step::kColumns];

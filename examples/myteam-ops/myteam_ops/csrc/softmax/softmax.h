@@ -175,6 +175,9 @@ struct GradOp {
       {true, true},  // the gradients
   };
   static constexpr int kKept = -1;
+  // As the forward's: the multi-pass kernel folds the reductions of one pass (kPass[R]) in one loop over
+  // the row, each pass after those of the reductions its own read.
+  static constexpr int kPass[kReductions] = {0, 1, 1};
   static constexpr int kShared = 0;  // no per-element term is read by two steps
 
   template <int R, typename acc_t>
