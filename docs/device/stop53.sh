@@ -7,6 +7,12 @@
 #                                      # ops (4 side by side) and the rmsnorm example's; memcheck and racecheck of
 #                                      # the multi-pass backwards
 #   bash docs/device/stop53.sh bench   # forward+backward and the backward alone, both versions, against compile
+#   bash docs/device/stop53.sh one     # a change tried and not landed (a row the backward's register kernel does
+#                                      # not hold takes a cluster of one block: docs/backward.md "Stop 53") against
+#                                      # version 30 on seed 53's ops without weights of at most six backward
+#                                      # reductions, rows of 16384; the changed package's backward suites
+#     (.device/d53: generate --manifest .device/s53/rowwise_sweep.json --only $O1 with that change applied;
+#      .device/c53 the same at 2ed3dde, version 30)
 # Carry .device/a52, .device/b52, .device/a50 and .device/b50, generated on the dev machine:
 #   python docs/device/rowwise_sweep.py generate .device/b52 --manifest .device/s52/rowwise_sweep.json \
 #     --only $O52 --backends cuda --backward fused
@@ -18,7 +24,8 @@ W=/tmp/kg53
 
 O52=r00,r01,r08,r09,r13,r14,r15
 O50=r13,r16,r15,range4,r22,r06,resln,layernorm,softmax,log_softmax
-for p in a52 b52 a50 b50; do [ -d $W/$p ] || cp -r .device/$p $W/$p; done
+O1=r02,r03,r06,r10,r12
+for p in a52 b52 a50 b50 c53 d53; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 build_all() {
   (build $W/b52/rsweep-ops 2>&1 | sed "s|^|b52: |") &
   (build $W/a52/rsweep-ops 2>&1 | sed "s|^|a52: |") &
@@ -29,6 +36,27 @@ build_all() {
 }
 
 case ${1:-tests} in
+  one)
+    t=$(date +%s)
+    (build $W/d53/rsweep-ops 2>&1 | sed "s|^|d53: |") &
+    (build $W/c53/rsweep-ops 2>&1 | sed "s|^|c53: |") &
+    wait; echo "built in $(( $(date +%s) - t )) s"
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/d53/rsweep-ops --ops $O1 --dtypes float32,float16,bfloat16 \
+        --cols 16384 --prewarm --part $i/5 > $W/prewarm1_$i.log 2>&1 &
+    done
+    echo "${O1//,/ }" | tr ' ' '\n' | timeout ${T:-150} xargs -P 5 -I{} sh -c \
+      'cd '"$W"'/d53/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" > '"$W"'/test1_{}.log 2>&1; echo "d53 {}: $(tail -1 '"$W"'/test1_{}.log)"' \
+      | tee "$FINAL_OUT/one_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" $W/test1_*.log | cut -c1-240 | head -10
+    wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
+    for p in c53 d53; do
+      timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $O1 --dtypes float32,float16,bfloat16 \
+        --cols 16384 --rounds 1 --against compile --json "$FINAL_OUT/one_$p.json" > "$FINAL_OUT/one_$p.txt" 2>&1
+      echo "$p rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/one_c53.txt" "$FINAL_OUT/one_d53.txt" | tail -18 ;;
   tests)
     t=$(date +%s); build_all; echo "built in $(( $(date +%s) - t )) s"
     { for op in ${O52//,/ }; do echo "b52 $op"; done; for op in ${O50//,/ }; do echo "b50 $op"; done; } \
