@@ -13,6 +13,13 @@
 #                                      # reductions, rows of 16384; the changed package's backward suites
 #     (.device/d53: generate --manifest .device/s53/rowwise_sweep.json --only $O1 with that change applied;
 #      .device/c53 the same at 2ed3dde, version 30)
+#   bash docs/device/stop53.sh levels  # a pass's reductions completed with one barrier in the backward's register
+#                                      # and cluster kernels, with the cluster build taken for up to six passes,
+#                                      # against version 30 on five of seed 52's ops; the changed package's
+#                                      # backward suites of them
+#     (.device/f52: generate --manifest .device/s52/rowwise_sweep.json --only $O2 with docs/wip/pass-exchange.patch
+#      applied and GradLaunch::kHasCluster counting passes, pass_count<Op>() <= 6; .device/e52 the same at 2ed3dde,
+#      version 30. To A/B the patch as it stands, generate f52 from it alone.)
 # Carry .device/a52, .device/b52, .device/a50 and .device/b50, generated on the dev machine:
 #   python docs/device/rowwise_sweep.py generate .device/b52 --manifest .device/s52/rowwise_sweep.json \
 #     --only $O52 --backends cuda --backward fused
@@ -25,7 +32,8 @@ W=/tmp/kg53
 O52=r00,r01,r08,r09,r13,r14,r15
 O50=r13,r16,r15,range4,r22,r06,resln,layernorm,softmax,log_softmax
 O1=r02,r03,r06,r10,r12
-for p in a52 b52 a50 b50 c53 d53; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+O2=r00,r02,r09,r14,r15
+for p in a52 b52 a50 b50 c53 d53 e52 f52; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 build_all() {
   (build $W/b52/rsweep-ops 2>&1 | sed "s|^|b52: |") &
   (build $W/a52/rsweep-ops 2>&1 | sed "s|^|a52: |") &
@@ -36,6 +44,27 @@ build_all() {
 }
 
 case ${1:-tests} in
+  levels)
+    t=$(date +%s)
+    (build $W/f52/rsweep-ops 2>&1 | sed "s|^|f52: |") &
+    (build $W/e52/rsweep-ops 2>&1 | sed "s|^|e52: |") &
+    wait; echo "built in $(( $(date +%s) - t )) s"
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f52/rsweep-ops --ops $O2 --dtypes float32,bfloat16 \
+        --cols 4096,16384,65536 --prewarm --part $i/5 > $W/prewarm2_$i.log 2>&1 &
+    done
+    echo "${O2//,/ }" | tr ' ' '\n' | timeout ${T:-100} xargs -P 5 -I{} sh -c \
+      'cd '"$W"'/f52/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" > '"$W"'/test2_{}.log 2>&1; echo "f52 {}: $(tail -1 '"$W"'/test2_{}.log)"' \
+      | tee "$FINAL_OUT/levels_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" $W/test2_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/levels_tests.txt"
+    wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
+    for p in e52 f52; do
+      timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $O2 --dtypes float32,bfloat16 \
+        --cols 4096,16384,65536 --rounds 1 --against compile --json "$FINAL_OUT/levels_$p.json" > "$FINAL_OUT/levels_$p.txt" 2>&1
+      echo "$p rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/levels_e52.txt" "$FINAL_OUT/levels_f52.txt" | tail -32 ;;
   one)
     t=$(date +%s)
     (build $W/d53/rsweep-ops 2>&1 | sed "s|^|d53: |") &
