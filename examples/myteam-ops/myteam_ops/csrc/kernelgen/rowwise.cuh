@@ -782,15 +782,20 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     }
   }
 
-  // The multi-pass kernel: every column the step reads is loaded (an input at its row's offset).
+  // The multi-pass kernel loads column C's pack at `col`: an input's at its row's offset, a weight's at the column ...
+  template <std::size_t C>
+  static __device__ __forceinline__ void load_at(pack_t& pack, const scalar_t* ptr, int64_t base, int64_t col) {
+    if constexpr (C < Op::kInputs) {
+      pack = load<scalar_t, kVec>(ptr + base + col);
+    } else {
+      pack = load<scalar_t, kVec>(ptr + col);
+    }
+  }
+  // ... every column a step reads (load_columns), or a pass's reductions read (reduce_pass).
   template <int S, std::size_t C>
   static __device__ __forceinline__ void load_column(pack_t& pack, const scalar_t* ptr, int64_t base, int64_t col) {
     if constexpr (reads<S, true>(C)) {
-      if constexpr (C < Op::kInputs) {
-        pack = load<scalar_t, kVec>(ptr + base + col);
-      } else {
-        pack = load<scalar_t, kVec>(ptr + col);
-      }
+      load_at<C>(pack, ptr, base, col);
     }
   }
   template <int S>
@@ -922,11 +927,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   template <int P, std::size_t C>
   static __device__ __forceinline__ void load_pass_column(pack_t& pack, const scalar_t* ptr, int64_t base, int64_t col) {
     if constexpr (pass_reads<P, C>(std::make_integer_sequence<int, Op::kReductions>{})) {
-      if constexpr (C < Op::kInputs) {
-        pack = load<scalar_t, kVec>(ptr + base + col);
-      } else {
-        pack = load<scalar_t, kVec>(ptr + col);
-      }
+      load_at<C>(pack, ptr, base, col);
     }
   }
   // Step S's argument at element k of the loaded packs, folded into acc[S], where S is of pass P.
