@@ -43,49 +43,37 @@ build_all() {
   wait
 }
 
+# A small A/B: packages OLD and NEW (under $W) built side by side; NEW's backward and gradcheck suites of OPS
+# (5 side by side) while compile's references are prewarmed; then both timed, and the table of the two.
+#   small_ab TAG OLD NEW OPS DTYPES COLS TEST_TIMEOUT TABLE_LINES   (files in $OUT named TAG_...)
+small_ab() {
+  local tag=$1 old=$2 new=$3 ops=$4 dtypes=$5 cols=$6 t i p; t=$(date +%s)
+  (build $W/$new/rsweep-ops 2>&1 | sed "s|^|$new: |") &
+  (build $W/$old/rsweep-ops 2>&1 | sed "s|^|$old: |") &
+  wait; echo "built in $(( $(date +%s) - t )) s"
+  for ((i = 0; i < 5; i++)); do
+    python3 docs/device/backward_bench.py $W/$new/rsweep-ops --ops $ops --dtypes $dtypes \
+      --cols $cols --prewarm --part $i/5 > $W/prewarm_${tag}_$i.log 2>&1 &
+  done
+  echo "${ops//,/ }" | tr ' ' '\n' | timeout ${T:-$7} xargs -P 5 -I{} sh -c \
+    'cd '"$W/$new"'/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+       -k "cuda and (backward or gradcheck)" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$new"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
+    | tee "$FINAL_OUT/${tag}_tests.txt"
+  grep -h -E "^(FAILED|ERROR)" $W/test_${tag}_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/${tag}_tests.txt"
+  wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
+  for p in $old $new; do
+    timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
+      --cols $cols --rounds 1 --against compile --json "$FINAL_OUT/${tag}_$p.json" > "$FINAL_OUT/${tag}_$p.txt" 2>&1
+    echo "$p rc=$? at $(( $(date +%s) - t )) s"
+  done
+  python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_$old.txt" "$FINAL_OUT/${tag}_$new.txt" | tail -$8
+}
+
 case ${1:-tests} in
   levels)
-    t=$(date +%s)
-    (build $W/f52/rsweep-ops 2>&1 | sed "s|^|f52: |") &
-    (build $W/e52/rsweep-ops 2>&1 | sed "s|^|e52: |") &
-    wait; echo "built in $(( $(date +%s) - t )) s"
-    for ((i = 0; i < 5; i++)); do
-      python3 docs/device/backward_bench.py $W/f52/rsweep-ops --ops $O2 --dtypes float32,bfloat16 \
-        --cols 4096,16384,65536 --prewarm --part $i/5 > $W/prewarm2_$i.log 2>&1 &
-    done
-    echo "${O2//,/ }" | tr ' ' '\n' | timeout ${T:-100} xargs -P 5 -I{} sh -c \
-      'cd '"$W"'/f52/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-         -k "cuda and (backward or gradcheck)" > '"$W"'/test2_{}.log 2>&1; echo "f52 {}: $(tail -1 '"$W"'/test2_{}.log)"' \
-      | tee "$FINAL_OUT/levels_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" $W/test2_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/levels_tests.txt"
-    wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
-    for p in e52 f52; do
-      timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $O2 --dtypes float32,bfloat16 \
-        --cols 4096,16384,65536 --rounds 1 --against compile --json "$FINAL_OUT/levels_$p.json" > "$FINAL_OUT/levels_$p.txt" 2>&1
-      echo "$p rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/levels_e52.txt" "$FINAL_OUT/levels_f52.txt" | tail -32 ;;
+    small_ab levels e52 f52 $O2 float32,bfloat16 4096,16384,65536 100 32 ;;
   one)
-    t=$(date +%s)
-    (build $W/d53/rsweep-ops 2>&1 | sed "s|^|d53: |") &
-    (build $W/c53/rsweep-ops 2>&1 | sed "s|^|c53: |") &
-    wait; echo "built in $(( $(date +%s) - t )) s"
-    for ((i = 0; i < 5; i++)); do
-      python3 docs/device/backward_bench.py $W/d53/rsweep-ops --ops $O1 --dtypes float32,float16,bfloat16 \
-        --cols 16384 --prewarm --part $i/5 > $W/prewarm1_$i.log 2>&1 &
-    done
-    echo "${O1//,/ }" | tr ' ' '\n' | timeout ${T:-150} xargs -P 5 -I{} sh -c \
-      'cd '"$W"'/d53/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-         -k "cuda and (backward or gradcheck)" > '"$W"'/test1_{}.log 2>&1; echo "d53 {}: $(tail -1 '"$W"'/test1_{}.log)"' \
-      | tee "$FINAL_OUT/one_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" $W/test1_*.log | cut -c1-240 | head -10
-    wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
-    for p in c53 d53; do
-      timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $O1 --dtypes float32,float16,bfloat16 \
-        --cols 16384 --rounds 1 --against compile --json "$FINAL_OUT/one_$p.json" > "$FINAL_OUT/one_$p.txt" 2>&1
-      echo "$p rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/one_c53.txt" "$FINAL_OUT/one_d53.txt" | tail -18 ;;
+    small_ab one c53 d53 $O1 float32,float16,bfloat16 16384 150 18 ;;
   tests)
     t=$(date +%s); build_all; echo "built in $(( $(date +%s) - t )) s"
     { for op in ${O52//,/ }; do echo "b52 $op"; done; for op in ${O50//,/ }; do echo "b50 $op"; done; } \
