@@ -8,6 +8,7 @@ update``) always derives it with the current parser.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -100,7 +101,9 @@ from .nodes import Num, RowRef, Var
 #: 30: the rowwise CUDA multi-pass kernels (forward and backward) fold every reduction of a pass in one loop
 #:    over the row (Op::kPass, GradOp::kPass: the reductions that read nothing of each other), streaming the
 #:    row once a pass instead of once a reduction.
-TEMPLATE_VERSION = "30"
+#: 31: the rowwise CUDA backward's register and cluster kernels complete every reduction of a pass with one
+#:    barrier (one exchange between a cluster's blocks); GradOp numbers its reductions pass by pass.
+TEMPLATE_VERSION = "31"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -209,6 +212,28 @@ def epilogue_backward(source: str, bias: bool) -> dict[str, Any]:
     }
 
 
+def _in_pass_order(backward: diff.RowwiseBackward) -> diff.RowwiseBackward:
+    """``backward`` with its stages numbered pass by pass (:func:`kernelgen.rowplan.pass_of`, the order kept within
+    a pass): the CUDA register and cluster kernels complete the reductions of a pass together, which needs them
+    consecutive. Every stage still comes after those it reads, so the values are the same."""
+    passes = rowplan.pass_of(backward.stages, diff.walk)
+    order = sorted(range(len(passes)), key=lambda k: (passes[k], k))
+    if order == list(range(len(order))):
+        return backward
+    number = {old: new for new, old in enumerate(order)}
+
+    def renumber(tree: Any) -> Any:
+        return diff.transform(tree, lambda node: RowRef(number[node.index])
+                              if isinstance(node, RowRef) and node.index in number else None)
+
+    return dataclasses.replace(
+        backward,
+        stages=tuple(dataclasses.replace(backward.stages[old], arg=renumber(backward.stages[old].arg)) for old in order),
+        input_plan={name: renumber(tree) for name, tree in backward.input_plan.items()},
+        weight_plan={name: renumber(tree) for name, tree in backward.weight_plan.items()},
+    )
+
+
 @pass_context
 def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list[str]) -> dict[str, Any]:
     """A rowwise expression's backward (:func:`kernelgen.diff.rowwise_vjp`) as C++ over the identifiers of
@@ -223,7 +248,7 @@ def rowwise_backward(context: Any, source: str, inputs: list[str], weights: list
     users, to_ident = _user_names(context, inputs)
     user_weights, weight_idents = _user_names(context, weights)
     parsed = parse(source, users, weights=user_weights, rowwise=True).renamed({**to_ident, **weight_idents})
-    backward = diff.rowwise_vjp(parsed)
+    backward = _in_pass_order(diff.rowwise_vjp(parsed))
     length = RowRef(len(backward.stages))
 
     def for_cpp(tree: Any) -> Any:

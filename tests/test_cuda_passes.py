@@ -6,6 +6,8 @@ directly, through a mask, or through a shared term. The kernels themselves run i
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from kernelgen import diff
@@ -92,3 +94,31 @@ def test_the_header_declares_the_passes_only_where_two_reductions_share_one(tmp_
     # RMSNorm: one reduction forward; the backward's mean(x * x) and mean(_grad * w * x) in one pass
     assert "kPass" not in forward["rms"]
     assert "static constexpr int kPass[kReductions] = {0, 0};" in backward["rms"]
+
+
+@pytest.mark.parametrize("source, inputs, weights", [
+    ("(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5) * w + b", ("x",), ("w", "b")),
+    ("x * rsqrt(max(x * y / (abs(sum(x * w)) + 1)) ** 2 + 1e-6) * tanh(max(x * x * w)) + v", ("x", "y"), ("w", "v")),
+    ("abs(sum(x * y)) * min(x - mean(y)) + y", ("x", "y"), ()),
+])
+def test_the_backward_is_numbered_pass_by_pass_and_means_the_same(source, inputs, weights):
+    # The register and cluster kernels complete a pass's reductions with one barrier, so GradOp numbers them
+    # pass by pass (_jinja._in_pass_order); renumbering back gives the trees diff.rowwise_vjp wrote.
+    from kernelgen._jinja import _in_pass_order
+
+    original = diff.rowwise_vjp(parse(source, inputs, weights=weights, rowwise=True))
+    ordered = _in_pass_order(original)
+    passes = pass_of(ordered.stages, diff.walk)
+    assert passes == sorted(passes) and passes[0] == 0 and all(b - a <= 1 for a, b in itertools.pairwise(passes))
+    assert all(j < k for k in range(len(ordered.stages)) for j in _reads(ordered.stages, k))
+    # the permutation: each ordered stage is the original stage with the same canonical text
+    old_of = [next(j for j, stage in enumerate(original.stages) if stage.canonical == new.canonical)
+              for new in ordered.stages]
+    assert sorted(old_of) == list(range(len(original.stages)))
+
+    def back(tree):
+        return diff.transform(tree, lambda n: RowRef(old_of[n.index]) if isinstance(n, RowRef) and n.index < len(old_of) else None)
+
+    assert [back(stage.arg) for stage in ordered.stages] == [original.stages[j].arg for j in old_of]
+    assert {k: back(v) for k, v in ordered.input_plan.items()} == original.input_plan
+    assert {k: back(v) for k, v in ordered.weight_plan.items()} == original.weight_plan

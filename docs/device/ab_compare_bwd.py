@@ -6,8 +6,8 @@ import re
 import statistics
 import sys
 
-LINE = re.compile(r"(\w+)\s+(\w+)\s+(\d+) fwd\+bwd ours ([\d.]+) ms, compile ([\d.]+): ([\d.]+)x compile; "
-                  r"bwd alone ([\d.]+) ms = (\d+)% of a copy")
+LINE = re.compile(r"(\w+)\s+(\w+)\s+(\d+) fwd\+bwd ours ([\d.]+) ms, (?:.*?, )?compile ([\d.]+): ([\d.]+)x compile"
+                  r"(?:, [^;]*)?; bwd alone ([\d.]+) ms = (\d+)% of a copy")
 
 
 def load(path):

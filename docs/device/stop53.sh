@@ -17,7 +17,7 @@
 #                                      # and cluster kernels, with the cluster build taken for up to six passes,
 #                                      # against version 30 on five of seed 52's ops; the changed package's
 #                                      # backward suites of them
-#     (.device/f52: generate --manifest .device/s52/rowwise_sweep.json --only $O2 with docs/wip/pass-exchange.patch
+#     (.device/f52: generate --manifest .device/s52/rowwise_sweep.json --only $O2 with docs/wip/pass-exchange.patch (in git at c2ca69d)
 #      applied and GradLaunch::kHasCluster counting passes, pass_count<Op>() <= 6; .device/e52 the same at 2ed3dde,
 #      version 30. To A/B the patch as it stands, generate f52 from it alone.)
 # Carry .device/a52, .device/b52, .device/a50 and .device/b50, generated on the dev machine:
@@ -41,32 +41,6 @@ build_all() {
   (build $W/b50/rsweep-ops 2>&1 | sed "s|^|b50: |") &
   (build $W/a50/rsweep-ops 2>&1 | sed "s|^|a50: |") &
   wait
-}
-
-# A small A/B: packages OLD and NEW (under $W) built side by side; NEW's backward and gradcheck suites of OPS
-# (5 side by side) while compile's references are prewarmed; then both timed, and the table of the two.
-#   small_ab TAG OLD NEW OPS DTYPES COLS TEST_TIMEOUT TABLE_LINES   (files in $OUT named TAG_...)
-small_ab() {
-  local tag=$1 old=$2 new=$3 ops=$4 dtypes=$5 cols=$6 t i p; t=$(date +%s)
-  (build $W/$new/rsweep-ops 2>&1 | sed "s|^|$new: |") &
-  (build $W/$old/rsweep-ops 2>&1 | sed "s|^|$old: |") &
-  wait; echo "built in $(( $(date +%s) - t )) s"
-  for ((i = 0; i < 5; i++)); do
-    python3 docs/device/backward_bench.py $W/$new/rsweep-ops --ops $ops --dtypes $dtypes \
-      --cols $cols --prewarm --part $i/5 > $W/prewarm_${tag}_$i.log 2>&1 &
-  done
-  echo "${ops//,/ }" | tr ' ' '\n' | timeout ${T:-$7} xargs -P 5 -I{} sh -c \
-    'cd '"$W/$new"'/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-       -k "cuda and (backward or gradcheck)" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$new"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
-    | tee "$FINAL_OUT/${tag}_tests.txt"
-  grep -h -E "^(FAILED|ERROR)" $W/test_${tag}_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/${tag}_tests.txt"
-  wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
-  for p in $old $new; do
-    timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
-      --cols $cols --rounds 1 --against compile --json "$FINAL_OUT/${tag}_$p.json" > "$FINAL_OUT/${tag}_$p.txt" 2>&1
-    echo "$p rc=$? at $(( $(date +%s) - t )) s"
-  done
-  python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_$old.txt" "$FINAL_OUT/${tag}_$new.txt" | tail -$8
 }
 
 case ${1:-tests} in

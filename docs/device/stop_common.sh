@@ -1,6 +1,6 @@
-# Sourced by the stop scripts (stop51.sh, stop52.sh) after they set W (their scratch folder): the device
+# Sourced by the stop scripts (stop51.sh to stop54.sh) after they set W (their scratch folder): the device
 # machine's setup they share, and build DIR (the generated package under DIR, built in place on every core,
-# ptxas's report in $W/build_<name>.log; nothing to do where it is built already).
+# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), and small_ab (below).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -12,4 +12,30 @@ build() {
   ls "$pkg"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
   (cd "$pkg" && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 NVCC_APPEND_FLAGS="-Xptxas -v" python3 setup.py build_ext --inplace \
      > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
+}
+
+# A small A/B: packages OLD and NEW (under $W) built side by side; NEW's backward and gradcheck suites of OPS
+# (5 side by side) while compile's references are prewarmed; then both timed, and the table of the two.
+#   small_ab TAG OLD NEW OPS DTYPES COLS TEST_TIMEOUT TABLE_LINES   (files in $OUT named TAG_...)
+small_ab() {
+  local tag=$1 old=$2 new=$3 ops=$4 dtypes=$5 cols=$6 t i p; t=$(date +%s)
+  (build $W/$new/rsweep-ops 2>&1 | sed "s|^|$new: |") &
+  (build $W/$old/rsweep-ops 2>&1 | sed "s|^|$old: |") &
+  wait; echo "built in $(( $(date +%s) - t )) s"
+  for ((i = 0; i < 5; i++)); do
+    python3 docs/device/backward_bench.py $W/$new/rsweep-ops --ops $ops --dtypes $dtypes \
+      --cols $cols --prewarm --part $i/5 > $W/prewarm_${tag}_$i.log 2>&1 &
+  done
+  echo "${ops//,/ }" | tr ' ' '\n' | timeout ${T:-$7} xargs -P 5 -I{} sh -c \
+    'cd '"$W/$new"'/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+       -k "cuda and (backward or gradcheck)" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$new"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
+    | tee "$FINAL_OUT/${tag}_tests.txt"
+  grep -h -E "^(FAILED|ERROR)" $W/test_${tag}_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/${tag}_tests.txt"
+  wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
+  for p in $old $new; do
+    timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
+      --cols $cols --rounds 1 --against compile --json "$FINAL_OUT/${tag}_$p.json" > "$FINAL_OUT/${tag}_$p.txt" 2>&1
+    echo "$p rc=$? at $(( $(date +%s) - t )) s"
+  done
+  python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_$old.txt" "$FINAL_OUT/${tag}_$new.txt" | tail -$8
 }

@@ -121,22 +121,22 @@ OPMATH_FN acc_t layernorm_grad_reduce0_arg(acc_t _grad, acc_t x, acc_t w, acc_t 
   return x;
 }
 
-// _r[1] = mean((x - mean(x)) ** 2.0) (the forward's _r[1])
+// _r[1] = mean(_grad * w)
 template <typename acc_t>
 using GradReduce1 = opmath::SumOp<acc_t>;
 constexpr bool kGradMean1 = true;
 template <typename acc_t>
 OPMATH_FN acc_t layernorm_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r) {
-  return opmath::square(x - _r[0]);
+  return _grad * w;
 }
 
-// _r[2] = mean(_grad * w)
+// _r[2] = mean((x - mean(x)) ** 2.0) (the forward's _r[1])
 template <typename acc_t>
 using GradReduce2 = opmath::SumOp<acc_t>;
 constexpr bool kGradMean2 = true;
 template <typename acc_t>
 OPMATH_FN acc_t layernorm_grad_reduce2_arg(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r) {
-  return _grad * w;
+  return opmath::square(x - _r[0]);
 }
 
 // _r[3] = mean(_grad * w * (x - mean(x)))
@@ -151,9 +151,9 @@ OPMATH_FN acc_t layernorm_grad_reduce3_arg(acc_t _grad, acc_t x, acc_t w, acc_t 
 // Per element: _d[j] = the gradient of column j (x, w, b), a weight's for this row.
 template <typename acc_t>
 OPMATH_FN void layernorm_grad(acc_t _grad, acc_t x, acc_t w, acc_t b, const acc_t* _r, acc_t (&_d)[3]) {
-  const acc_t _t0 = opmath::rsqrt(_r[1] + acc_t(1e-05));
+  const acc_t _t0 = opmath::rsqrt(_r[2] + acc_t(1e-05));
   const acc_t _t1 = x - _r[0];
-  _d[0] = _grad * (_t0 * w) - _t0 * _r[2] - opmath::ipow<3>(_t0) * _r[3] * _t1;
+  _d[0] = _grad * (_t0 * w) - _t0 * _r[1] - opmath::ipow<3>(_t0) * _r[3] * _t1;
   _d[1] = _grad * (_t1 * _t0);
   _d[2] = _grad;
 }
@@ -181,15 +181,17 @@ struct GradOp {
   static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1, kGradMean2, kGradMean3};
   static constexpr bool kReads[kReductions + 1][4] = {
       {false, true, false, false},  // _r[0]
-      {false, true, false, false},  // _r[1]
-      {true, false, true, false},  // _r[2]
+      {true, false, true, false},  // _r[1]
+      {false, true, false, false},  // _r[2]
       {true, true, true, false},  // _r[3]
       {true, true, true, false},  // the gradients
   };
   static constexpr int kKept = -1;
-  // As the forward's: the multi-pass kernel folds the reductions of one pass (kPass[R]) in one loop over
-  // the row, each pass after those of the reductions its own read.
-  static constexpr int kPass[kReductions] = {0, 1, 0, 1};
+  // The reductions are numbered pass by pass (kPass[R]: each pass after those of the reductions its own
+  // read): the multi-pass kernel folds a pass's reductions in one loop over the row, and the register and
+  // cluster kernels complete them with one barrier. If you make R read a reduction of its own pass or a
+  // later one, renumber.
+  static constexpr int kPass[kReductions] = {0, 0, 1, 1};
   static constexpr int kShared = 0;  // no per-element term is read by two steps
 
   template <int R, typename acc_t>

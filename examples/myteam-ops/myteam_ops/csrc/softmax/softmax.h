@@ -175,8 +175,10 @@ struct GradOp {
       {true, true},  // the gradients
   };
   static constexpr int kKept = -1;
-  // As the forward's: the multi-pass kernel folds the reductions of one pass (kPass[R]) in one loop over
-  // the row, each pass after those of the reductions its own read.
+  // The reductions are numbered pass by pass (kPass[R]: each pass after those of the reductions its own
+  // read): the multi-pass kernel folds a pass's reductions in one loop over the row, and the register and
+  // cluster kernels complete them with one barrier. If you make R read a reduction of its own pass or a
+  // later one, renumber.
   static constexpr int kPass[kReductions] = {0, 1, 1};
   static constexpr int kShared = 0;  // no per-element term is read by two steps
 

@@ -317,6 +317,14 @@ struct InBlock {
   static __device__ __forceinline__ acc_t reduce(acc_t value, acc_t* /*slot*/) {
     return value;
   }
+  // (reduce in three steps, for several reductions completed with one barrier: Steps::reduce_held_pass)
+  template <typename acc_t>
+  static __device__ __forceinline__ void publish(acc_t /*value*/, acc_t* /*slot*/) {}
+  static __device__ __forceinline__ void sync() {}
+  template <typename Reduce, typename acc_t>
+  static __device__ __forceinline__ acc_t collect(acc_t value, const acc_t* /*slot*/) {
+    return value;
+  }
   static __device__ __forceinline__ void reduced() {}
 };
 
@@ -338,6 +346,30 @@ struct InCluster {
       *slot = value;
     }
     cluster.sync();
+    const int lane = threadIdx.x % kWarp;
+    value = lane < static_cast<int>(cluster.num_blocks()) ? *cluster.map_shared_rank(slot, lane) : Reduce::identity();
+    value = warp_fold<Reduce>(value);
+#endif
+    return value;
+  }
+  // reduce in three steps, so that several reductions wait at one cluster barrier (Steps::reduce_held_pass):
+  // every reduction's block value to its slot, the barrier, then each folded from every block's slot.
+  template <typename acc_t>
+  static __device__ __forceinline__ void publish(acc_t value, acc_t* slot) {
+    if (threadIdx.x == 0 && threadIdx.y == 0) {
+      *slot = value;
+    }
+  }
+  static __device__ __forceinline__ void sync() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    cooperative_groups::this_cluster().sync();
+#endif
+  }
+  template <typename Reduce, typename acc_t>
+  static __device__ __forceinline__ acc_t collect(acc_t value, acc_t* slot) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    namespace cg = cooperative_groups;
+    const cg::cluster_group cluster = cg::this_cluster();
     const int lane = threadIdx.x % kWarp;
     value = lane < static_cast<int>(cluster.num_blocks()) ? *cluster.map_shared_rank(slot, lane) : Reduce::identity();
     value = warp_fold<Reduce>(value);
@@ -485,6 +517,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
   static constexpr int kShare = -1;
   static __host__ __device__ constexpr int share_step(int level) { return -1 - level; }
   static constexpr int kValues = kColumns + Op::kShared;
+  static constexpr int kAccs = Op::kReductions > 0 ? Op::kReductions : 1;  // a pass's accumulators, one a reduction
 
   // The type the op's formula is evaluated in. Where the op allows it (Op::kFastMath), that is
   // opmath::kernel_math_type (../opmath.h): for float16 and bfloat16, opmath::fast_float, whose
@@ -820,6 +853,36 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     share_upto<S>(v, r);  // the terms the step does not read are computed on zeros and discarded
   }
 
+  // This thread's fold of reduction S over its elements of a row held in registers (the argument of
+  // reduction kKept kept for the output, in `kept`, unless kKeep is false).
+  template <int S, int kPacks, bool kKeep>
+  static __device__ __forceinline__ acc_t fold_held(const pack_t (&row)[kColumns][kPacks], const acc_t* r, acc_t* kept,
+                                                    const acc_t* shared, int threads, int first, int limit,
+                                                    const Same<I, scalar_t>*... in) {
+    using Reduce = typename Op::template Reduce<S, acc_t>;
+    acc_t acc = Reduce::identity();
+#pragma unroll
+    for (int p = 0; p < kPacks; ++p) {
+      const int col = p * threads * kVec + first;
+      if (col < limit) {
+        pack_t weights[kColumns];
+        load_weights<S>(weights, col, in...);
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          acc_t v[kValues];
+          held_values<S>(v, row, weights, p, k);
+          held_shared<S, kPacks * kVec>(v, shared, p, k);
+          const acc_t value = arg<S>(v, r);
+          if constexpr (kKeep && S == Op::kKept) {
+            kept[p * kVec + k] = value;
+          }
+          acc = Reduce::combine(acc, value);
+        }
+      }
+    }
+    return acc;
+  }
+
   // Reduction S over a row held in registers: each thread folds its elements, then row_reduce (and,
   // for a row shared by a cluster's blocks, Across: InCluster). The argument of reduction kKept is kept
   // for the output, in `kept`, unless kKeep is false.
@@ -848,26 +911,7 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
         r[kWith] = own == opmath::MaxOp<acc_t>::identity() ? acc_t(0) : own;
       }
     }
-    acc_t acc = Reduce::identity();
-#pragma unroll
-    for (int p = 0; p < kPacks; ++p) {
-      const int col = p * threads * kVec + first;
-      if (col < limit) {
-        pack_t weights[kColumns];
-        load_weights<S>(weights, col, in...);
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          acc_t v[kValues];
-          held_values<S>(v, row, weights, p, k);
-          held_shared<S, kPacks * kVec>(v, shared, p, k);
-          const acc_t value = arg<S>(v, r);
-          if constexpr (kKeep && S == Op::kKept) {
-            kept[p * kVec + k] = value;
-          }
-          acc = Reduce::combine(acc, value);
-        }
-      }
-    }
+    const acc_t acc = fold_held<S, kPacks, kKeep>(row, r, kept, shared, threads, first, limit, in...);
     // (InCluster's slots: those past the warps' slots of `scratch`.)
     const int warps = threads / kWarp;
     if constexpr (kWaits) {
@@ -915,11 +959,126 @@ struct Steps<Op, scalar_t, kVec, std::index_sequence<I...>> {
     (step_held<S, kPacks, kSlots, Across, kKeep>(row, r, kept, kept_scale, shared, scratch, threads, first, limit, cols, in...), ...);
   }
 
+  // A backward's reductions over a row held in registers, a pass at a time (Passes: GradOp numbers its
+  // reductions pass by pass, kernelgen's rowplan.pass_of). Every thread folds each reduction of the pass; then
+  // one exchange completes them all: each warp folds its values and writes them to their slots, one block
+  // barrier, each row folds its warps' values (and, for a row shared by a cluster's blocks, one cluster
+  // barrier and each block's values: Across::publish, sync, collect). Each reduction keeps its own slots
+  // and the trees of row_reduce and InCluster::reduce, so the values are the bits of one exchange a
+  // reduction, with a barrier a pass instead. Before each pass, the shared terms of the levels the
+  // previous pass completed (terms of level L read reductions up to L - 1: a pass's own steps read none of
+  // its reductions, so they need none of those); the terms of the last pass's levels are left to the caller.
+  static __host__ __device__ constexpr int pass_first(int pass) {
+    for (int s = 0; s < Op::kReductions; ++s) {
+      if (Passes<Op>::of(s) == pass) {
+        return s;
+      }
+    }
+    return Op::kReductions;
+  }
+  static __host__ __device__ constexpr bool passes_in_order() {
+    for (int s = 1; s < Op::kReductions; ++s) {
+      if (Passes<Op>::of(s) < Passes<Op>::of(s - 1) || Passes<Op>::of(s) > Passes<Op>::of(s - 1) + 1) {
+        return false;
+      }
+    }
+    return Op::kReductions == 0 || Passes<Op>::of(0) == 0;
+  }
+  // The shared terms of levels (kLow, kHigh].
+  template <int kLow, int kHigh, int kPacks, int... L>
+  static __device__ __forceinline__ void share_held_levels(std::integer_sequence<int, L...>, acc_t* shared,
+                                                           const pack_t (&row)[kColumns][kPacks], const acc_t* r, int threads,
+                                                           int first, int limit, const Same<I, scalar_t>*... in) {
+    (share_held_if<kLow, kHigh, L, kPacks>(shared, row, r, threads, first, limit, in...), ...);
+  }
+  template <int kLow, int kHigh, int L, int kPacks>
+  static __device__ __forceinline__ void share_held_if(acc_t* shared, const pack_t (&row)[kColumns][kPacks], const acc_t* r,
+                                                       int threads, int first, int limit, const Same<I, scalar_t>*... in) {
+    if constexpr (L > kLow && L <= kHigh) {
+      share_held<L>(shared, row, r, threads, first, limit, in...);
+    }
+  }
+  template <int P, int S, int kPacks>
+  static __device__ __forceinline__ void fold_pass(acc_t (&acc)[kAccs], const pack_t (&row)[kColumns][kPacks], const acc_t* r,
+                                                   const acc_t* shared, int threads, int first, int limit,
+                                                   const Same<I, scalar_t>*... in) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      acc[S] = fold_held<S, kPacks, false>(row, r, nullptr, shared, threads, first, limit, in...);
+    }
+  }
+  // Each warp's value of reduction S to its slot (row_reduce's first half).
+  template <int P, int S, int kSlots>
+  static __device__ __forceinline__ void publish_warps(acc_t (&acc)[kAccs], acc_t* scratch, int warps) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      acc[S] = warp_fold<typename Op::template Reduce<S, acc_t>>(acc[S]);
+      if (warps > 1 && threadIdx.x % kWarp == 0) {
+        scratch[S * kSlots + threadIdx.y * warps + threadIdx.x / kWarp] = acc[S];
+      }
+    }
+  }
+  // The row's value of reduction S from its warps' slots (row_reduce's second half).
+  template <int P, int S, int kSlots>
+  static __device__ __forceinline__ void collect_warps(acc_t (&acc)[kAccs], const acc_t* scratch, int warps) {
+    using Reduce = typename Op::template Reduce<S, acc_t>;
+    if constexpr (Passes<Op>::of(S) == P) {
+      if (warps > 1) {
+        const int lane = threadIdx.x % kWarp;
+        acc_t value = lane < warps ? scratch[S * kSlots + threadIdx.y * warps + lane] : Reduce::identity();
+        for (int offset = warps / 2; offset > 0; offset /= 2) {
+          value = Reduce::combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+        }
+        acc[S] = __shfl_sync(0xffffffffu, value, 0);
+      }
+    }
+  }
+  template <int P, int S, int kSlots, class Across>
+  static __device__ __forceinline__ void publish_blocks(const acc_t (&acc)[kAccs], acc_t* scratch, int warps) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      Across::publish(acc[S], scratch + S * kSlots + warps);
+    }
+  }
+  template <int P, int S, int kSlots, class Across>
+  static __device__ __forceinline__ void collect_blocks(acc_t (&acc)[kAccs], acc_t* r, acc_t* scratch, int warps, int64_t cols) {
+    if constexpr (Passes<Op>::of(S) == P) {
+      acc[S] = Across::template collect<typename Op::template Reduce<S, acc_t>>(acc[S], scratch + S * kSlots + warps);
+      r[S] = Op::kMean[S] ? acc[S] / static_cast<acc_t>(cols) : acc[S];
+    }
+  }
+  template <int P, int kPacks, int kSlots, class Across, int... S>
+  static __device__ __forceinline__ void reduce_held_pass(std::integer_sequence<int, S...>, const pack_t (&row)[kColumns][kPacks],
+                                                          acc_t* r, acc_t* shared, acc_t* scratch, int threads, int first,
+                                                          int limit, int64_t cols, const Same<I, scalar_t>*... in) {
+    if constexpr (P > 0) {
+      share_held_levels<pass_first(P - 1), pass_first(P), kPacks>(std::make_integer_sequence<int, Op::kReductions + 1>{}, shared,
+                                                                  row, r, threads, first, limit, in...);
+    }
+    acc_t acc[kAccs];
+    (fold_pass<P, S, kPacks>(acc, row, r, shared, threads, first, limit, in...), ...);
+    const int warps = threads / kWarp;
+    (publish_warps<P, S, kSlots>(acc, scratch, warps), ...);
+    if (warps > 1) {  // the same for the whole block: no thread skips the barrier
+      __syncthreads();
+    }
+    (collect_warps<P, S, kSlots>(acc, scratch, warps), ...);
+    (publish_blocks<P, S, kSlots, Across>(acc, scratch, warps), ...);
+    Across::sync();
+    (collect_blocks<P, S, kSlots, Across>(acc, r, scratch, warps, cols), ...);
+  }
+  template <int kPacks, int kSlots, class Across, int... P>
+  static __device__ __forceinline__ void reduce_held_passes(std::integer_sequence<int, P...>, const pack_t (&row)[kColumns][kPacks],
+                                                            acc_t* r, acc_t* shared, acc_t* scratch, int threads, int first,
+                                                            int limit, int64_t cols, const Same<I, scalar_t>*... in) {
+    static_assert(passes_in_order(), "GradOp::kPass numbers the reductions pass by pass: 0, 0, 1, 1, 1, 2, ...");
+    (reduce_held_pass<P, kPacks, kSlots, Across>(std::make_integer_sequence<int, Op::kReductions>{}, row, r, shared, scratch,
+                                                 threads, first, limit, cols, in...), ...);
+    share_held_levels<pass_first(pass_count<Op>() - 1), Op::kReductions, kPacks>(
+        std::make_integer_sequence<int, Op::kReductions + 1>{}, shared, row, r, threads, first, limit, in...);
+  }
+
   // The multi-pass kernel's reductions, a pass at a time (Passes): one loop over the row loads every column
   // the pass's reductions read and folds each of them, then row_reduce completes each. r holds zeros for
   // the reductions not known yet: a shared term a pass's step does not read may be computed from them, and
   // is discarded.
-  static constexpr int kAccs = Op::kReductions > 0 ? Op::kReductions : 1;
   template <int P, std::size_t C, int... S>
   static __host__ __device__ constexpr bool pass_reads(std::integer_sequence<int, S...>) {
     return (false || ... || (Passes<Op>::of(S) == P && reads<S, true>(C)));
@@ -1531,16 +1690,16 @@ __device__ __forceinline__ void grad_held_row(const Same<I, scalar_t>* __restric
   const int first = static_cast<int>(threadIdx.x) * kVec;
   pack_t row_v[Step::kColumns][kPacks];
   Step::hold_row(row_v, row_base, threads, first, limit, in...);
-  acc_t r[Op::kReductions + 1];
+  // (Zeros for the reductions not known yet: a pass's steps copy them with the earlier ones, and read none.)
+  acc_t r[Op::kReductions + 1] = {};
   r[Op::kReductions] = static_cast<acc_t>(cols);  // the row length, after the reductions
   // The shared terms (GradOp::kShared), once per element, kept for every step that reads them: those of
-  // level 0 now, the others before the first step that may read them (reduce_held; the gradients).
+  // level 0 now, the others before the first pass that may read them (reduce_held_passes; the gradients).
   acc_t shared[Op::kShared > 0 ? Op::kShared * kPerThread : 1];
   Step::template share_held<0>(shared, row_v, r, threads, first, limit, in...);
-  acc_t unused[1];
-  Step::template reduce_held<kPacks, kSlots, Across>(std::make_integer_sequence<int, Op::kReductions>{}, row_v, r, unused, unused,
-                                                     shared, scratch, threads, first, limit, cols, in...);
-  Step::template share_held<Op::kReductions>(shared, row_v, r, threads, first, limit, in...);
+  // The reductions a pass at a time, each pass's completed with one barrier; then the terms that read the last.
+  Step::template reduce_held_passes<kPacks, kSlots, Across>(std::make_integer_sequence<int, pass_count<Op>()>{}, row_v, r,
+                                                            shared, scratch, threads, first, limit, cols, in...);
 #pragma unroll
   for (int p = 0; p < kPacks; ++p) {
     const int col = p * threads * kVec + first;
@@ -1928,11 +2087,13 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // the rows one block holds only in kWideThreads threads where that build spills (64 registers a thread),
   // and for rows too long for one block. Built for the 16-byte path of float32 and the 2-byte types
   // (float64 is not a speed target, and each build adds ptxas time); misaligned rows and float64 keep the
-  // multi-pass kernel. Taken only for a backward of at most kClusterReductions reductions: each reduction
-  // waits for the cluster's other blocks (a block barrier, then a cluster barrier), and on an H100 at rows of
-  // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in
-  // the spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without
-  // weights, whose build held half the elements a thread).
+  // multi-pass kernel. Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
+  // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in the
+  // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights,
+  // whose build held half the elements a thread). Each pass of reductions waits for the cluster's other blocks
+  // once (a block barrier, then a cluster barrier), but counting passes instead (stop 53: backwards of 7 to 10
+  // reductions in 2 or 3 passes) ran float32 rows of 16384 up to 1.7x faster and 2-byte rows of 16384 and
+  // rows of 65536 1.2-2.2x slower, so the rule still counts reductions.
   static constexpr int kClusterReductions = 6;
   static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) <= 4;
   static constexpr int kClusterPerThread = per_thread<Op, scalar_t, kVecAligned, 2 * kRowRegisters>();
