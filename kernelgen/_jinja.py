@@ -103,7 +103,10 @@ from .nodes import Num, RowRef, Var
 #:    row once a pass instead of once a reduction.
 #: 31: the rowwise CUDA backward's register and cluster kernels complete every reduction of a pass with one
 #:    barrier (one exchange between a cluster's blocks); GradOp numbers its reductions pass by pass.
-TEMPLATE_VERSION = "31"
+#: 32: the rowwise backward's gradients divide once where one reciprocal serves several quotients (a per-row
+#:    denominator; a row-varying one, or its powers, divided by more than once: diff._reciprocals), and
+#:    -(p - q) stays a negation, sharing p - q with the rest of the gradient.
+TEMPLATE_VERSION = "32"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -217,8 +217,6 @@ def neg(a: Node) -> Node:
         return Num(-a.value)
     if isinstance(a, Neg):
         return a.operand
-    if isinstance(a, BinOp) and a.op == "-":
-        return BinOp("-", a.right, a.left)  # -(p - q) = q - p, exact
     if isinstance(a, BinOp) and a.op == "*" and isinstance(a.left, Num):
         return mul(Num(-a.left.value), a.right)
     if isinstance(a, BinOp) and a.op == "/" and isinstance(a.left, Num):
@@ -894,6 +892,7 @@ def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD) -> RowwiseBackward:
     weight_trees = {name: _expand(t, expanded) for name, t in weight_trees.items()}
 
     backward_stages, planned = _plan_backward([*input_trees.values(), *weight_trees.values()], expanded)
+    planned = _reciprocals(planned, [stage.arg for stage in backward_stages])
     names = [*input_trees, *weight_trees]
     by_name = dict(zip(names, planned, strict=True))
     return RowwiseBackward(
@@ -1049,6 +1048,56 @@ def _reduce_mono(func: str, varying: Mono, known: Mapping[tuple, Node]) -> Poly:
         if not any(isinstance(a, Reduce) for mono in split for a, _ in mono):
             return split
     return _atom(Reduce(func, _mono_node(varying)))
+
+
+def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
+    """``trees`` (the gradients in plan form) with ``a / d`` as ``a * (1 / d)`` (and ``a / d ** k`` as
+    ``a * (1 / d) ** k``, k whole) where one reciprocal serves several elements or several quotients:
+    where ``d`` is constant along the row and ``a`` is not (one division a row instead of one an element:
+    the compiler computes ``1 / d`` once, outside the loop over the elements), and where the trees divide
+    by the same row-varying ``d`` (or a whole power of it) more than once (one division an element, then
+    a product for each quotient). The product rounds once or twice more than the quotient did; the tests'
+    error model walks these trees, so its bounds count that. Left alone: divisions inside a comparison (a
+    mask compares the very bits its reduction saw) and quotients that are also a reduction's argument or
+    part of one (the term is computed once for both)."""
+    in_args: set[Node] = {node for arg in args for node in walk(arg)}
+    quotients: dict[Node, set[tuple[Node, float]]] = {}
+
+    def base(d: Node) -> tuple[Node, float]:
+        if isinstance(d, Power) and _whole(d.exponent) and d.exponent >= 1:
+            return d.base, d.exponent
+        return d, 1.0
+
+    def visit(node: Node) -> None:
+        if isinstance(node, Compare):
+            return
+        if isinstance(node, BinOp) and node.op == "/" and node not in in_args:
+            b, k = base(node.right)
+            quotients.setdefault(b, set()).add((node.left, k))
+        for child in children(node):
+            visit(child)
+
+    for tree in trees:
+        visit(tree)
+
+    def served(node: BinOp) -> bool:
+        b, k = base(node.right)
+        if _is(node.left, 1) and k == 1:
+            return False  # the reciprocal itself
+        if not row_varying(b):
+            return row_varying(node.left)
+        return len(quotients.get(b, ())) > 1
+
+    def rewrite(node: Node) -> Node | None:
+        if isinstance(node, Compare):
+            return node
+        if isinstance(node, BinOp) and node.op == "/" and node not in in_args and served(node):
+            b, k = base(node.right)
+            reciprocal = BinOp("/", Num(1.0), transform(b, rewrite))
+            return BinOp("*", transform(node.left, rewrite), reciprocal if k == 1 else Power(reciprocal, k))
+        return None
+
+    return [transform(tree, rewrite) for tree in trees]
 
 
 def _expand(tree: Node, expanded: Mapping[int, Node]) -> Node:

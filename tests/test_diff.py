@@ -30,7 +30,7 @@ from kernelgen.diff import (
     size,
 )
 from kernelgen.errors import ExprError
-from kernelgen.expr import FUNCTIONS, BinOp, Call, Num, Power, Reduce, RowRef, Var, parse
+from kernelgen.expr import FUNCTIONS, BinOp, Call, Neg, Num, Power, Reduce, RowRef, Var, parse
 
 DTYPE = torch.float64
 ROWS, COLS = 5, 9
@@ -370,7 +370,9 @@ def test_simplification_rules():
     assert simplify(p("x ** 0.5")) == Call("sqrt", (x,))
     assert simplify(p("(x ** 2) ** 3")) == Power(x, 6.0)
     assert simplify(p("(x ** 0.5) ** 2")) == Power(Call("sqrt", (x,)), 2.0)  # not x: NaN for x < 0
-    assert simplify(p("-(x - y)")) == BinOp("-", y, x)
+    # -(x - y) stays a negation of x - y (not y - x), so that it shares x - y with the rest of a gradient
+    assert simplify(p("-(x - y)")) == Neg(BinOp("-", x, y))
+    assert simplify(p("2 - (x - y) * -1")) == BinOp("+", BinOp("-", x, y), Num(2.0))
 
 
 def random_expr(rng: random.Random, names, depth: int, positive: bool = False) -> str:
@@ -561,7 +563,8 @@ def test_softmax_backward_is_the_textbook_one():
     forms = bw.emit()
     assert forms["reductions"][2]["cpp"] == "_grad * opmath::exp(x - _r[0])"
     assert forms["cpp"]["bindings"] == [("_t0", "opmath::exp(x - _r[0])")]
-    assert forms["cpp"]["inputs"]["x"] == "_grad * (_t0 / _r[1]) - _r[2] / opmath::square(_r[1]) * _t0"
+    # the division by the row's sum is a product with its reciprocal, which the kernel computes once a row
+    assert forms["cpp"]["inputs"]["x"] == "_grad * (_t0 * (acc_t(1.0) / _r[1])) - _r[2] / opmath::square(_r[1]) * _t0"
 
 
 def test_log_softmax_and_logsumexp_need_one_extra_sum():
@@ -655,3 +658,35 @@ def test_backward_stage_and_dataclass_shape():
     forms = bw.emit(acc_type="float", acc="tl.float32")
     assert forms["reductions"][1]["cpp"] == "_grad * w * x"
     assert "float(1e-06)" in forms["cpp"]["inputs"]["x"] or any("float(1e-06)" in t for _, t in forms["cpp"]["bindings"])
+
+
+def test_one_reciprocal_serves_several_quotients():
+    # t: the same row-varying denominator in several quotients of the gradients
+    parsed = parse("(x4 + x1) / ((x3 - x2) * (x3 - x2) + 1.0) * tanh(mean(x1 / (x2 * 0.5 * (x2 * 0.5) + 1.0)"
+                   " - min((x4 + x1) / ((x3 - x2) * (x3 - x2) + 1.0))))", ("x1", "x2", "x3", "x4"), rowwise=True)
+    bw = rowwise_check(parsed, rowwise_values(parsed, seed=5, lo=-2.0, hi=2.0))
+    forms = bw.emit()["cpp"]
+    text = " ; ".join([*(t for _, t in forms["bindings"]), *forms["inputs"].values()])
+    quotients = re.findall(r"/ (\(?[\w\[\]]+)", text)
+    # a division by (x3 - x2)^2 + 1 in the mask only (its bits are the reduction's), one reciprocal of it and
+    # one of x2 * 0.5 * (x2 * 0.5) + 1, and one per-row division (a row's constant, not per element)
+    assert len(quotients) == 4, text
+    assert "opmath::square(_t" in text  # a / d ** 2 = a * (1 / d) ** 2
+    mask = next(t for _, t in forms["bindings"] if "==" in t)
+    assert re.search(r"_t\d+ / _t\d+ ==", mask)  # the mask keeps the quotient the reduction compared
+    # -(x3 - x2) shares x3 - x2: the gradients of x2 and x3 are one term's multiples
+    assert sum("x2 - x3" in t for t in text.split(" ; ")) == 0
+
+
+def test_a_per_row_denominator_is_a_reciprocal_and_a_reductions_quotient_stays():
+    # softmax: the output's division by the row's sum becomes a product with 1 / sum (a per-row value)
+    bw = rowwise_vjp(parse("exp(x - max(x)) / sum(exp(x - max(x)))", ("x",), rowwise=True))
+    plan = bw.input_plan["x"]
+    assert not any(isinstance(n, BinOp) and n.op == "/" and diff.row_varying(n.left) and not diff.row_varying(n.right)
+                   for n in diff.walk(plan))
+    # a quotient that a backward reduction also reads keeps its division (the term is shared)
+    parsed = parse("x / (y * y + 1.0) * sum(exp(x / (y * y + 1.0)))", ("x", "y"), rowwise=True)
+    bw = rowwise_check(parsed, rowwise_values(parsed, seed=2, lo=-2.0, hi=2.0))
+    args = {n for s in bw.stages for n in diff.walk(s.arg)}
+    kept = [n for t in bw.input_plan.values() for n in diff.walk(t) if isinstance(n, BinOp) and n.op == "/" and n in args]
+    assert kept, "the quotient both read"

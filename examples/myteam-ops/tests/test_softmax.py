@@ -47,19 +47,21 @@ def grad_error_bound(_m, _grad, x):
     _t2 = _grad * _t1  # _grad * exp(x - _r0)
     _e2 = _grad.abs() * _e1 + _m.one_rounding(_t2)
     _r2, _q2 = _m.sum_of_row(_t2, _e2)  # sum(_grad * exp(x - max(x)))
-    _t3 = _t1 / _r1  # exp(x - _r0) / _r1
-    _e3 = _e1 / _r1.abs() + (_t3 / _r1).abs() * _q1 + _m.division_error(_t3)
-    _t4 = _grad * _t3  # _grad * (exp(x - _r0) / _r1)
-    _e4 = _grad.abs() * _e3 + _m.one_rounding(_t4)
-    _t5 = _r1 ** 2.0  # _r1 ** 2.0
-    _e5 = (2.0 * _r1).abs() * _q1 + _m.product_of_errors(_q1, _q1) + _m.power_error(_r1, 2.0, _t5)
-    _t6 = _r2 / _t5  # _r2 / _r1 ** 2.0
-    _e6 = _q2 / _t5.abs() + (_t6 / _t5).abs() * _e5 + _m.division_error(_t6)
-    _t7 = _t6 * _t1  # _r2 / _r1 ** 2.0 * exp(x - _r0)
-    _e7 = _t1.abs() * _e6 + _t6.abs() * _e1 + _m.product_of_errors(_e6, _e1) + _m.one_rounding(_t7)
-    _t8 = _t4 - _t7  # _grad * (exp(x - _r0) / _r1) - _r2 / _r1 ** 2.0 * exp(x - _r0)
-    _e8 = _e4 + _e7 + _m.one_rounding(_t8)
-    return (_e8,)
+    _t3 = 1.0 / _r1  # 1.0 / _r1
+    _e3 = (_t3 / _r1).abs() * _q1 + _m.division_error(_t3)
+    _t4 = _t1 * _t3  # exp(x - _r0) * (1.0 / _r1)
+    _e4 = _t3.abs() * _e1 + _t1.abs() * _e3 + _m.product_of_errors(_e1, _e3) + _m.one_rounding(_t4)
+    _t5 = _grad * _t4  # _grad * (exp(x - _r0) * (1.0 / _r1))
+    _e5 = _grad.abs() * _e4 + _m.one_rounding(_t5)
+    _t6 = _r1 ** 2.0  # _r1 ** 2.0
+    _e6 = (2.0 * _r1).abs() * _q1 + _m.product_of_errors(_q1, _q1) + _m.power_error(_r1, 2.0, _t6)
+    _t7 = _r2 / _t6  # _r2 / _r1 ** 2.0
+    _e7 = _q2 / _t6.abs() + (_t7 / _t6).abs() * _e6 + _m.division_error(_t7)
+    _t8 = _t7 * _t1  # _r2 / _r1 ** 2.0 * exp(x - _r0)
+    _e8 = _t1.abs() * _e7 + _t7.abs() * _e1 + _m.product_of_errors(_e7, _e1) + _m.one_rounding(_t8)
+    _t9 = _t5 - _t8  # _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+    _e9 = _e5 + _e8 + _m.one_rounding(_t9)
+    return (_e9,)
 
 
 class TestSoftmax(RowwiseSuite):

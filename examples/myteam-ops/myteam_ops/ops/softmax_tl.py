@@ -290,7 +290,7 @@ if TRITON_AVAILABLE:
         _a2 = _grad * tl.exp(x - _r0)
         _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
         _t0 = tl.exp(x - _r0)
-        _d0 = _grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) / _r1) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+        _d0 = _grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
@@ -333,7 +333,7 @@ if TRITON_AVAILABLE:
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
             _t0 = tl.exp(x - _r0)
             if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 / _r1) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask)
+                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask)
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
 
 
@@ -405,7 +405,7 @@ def _softmax_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, _needs: list[
     _t0 = torch.exp(x - _r0)
     grads = []
     if _needs[0]:
-        grads.append(torch.empty((rows, cols), dtype=dtype, device=_grad.device).copy_(_grad * (_t0 / _r1) - _r2 / _r1 ** 2.0 * _t0).view(shape))
+        grads.append(torch.empty((rows, cols), dtype=dtype, device=_grad.device).copy_(_grad * (_t0 * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * _t0).view(shape))
     return grads
 
 

@@ -144,7 +144,7 @@ OPMATH_FN acc_t softmax_grad_reduce2_arg(acc_t _grad, acc_t x, const acc_t* _r) 
 template <typename acc_t>
 OPMATH_FN void softmax_grad(acc_t _grad, acc_t x, const acc_t* _r, acc_t (&_d)[1]) {
   const acc_t _t0 = opmath::exp(x - _r[0]);
-  _d[0] = _grad * (_t0 / _r[1]) - _r[2] / opmath::square(_r[1]) * _t0;
+  _d[0] = _grad * (_t0 * (acc_t(1.0) / _r[1])) - _r[2] / opmath::square(_r[1]) * _t0;
 }
 
 // What the package's rowwise backward kernels (CPU and CUDA) need to know of it, as Op above: its
@@ -164,7 +164,7 @@ struct GradOp {
   // accurate sin or cos about 100). The register kernel unrolls them over the elements a thread holds,
   // and the launch takes its narrow build where the wide one's code would outgrow the SM's instruction
   // cache (GradLaunch::takes_narrow in ../kernelgen/rowwise.cuh).
-  static constexpr int kCode = 58;
+  static constexpr int kCode = 59;
   template <int R, typename acc_t>
   using Reduce = opmath::Nth<R, GradReduce0<acc_t>, GradReduce1<acc_t>, GradReduce2<acc_t>>;
   static constexpr bool kMean[kReductions] = {kGradMean0, kGradMean1, kGradMean2};
