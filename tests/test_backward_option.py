@@ -172,7 +172,7 @@ def test_a_rowwise_backward_computes_a_costly_term_its_steps_share_once(tmp_path
     assert "constexpr int kGradShared = 1;" in backward
     assert ("OPMATH_FN acc_t yn_grad_shared0(acc_t _grad, acc_t x, acc_t y, acc_t w) {\n"
             "  return x / (acc_t(1.0) + y * y);") in backward
-    assert "return opmath::square(_s0);" in backward and "_d[2] = _grad * (_s0 * _t3);" in backward
+    assert "return opmath::square(_s0);" in backward and "_d[2] = _grad * (_s0 * _t2);" in backward
     assert "      {false, false, false, false},  // _r[0]\n" in backward  # it reads the term alone
     assert "      {false, true, true, false},  // _s0\n" in backward  # the term reads x and y
     assert "      {true},  // _r[0]\n      {false},  // _r[1]\n      {true},  // the gradients\n" in backward
@@ -190,10 +190,11 @@ def test_a_rowwise_mask_of_an_argument_with_a_row_value_is_a_term_with_a_level(t
     assert ("OPMATH_FN acc_t mc_grad_shared0(acc_t _grad, acc_t x, const acc_t* _r) {\n"
             "  return opmath::sub_rn(opmath::mul_rn(x, x), _r[0]);") in header
     assert "// It reads per-row values: level 1, computed once _r[0] is known." in header
-    assert ("OPMATH_FN acc_t mc_grad_reduce1_arg(acc_t _grad, acc_t x, acc_t _s0, const acc_t* _r) {\n"
+    # (the reductions numbered pass by pass: mean(x) and sum(_grad * x) first, then the maximum, then its masks)
+    assert ("OPMATH_FN acc_t mc_grad_reduce2_arg(acc_t _grad, acc_t x, acc_t _s0, const acc_t* _r) {\n"
             "  return _s0;") in header
-    assert "return (_s0 == _r[1] ? acc_t(1.0) : acc_t(0.0));" in header  # the masks read the term
-    assert "mc_grad_reduce1_arg<acc_t>(_grad" not in header  # no mask calls the reduction's function
+    assert "return (_s0 == _r[2] ? acc_t(1.0) : acc_t(0.0));" in header  # the masks read the term
+    assert "mc_grad_reduce2_arg<acc_t>(_grad" not in header  # no mask calls the reduction's function
     assert "static constexpr int kShareLevels = 2;" in header and "static constexpr int kSharedLevel[kShared] = {1};" in header
     assert ("    if constexpr (L == 1) {\n"
             "      v[2] = mc_grad_shared0<acc_t>(v[0], v[1], r);\n"
