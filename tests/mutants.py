@@ -125,7 +125,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("rw-grad-constant", "rw", "formula", "a weight's gradient off by 1% (db = 0.5 * grad becomes 0.505 * grad)",
            (_e(RW_H, "_d[2] = acc_t(0.5) * _grad;", "_d[2] = acc_t(0.505) * _grad;"),)),
     Mutant("rw-grad-term", "rw", "formula", "a backward reduction's term dropped from dx (- rstd * mean(g * w))",
-           (_e(RW_H, " - _t0 * _r[2] - ", " - "),)),
+           (_e(RW_H, " - _t0 * _r[1] - ", " - "),)),
     Mutant("rw-grad-last-task", "rw", "cpu", "a weight's gradient misses the last task's rows (CPU column sum)",
            (_e(RW_CPU, "    for (int64_t s = 0; s < slots; ++s) {", "    for (int64_t s = 0; s < slots - (slots > 1); ++s) {"),)),
     Mutant("rw-grad-last-slot-cuda", "rw", "cuda", "a weight's gradient misses the last row slot (column_sum_kernel)",
