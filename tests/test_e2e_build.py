@@ -163,7 +163,7 @@ def test_a_rowwise_op_with_a_masked_gradient_builds_and_passes_its_tests(tmp_pat
     the bits of f the reduction saw. The first's f reads only the columns: it is the backward's shared term
     _s0, computed once per element with exact sums and products (opmath::add_rn, mul_rn, ipow<N, true>: no
     fused multiply-add wherever it is computed again). The second's reads mean(x): it is the term _s1 of
-    level 4, exact too, computed from _s0 once mean(x) is known. Built with nvcc and g++ (whose host versions are calls
+    level 3, exact too, computed from _s0 once mean(x) is known. Built with nvcc and g++ (whose host versions are calls
     it cannot fuse across), its own tests passing: on the CPU the masks must still find every row's
     maximum, or the gradients fail their bound."""
     root, package, _ = _generate_and_build(
@@ -172,5 +172,6 @@ def test_a_rowwise_op_with_a_masked_gradient_builds_and_passes_its_tests(tmp_pat
     header = (root / package / "csrc" / "max_gap" / "max_gap.h").read_text()
     assert ("OPMATH_FN acc_t max_gap_grad_shared0(acc_t _grad, acc_t x, acc_t y, acc_t w) {\n"
             "  return opmath::add_rn(opmath::mul_rn(opmath::mul_rn(x, y), w), opmath::ipow<3, true>(x));") in header
-    assert "  return opmath::sub_rn(_s0, _r[3]);" in header
-    assert "(_s1 == _r[4] ? acc_t(1.0) : acc_t(0.0))" in header and "static constexpr int kSharedLevel[kShared] = {0, 4};" in header
+    # (the reductions numbered pass by pass: mean(x) is _r[2], the second maximum _r[5])
+    assert "  return opmath::sub_rn(_s0, _r[2]);" in header
+    assert "(_s1 == _r[5] ? acc_t(1.0) : acc_t(0.0))" in header and "static constexpr int kSharedLevel[kShared] = {0, 3};" in header
