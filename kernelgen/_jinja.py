@@ -106,7 +106,11 @@ from .nodes import Num, RowRef, Var
 #: 32: the rowwise backward's gradients divide once where one reciprocal serves several quotients (a per-row
 #:    denominator; a row-varying one, or its powers, divided by more than once: diff._reciprocals), and
 #:    -(p - q) stays a negation, sharing p - q with the rest of the gradient.
-TEMPLATE_VERSION = "32"
+#: 33: the rowwise backward reads a mean of what another of its reductions sums as that sum over the row
+#:    length (one reduction fewer); products of the same factors in any order add up (2 * (a * b) for
+#:    a * b + b * a); a denominator's factors each take their reciprocal (a / (d * r) -> a * (1 / d) * (1 / r));
+#:    names used only inside one subtree they share take the chain rule through it (diff._shared_subtrees).
+TEMPLATE_VERSION = "33"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

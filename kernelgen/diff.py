@@ -123,10 +123,12 @@ def rebuild(node: Node, kids: Iterable[Node]) -> Node:
     return node
 
 
-def transform(node: Node, fn: Callable[[Node], Node | None]) -> Node:
+def transform(node: Node, fn: Callable[[Node], Node | None], memo: dict[Node, Node] | None = None) -> Node:
     """``node`` rewritten from the top: where ``fn(n)`` returns a node, it replaces ``n`` (and is not
-    descended into); where it returns None, ``n`` is rebuilt from its transformed children."""
-    memo: dict[Node, Node] = {}
+    descended into); where it returns None, ``n`` is rebuilt from its transformed children. ``memo``
+    (each node's rewrite under this ``fn``) may be passed in, so that an ``fn`` that transforms parts of
+    a node itself shares one walk with its caller."""
+    memo = {} if memo is None else memo
 
     def go(n: Node) -> Node:
         if n in memo:
@@ -198,6 +200,30 @@ def _coefficient(node: Node) -> tuple[float, Node | None]:
     return 1.0, node
 
 
+def _factors(node: Node) -> list[Node]:
+    """The factors of a chain of products, left to right."""
+    if isinstance(node, BinOp) and node.op == "*":
+        return [*_factors(node.left), *_factors(node.right)]
+    return [node]
+
+
+def _same_product(p: Node, q: Node) -> bool:
+    """Whether ``p`` and ``q`` are the same product of the same factors, in any order and grouping
+    (``a * (b * c)`` and ``(c * a) * b``): equal in exact arithmetic, so ``c1 * p + c2 * q`` is
+    ``(c1 + c2) * p`` within the roundings the products already make."""
+    if p == q:
+        return True
+    fp, fq = _factors(p), _factors(q)
+    if len(fp) != len(fq) or len(fp) == 1:
+        return False
+    rest = list(fq)
+    for factor in fp:
+        if factor not in rest:
+            return False
+        rest.remove(factor)
+    return True
+
+
 def _fold(fn: Callable[..., float], *values: float) -> Num | None:
     try:
         result = fn(*values)
@@ -245,7 +271,7 @@ def add(a: Node, b: Node) -> Node:
             return add(a.left, c)  # (p + 8) + 2 = p + 10
     ca, ra = _coefficient(a)
     cb, rb = _coefficient(b)
-    if ra is not None and ra == rb:
+    if ra is not None and rb is not None and _same_product(ra, rb):
         return mul(num(ca + cb), ra)
     if isinstance(b, BinOp) and b.op == "*" and isinstance(b.left, Num) and b.left.value < 0:
         return sub(a, mul(Num(-b.left.value), b.right))
@@ -271,7 +297,7 @@ def sub(a: Node, b: Node) -> Node:
             return add(a.left, c)  # (p + 8) - 8 = p
     ca, ra = _coefficient(a)
     cb, rb = _coefficient(b)
-    if ra is not None and ra == rb:
+    if ra is not None and rb is not None and _same_product(ra, rb):
         return mul(num(ca - cb), ra)
     if isinstance(b, BinOp) and b.op == "*" and isinstance(b.left, Num) and b.left.value < 0:
         return add(a, mul(Num(-b.left.value), b.right))
@@ -873,14 +899,22 @@ def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD) -> RowwiseBackward:
         else:
             factor[k] = div(total, _reduce_linear("sum", masks[k], known))
 
-    def gradient(name: str) -> Node:
-        total = mul(g, derivative(plan.output, Var(name)))
+    def adjoint(wrt: Node) -> Node:
+        total = mul(g, derivative(plan.output, wrt))
         for k, stage in enumerate(stages):
             if k in factor:
-                total = add(total, mul(factor[k], mul(masks.get(k, Num(1.0)), derivative(stage.arg, Var(name)))))
+                total = add(total, mul(factor[k], mul(masks.get(k, Num(1.0)), derivative(stage.arg, wrt))))
         return total
 
     used = variables(parsed.tree)
+    read = [plan.output, *(stage.arg for k, stage in enumerate(stages) if k in factor)]
+    through = _shared_subtrees([name for name in (*parsed.inputs, *parsed.weights) if name in used], read)
+
+    def gradient(name: str) -> Node:
+        if name in through:  # the chain rule through the subtree every use of the name is in
+            return mul(adjoint(through[name]), derivative(through[name], Var(name)))
+        return adjoint(Var(name))
+
     input_trees = {name: gradient(name) for name in parsed.inputs if name in used}
     weight_trees = {name: gradient(name) for name in parsed.weights if name in used}
 
@@ -1050,30 +1084,57 @@ def _reduce_mono(func: str, varying: Mono, known: Mapping[tuple, Node]) -> Poly:
     return _atom(Reduce(func, _mono_node(varying)))
 
 
-def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
-    """``trees`` (the gradients in plan form) with ``a / d`` as ``a * (1 / d)`` (and ``a / d ** k`` as
-    ``a * (1 / d) ** k``, k whole) where one reciprocal serves several elements or several quotients:
-    where ``d`` is constant along the row and ``a`` is not (one division a row instead of one an element:
-    the compiler computes ``1 / d`` once, outside the loop over the elements), and where the trees divide
-    by the same row-varying ``d`` (or a whole power of it) more than once (one division an element, then
-    a product for each quotient). The product rounds once or twice more than the quotient did; the tests'
-    error model walks these trees, so its bounds count that. Left alone: divisions inside a comparison (a
-    mask compares the very bits its reduction saw) and quotients that are also a reduction's argument or
-    part of one (the term is computed once for both)."""
-    in_args: set[Node] = {node for arg in args for node in walk(arg)}
-    quotients: dict[Node, set[tuple[Node, float]]] = {}
+def _shared_subtrees(names: list[str], trees: list[Node]) -> dict[str, Node]:
+    """For each name, the largest subtree S of ``trees`` (elementwise, in plan form) that holds every use
+    of the name, where another name's largest such subtree is the same S: then each name's gradient is
+    ``adjoint(S) * dS/dname`` and the adjoint, the long part of both, is formed once (reverse mode through
+    S) instead of once a name (``x3 * 2 - x2``: the gradients of x2 and x3 are -1 and 2 times one adjoint).
+    Names without such a partner are left out."""
+    subtrees = sorted({node for tree in trees for node in walk(tree) if children(node)}, key=size, reverse=True)
 
-    def base(d: Node) -> tuple[Node, float]:
+    def holds_every_use(node: Node, var: Var) -> bool:
+        hole = Var("_S")
+        return all(var not in walk(transform(tree, lambda n: hole if n == node else None)) for tree in trees)
+
+    best: dict[str, Node] = {}
+    for name in names:
+        var = Var(name)
+        for node in subtrees:
+            if node not in trees and var in walk(node) and holds_every_use(node, var):
+                best[name] = node
+                break
+    counts: dict[Node, int] = {}
+    for node in best.values():
+        counts[node] = counts.get(node, 0) + 1
+    return {name: node for name, node in best.items() if counts[node] > 1}
+
+
+def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
+    """``trees`` (the gradients in plan form) with ``a / d`` as ``a * (1 / d)`` where one reciprocal
+    serves several elements or several quotients. A denominator is taken apart into its factors (a product,
+    whole powers: ``a / (p ** 2 * r)`` is ``a * (1 / p) ** 2 * (1 / r)``), and a quotient is rewritten where
+    every factor's reciprocal is worth computing: a factor constant along the row costs one division a row
+    (the compiler computes ``1 / r`` once, outside the loop over the elements), a row-varying factor one an
+    element, so it must serve more than one quotient. The products round once or twice more than the
+    quotient; the tests' error model walks these trees, so its bounds count that. Left alone: divisions
+    inside a comparison (a mask compares the very bits its reduction saw) and quotients that are also a
+    reduction's argument or part of one (the term is computed once for both)."""
+    in_args: set[Node] = {node for arg in args for node in walk(arg)}
+    users: dict[Node, set[Node]] = {}
+
+    def factors(d: Node) -> list[tuple[Node, float]]:
+        if isinstance(d, BinOp) and d.op == "*" and not isinstance(d.left, Num):
+            return [*factors(d.left), *factors(d.right)]
         if isinstance(d, Power) and _whole(d.exponent) and d.exponent >= 1:
-            return d.base, d.exponent
-        return d, 1.0
+            return [(f, k * d.exponent) for f, k in factors(d.base)]
+        return [(d, 1.0)]
 
     def visit(node: Node) -> None:
         if isinstance(node, Compare):
             return
         if isinstance(node, BinOp) and node.op == "/" and node not in in_args:
-            b, k = base(node.right)
-            quotients.setdefault(b, set()).add((node.left, k))
+            for f, _ in factors(node.right):
+                users.setdefault(f, set()).add(node)
         for child in children(node):
             visit(child)
 
@@ -1081,23 +1142,30 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
         visit(tree)
 
     def served(node: BinOp) -> bool:
-        b, k = base(node.right)
-        if _is(node.left, 1) and k == 1:
+        fs = factors(node.right)
+        if _is(node.left, 1) and len(fs) == 1 and fs[0][1] == 1:
             return False  # the reciprocal itself
-        if not row_varying(b):
+        varying = [f for f, _ in fs if row_varying(f)]
+        if not varying:
             return row_varying(node.left)
-        return len(quotients.get(b, ())) > 1
+        return all(len(users.get(f, ())) > 1 for f in varying)
+
+    memo: dict[Node, Node] = {}  # one walk over every tree: shared subtrees are rewritten once
 
     def rewrite(node: Node) -> Node | None:
         if isinstance(node, Compare):
             return node
         if isinstance(node, BinOp) and node.op == "/" and node not in in_args and served(node):
-            b, k = base(node.right)
-            reciprocal = BinOp("/", Num(1.0), transform(b, rewrite))
-            return BinOp("*", transform(node.left, rewrite), reciprocal if k == 1 else Power(reciprocal, k))
+            sign = -1.0 if _is(node.left, -1) else 1.0
+            out = None if _is(node.left, sign) else transform(node.left, rewrite, memo)
+            for f, k in factors(node.right):
+                reciprocal = BinOp("/", Num(1.0), transform(f, rewrite, memo))
+                term = reciprocal if k == 1 else Power(reciprocal, k)
+                out = term if out is None else BinOp("*", out, term)
+            return Neg(out) if sign < 0 else out
         return None
 
-    return [transform(tree, rewrite) for tree in trees]
+    return [transform(tree, rewrite, memo) for tree in trees]
 
 
 def _expand(tree: Node, expanded: Mapping[int, Node]) -> Node:
@@ -1110,9 +1178,15 @@ def _plan_backward(trees: list[Node], forward: Mapping[int, Node]) -> tuple[tupl
     stages: list[BackwardStage] = []
     forward_index = {node: k for k, node in forward.items()}
 
+    sums = {node.arg for tree in trees for node in walk(tree) if isinstance(node, Reduce) and node.func == "sum"}
+
     def rewrite(node: Node) -> Node | None:
         if not isinstance(node, Reduce):
             return None
+        if node.func == "mean" and node not in forward_index and node.arg in sums:
+            # the mean of what another stage sums: that sum over the row length, the very bits the
+            # kernels' mean (the same fold, then one division by the length) would have
+            return BinOp("/", rewrite(Reduce("sum", node.arg)), RowLen())
         if node not in index:
             arg = transform(node.arg, rewrite)
             stages.append(BackwardStage(node.func, arg, forward_index.get(node), canonical(node)))

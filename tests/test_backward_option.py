@@ -172,7 +172,7 @@ def test_a_rowwise_backward_computes_a_costly_term_its_steps_share_once(tmp_path
     assert "constexpr int kGradShared = 1;" in backward
     assert ("OPMATH_FN acc_t yn_grad_shared0(acc_t _grad, acc_t x, acc_t y, acc_t w) {\n"
             "  return x / (acc_t(1.0) + y * y);") in backward
-    assert "return opmath::square(_s0);" in backward and "_d[2] = _grad * (_s0 * _t2);" in backward
+    assert "return opmath::square(_s0);" in backward and "_d[2] = _grad * (_s0 * _t0);" in backward
     assert "      {false, false, false, false},  // _r[0]\n" in backward  # it reads the term alone
     assert "      {false, true, true, false},  // _s0\n" in backward  # the term reads x and y
     assert "      {true},  // _r[0]\n      {false},  // _r[1]\n      {true},  // the gradients\n" in backward
