@@ -110,7 +110,9 @@ from .nodes import Num, RowRef, Var
 #:    length (one reduction fewer); products of the same factors in any order add up (2 * (a * b) for
 #:    a * b + b * a); a denominator's factors each take their reciprocal (a / (d * r) -> a * (1 / d) * (1 / r));
 #:    names used only inside one subtree they share take the chain rule through it (diff._shared_subtrees).
-TEMPLATE_VERSION = "33"
+#: 34: the rowwise CUDA backward takes the cluster build for rows one block holds in 1024 threads (where that
+#:    build spills) in the 2-byte types only; float32 keeps the wide build.
+TEMPLATE_VERSION = "34"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -36,27 +36,6 @@ OPX=r00,r02,r09,r14,r15,t03,t11,softmax,layernorm,resln
 ODIV=r00,r14,r15,t01,t03,t04,t13,q12,q16,q20,softmax
 for p in g54 h54 i54 j54 k54 s54; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 
-# rounds TAG "PKGS" OPS DTYPES COLS: the packages built side by side, compile's references prewarmed, then two
-# rounds of the packages in turn (forward+backward and the backward alone), each package's table against the first's.
-rounds() {
-  local tag=$1 pkgs=$2 ops=$3 dtypes=$4 cols=$5 t i p r; t=$(date +%s)
-  for p in $pkgs; do (build $W/$p/rsweep-ops 2>&1 | sed "s|^|$p: |") & done; wait
-  for ((i = 0; i < 4; i++)); do
-    python3 docs/device/backward_bench.py $W/${pkgs%% *}/rsweep-ops --ops $ops --dtypes $dtypes --cols $cols \
-      --prewarm --part $i/4 > $W/prewarm_${tag}_$i.log 2>&1 &
-  done
-  wait; echo "built and prewarmed in $(( $(date +%s) - t )) s"
-  for r in 1 2; do for p in $pkgs; do
-    timeout ${TB:-80} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
-      --cols $cols --rounds 1 > "$FINAL_OUT/${tag}_${p}_$r.txt" 2>&1
-    echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
-  done; done
-  for r in 1 2; do for p in ${pkgs#* }; do
-    echo "round $r: ${pkgs%% *} -> $p"
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${pkgs%% *}_$r.txt" "$FINAL_OUT/${tag}_${p}_$r.txt" | tail -1
-  done; done
-}
-
 case ${1:-px} in
   px)
     TB=${TB:-150} small_ab px g54 h54 $OPX float32,bfloat16 1024,4096,16384,65536 150 90 ;;

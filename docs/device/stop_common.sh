@@ -1,6 +1,6 @@
-# Sourced by the stop scripts (stop51.sh to stop54.sh) after they set W (their scratch folder): the device
+# Sourced by the stop scripts (stop51.sh to stop55.sh) after they set W (their scratch folder): the device
 # machine's setup they share, and build DIR (the generated package under DIR, built in place on every core,
-# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), and small_ab (below).
+# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), small_ab and rounds (below).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -38,4 +38,25 @@ small_ab() {
     echo "$p rc=$? at $(( $(date +%s) - t )) s"
   done
   python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_$old.txt" "$FINAL_OUT/${tag}_$new.txt" | tail -$8
+}
+
+# rounds TAG "PKGS" OPS DTYPES COLS: the packages built side by side, compile's references prewarmed, then two
+# rounds of the packages in turn (forward+backward and the backward alone), each package's table against the first's.
+rounds() {
+  local tag=$1 pkgs=$2 ops=$3 dtypes=$4 cols=$5 t i p r; t=$(date +%s)
+  for p in $pkgs; do (build $W/$p/rsweep-ops 2>&1 | sed "s|^|$p: |") & done; wait
+  for ((i = 0; i < 4; i++)); do
+    python3 docs/device/backward_bench.py $W/${pkgs%% *}/rsweep-ops --ops $ops --dtypes $dtypes --cols $cols \
+      --prewarm --part $i/4 > $W/prewarm_${tag}_$i.log 2>&1 &
+  done
+  wait; echo "built and prewarmed in $(( $(date +%s) - t )) s"
+  for r in 1 2; do for p in $pkgs; do
+    timeout ${TB:-80} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
+      --cols $cols --rounds 1 > "$FINAL_OUT/${tag}_${p}_$r.txt" 2>&1
+    echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+  done; done
+  for r in 1 2; do for p in ${pkgs#* }; do
+    echo "round $r: ${pkgs%% *} -> $p"
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${pkgs%% *}_$r.txt" "$FINAL_OUT/${tag}_${p}_$r.txt" | tail -1
+  done; done
 }

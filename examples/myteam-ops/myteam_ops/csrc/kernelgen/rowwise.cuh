@@ -2133,7 +2133,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // kMaxClusterBlocks blocks or the device cannot run it. With weights the clusters fill the GPU once, as the
   // register kernel's blocks do; without, one cluster a row.
   static Shape cluster_shape(int64_t rows, int64_t cols) {
-    if constexpr (kHasCluster) {
+    if constexpr (kHasCluster && sizeof(scalar_t) == 2) {
       const int64_t blocks = (cols + kClusterBlockCols - 1) / kClusterBlockCols;
       if (blocks >= 2 && blocks <= kMaxClusterBlocks) {
         const int64_t resident = resident_clusters(static_cast<int>(blocks));
@@ -2148,10 +2148,14 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   }
 
   // Whether rows of `cols`, which one block holds in kWideThreads threads, take the cluster build instead:
-  // where the wide build spills more than the cluster build (by any amount: at 64 registers a thread a heavy
-  // derivative's spills are stored and loaded again at every element of every row). Asked once per device.
+  // for the 2-byte types, where the wide build spills more than the cluster build (by any amount: at 64
+  // registers a thread a heavy derivative's spills are stored and loaded again at every element of every row).
+  // Not for float32: there the cluster build runs one 512-thread block an SM (up to 128 registers a thread)
+  // where the wide build runs 1024 threads, and on an H200 five float32 backwards with weights whose wide
+  // build spills 52-112 bytes ran 1.13-1.9x faster in it, spills and all, at the rows it holds (4096 or
+  // 8192; docs/backward.md, "Stop 55"). Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
-    if constexpr (kHasCluster) {
+    if constexpr (kHasCluster && sizeof(scalar_t) == 2) {
       static Known known;
       return spills_more(rows_kernel_for<kVecAligned>(kWideThreads, false), cluster_kernel(), 1, known) &&
              cluster_shape(1, cols).cluster > 0;

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Stop 55's device time.
+#   bash docs/device/stop55.sh v33  # version 33 (docs/wip/v33-algebra.patch as landed: a mean of what another
+#                                   # backward reduction sums becomes that sum over the length; products of the
+#                                   # same factors in any order add up; each factor of a denominator takes its own
+#                                   # reciprocal; inputs used only inside one shared subtree take the chain rule
+#                                   # through it) against version 32 on fifteen ops whose estimated backward cost
+#                                   # changes most (docs/device/backward_cost.py): version 33's backward suites,
+#                                   # then two rounds of both
+#     (.device/x55/v33.json = docs/results/stop55/v33.json: seed 54's div.json ops r00, r14, t01, t04, q12, q16,
+#      q20; seed 53's r00, r10, r07 as t00, t10, t07; seed 52's r03; seed 54's r00, r07, r05, r03 as u00, u07,
+#      u05, u03.
+#      .device/a55: python docs/device/rowwise_sweep.py generate .device/a55 --manifest docs/results/stop55/v33.json \
+#        --only $O --backends cuda --backward fused      from a worktree of 5d25ec3 (version 32), PYTHONPATH=<worktree>
+#      .device/b55: the same at version 33)
+#   bash docs/device/stop55.sh verify  # memcheck and racecheck of version 33's backward kernels (d55: t04, q20, t07; t04, r14),
+#                                      # and version 33's Triton backward: six ops' suites and forward+backward
+#                                      # against compile (.device/c55: generated as b55 with --backends triton
+#                                      # --only q16,u07,t04,t01,u00,q20)
+#   bash docs/device/stop55.sh rule  # the cluster build for rows one block holds in 1024 threads, for the 2-byte types
+#                                    # only (d55) against version 33 as first run (e55, the cluster build for float32
+#                                    # too) on t04, r14, q20, t00, t07 (their float32 1024-thread builds spill; t04's
+#                                    # holds rows of 4096, the others' rows of 8192): float32 at 4096 and 8192, bfloat16
+#                                    # at 8192 (the same kernels in both: a control), two interleaved rounds
+#     (.device/d55: generated as b55, --only t04,r14,q20,t00,t07; .device/e55: the same with cluster_over_wide's
+#      `sizeof(scalar_t) == 2` taken out of rowwise.cuh's template)
+W=/tmp/kg55
+. "$(dirname "$0")/stop_common.sh"
+
+O=r00,r14,t01,t04,q12,q16,q20,t00,t10,t07,r03,u00,u07,u05,u03
+OT=q16_tl,u07_tl,t04_tl,t01_tl,u00_tl,q20_tl
+for p in a55 b55 c55 d55 e55; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+
+case ${1:-v33} in
+  v33)
+    TB=${TB:-110} small_ab v33 a55 b55 $O float32,bfloat16 1024,4096,16384 150 70
+    t=$(date +%s)
+    for p in b55 a55; do
+      timeout ${TB:-110} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $O --dtypes float32,bfloat16 \
+        --cols 1024,4096,16384 --rounds 1 > "$FINAL_OUT/v33_${p}_2.txt" 2>&1
+      echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/v33_a55_2.txt" "$FINAL_OUT/v33_b55_2.txt" | tail -1 ;;
+  rule)
+    rounds rule "e55 d55" t04,r14,q20,t00,t07 float32,bfloat16 4096,8192
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/rule_e55_2.txt" "$FINAL_OUT/rule_d55_2.txt" ;;
+  verify)
+    t=$(date +%s); build $W/d55/rsweep-ops & build $W/c55/rsweep-ops & wait
+    echo "built at $(( $(date +%s) - t )) s"
+    for ((i = 0; i < 3; i++)); do
+      python3 docs/device/backward_bench.py $W/c55/rsweep-ops --ops $OT --dtypes float32,bfloat16 --cols 1024,4096,16384 \
+        --prewarm --part $i/3 > $W/prewarm_c55_$i.log 2>&1 &
+    done
+    echo "${OT//,/ }" | tr ' ' '\n' | timeout ${T:-200} xargs -P 6 -I{} sh -c \
+      'cd '"$W"'/c55/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" > '"$W"'/test_c55_{}.log 2>&1; echo "c55 {}: $(tail -1 '"$W"'/test_c55_{}.log)"' \
+      | tee "$FINAL_OUT/triton_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" $W/test_c55_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/triton_tests.txt"
+    timeout ${TS:-90} compute-sanitizer --tool memcheck python3 docs/device/sanitize_backward.py $W/d55/rsweep-ops \
+      --ops t04,q20,t07 --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/memcheck: /"
+    timeout ${TR:-90} compute-sanitizer --tool racecheck python3 docs/device/sanitize_backward.py $W/d55/rsweep-ops \
+      --ops t04,r14 --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/racecheck: /"
+    wait; echo "tests, sanitizers and prewarm at $(( $(date +%s) - t )) s"
+    timeout ${TB:-120} python3 docs/device/backward_bench.py $W/c55/rsweep-ops --ops $OT --dtypes float32,bfloat16 \
+      --cols 1024,4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/triton.json" > "$FINAL_OUT/triton.txt" 2>&1
+    echo "triton bench rc=$? at $(( $(date +%s) - t )) s"; tail -14 "$FINAL_OUT/triton.txt" ;;
+esac
