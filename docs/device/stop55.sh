@@ -24,12 +24,17 @@
 #                                    # at 8192 (the same kernels in both: a control), two interleaved rounds
 #     (.device/d55: generated as b55, --only t04,r14,q20,t00,t07; .device/e55: the same with cluster_over_wide's
 #      `sizeof(scalar_t) == 2` taken out of rowwise.cuh's template)
+#   bash docs/device/stop55.sh s55  # a fresh draw in version 34: seed 55's first six random rowwise ops, their
+#                                   # backward suites, forward+backward against compile (float32/bfloat16, rows of
+#                                   # 4096 and 16384, one round)
+#     (python docs/device/rowwise_sweep.py generate .device/s55 --seed 55 --count 31 --only r00,r01,r02,r03,r04,r05 \
+#        --backends cuda --backward fused)
 W=/tmp/kg55
 . "$(dirname "$0")/stop_common.sh"
 
 O=r00,r14,t01,t04,q12,q16,q20,t00,t10,t07,r03,u00,u07,u05,u03
 OT=q16_tl,u07_tl,t04_tl,t01_tl,u00_tl,q20_tl
-for p in a55 b55 c55 d55 e55; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in a55 b55 c55 d55 e55 s55; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 
 case ${1:-v33} in
   v33)
@@ -44,6 +49,21 @@ case ${1:-v33} in
   rule)
     rounds rule "e55 d55" t04,r14,q20,t00,t07 float32,bfloat16 4096,8192
     python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/rule_e55_2.txt" "$FINAL_OUT/rule_d55_2.txt" ;;
+  s55)
+    t=$(date +%s); O=r00,r01,r02,r03,r04,r05; build $W/s55/rsweep-ops
+    for ((i = 0; i < 3; i++)); do
+      python3 docs/device/backward_bench.py $W/s55/rsweep-ops --ops $O --dtypes float32,bfloat16 --cols 4096,16384 \
+        --prewarm --part $i/3 > $W/prewarm_s55_$i.log 2>&1 &
+    done
+    echo "${O//,/ }" | tr ' ' '\n' | timeout ${T:-100} xargs -P 6 -I{} sh -c \
+      'cd '"$W"'/s55/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+         -k "cuda and (backward or gradcheck)" > '"$W"'/test_s55_{}.log 2>&1; echo "s55 {}: $(tail -1 '"$W"'/test_s55_{}.log)"' \
+      | tee "$FINAL_OUT/s55_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" $W/test_s55_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/s55_tests.txt"
+    wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
+    timeout ${TB:-90} python3 docs/device/backward_bench.py $W/s55/rsweep-ops --ops $O --dtypes float32,bfloat16 \
+      --cols 4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/s55.json" > "$FINAL_OUT/s55.txt" 2>&1
+    echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -12 "$FINAL_OUT/s55.txt" ;;
   verify)
     t=$(date +%s); build $W/d55/rsweep-ops & build $W/c55/rsweep-ops & wait
     echo "built at $(( $(date +%s) - t )) s"
