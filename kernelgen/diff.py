@@ -32,6 +32,7 @@ That is fine for derivative trees (their inputs are the forward's finite inputs)
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -1157,11 +1158,11 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
             return node
         if isinstance(node, BinOp) and node.op == "/" and node not in in_args and served(node):
             sign = -1.0 if _is(node.left, -1) else 1.0
-            out = None if _is(node.left, sign) else transform(node.left, rewrite, memo)
+            terms = [] if _is(node.left, sign) else [transform(node.left, rewrite, memo)]
             for f, k in factors(node.right):
                 reciprocal = BinOp("/", Num(1.0), transform(f, rewrite, memo))
-                term = reciprocal if k == 1 else Power(reciprocal, k)
-                out = term if out is None else BinOp("*", out, term)
+                terms.append(reciprocal if k == 1 else Power(reciprocal, k))
+            out = functools.reduce(lambda p, q: BinOp("*", p, q), terms)
             return Neg(out) if sign < 0 else out
         return None
 
@@ -1180,18 +1181,20 @@ def _plan_backward(trees: list[Node], forward: Mapping[int, Node]) -> tuple[tupl
 
     sums = {node.arg for tree in trees for node in walk(tree) if isinstance(node, Reduce) and node.func == "sum"}
 
-    def rewrite(node: Node) -> Node | None:
-        if not isinstance(node, Reduce):
-            return None
+    def stage_of(node: Reduce) -> Node:
         if node.func == "mean" and node not in forward_index and node.arg in sums:
             # the mean of what another stage sums: that sum over the row length, the very bits the
             # kernels' mean (the same fold, then one division by the length) would have
-            return BinOp("/", rewrite(Reduce("sum", node.arg)), RowLen())
+            length: Node = RowLen()
+            return BinOp("/", stage_of(Reduce("sum", node.arg)), length)
         if node not in index:
             arg = transform(node.arg, rewrite)
             stages.append(BackwardStage(node.func, arg, forward_index.get(node), canonical(node)))
             index[node] = len(stages) - 1
         return RowRef(index[node])
+
+    def rewrite(node: Node) -> Node | None:
+        return stage_of(node) if isinstance(node, Reduce) else None
 
     planned = [transform(tree, rewrite) for tree in trees]
     return tuple(stages), planned

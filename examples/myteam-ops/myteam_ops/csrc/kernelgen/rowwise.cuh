@@ -2151,9 +2151,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // for the 2-byte types, where the wide build spills more than the cluster build (by any amount: at 64
   // registers a thread a heavy derivative's spills are stored and loaded again at every element of every row).
   // Not for float32: there the cluster build runs one 512-thread block an SM (up to 128 registers a thread)
-  // where the wide build runs 1024 threads, and on an H200 five float32 backwards with weights whose wide
-  // build spills 52-112 bytes ran 1.13-1.9x faster in it, spills and all, at the rows it holds (4096 or
-  // 8192; docs/backward.md, "Stop 55"). Asked once per device.
+  // where the wide build runs 1024 threads, and on an H200 five float32 backwards with weights ran 1.13-1.9x
+  // faster in their wide build, though it spills 52-112 bytes, than in the cluster build, at the rows the
+  // wide build holds (4096 or 8192; docs/backward.md, "Stop 55"). Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
     if constexpr (kHasCluster && sizeof(scalar_t) == 2) {
       static Known known;
