@@ -1089,8 +1089,8 @@ def _shared_subtrees(names: list[str], trees: list[Node]) -> dict[str, Node]:
     """For each name, the largest subtree S of ``trees`` (elementwise, in plan form) that holds every use
     of the name, where another name's largest such subtree is the same S: then each name's gradient is
     ``adjoint(S) * dS/dname`` and the adjoint, the long part of both, is formed once (reverse mode through
-    S) instead of once a name (``x3 * 2 - x2``: the gradients of x2 and x3 are -1 and 2 times one adjoint).
-    Names without such a partner are left out."""
+    S) instead of once a name (``tanh((x3 * 2 - x2) / d) * w``: the gradients of x2 and x3 are ``g * w`` times
+    the derivatives of the tanh). Names without such a partner are left out."""
     subtrees = sorted({node for tree in trees for node in walk(tree) if children(node)}, key=size, reverse=True)
 
     def holds_every_use(node: Node, var: Var) -> bool:

@@ -45,13 +45,7 @@ case ${1:-px} in
     rounds pxi "g54 h54 i54" resln,layernorm,t11,t03,r14,r15 float32,bfloat16 1024,4096,16384 ;;
   div)
     TB=${TB:-100} small_ab div j54 k54 $ODIV float32,bfloat16 1024,4096,16384 150 70
-    t=$(date +%s)
-    for p in j54 k54; do
-      timeout ${TB:-100} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ODIV --dtypes float32,bfloat16 \
-        --cols 1024,4096,16384 --rounds 1 > "$FINAL_OUT/div_${p}_2.txt" 2>&1
-      echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/div_j54_2.txt" "$FINAL_OUT/div_k54_2.txt" | tail -1 ;;
+    second_round div j54 k54 $ODIV float32,bfloat16 1024,4096,16384 ;;
   s54)
     t=$(date +%s); O=r00,r01,r02,r03,r04,r05,r06,r07; build $W/s54/rsweep-ops
     for ((i = 0; i < 4; i++)); do

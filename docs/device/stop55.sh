@@ -39,13 +39,7 @@ for p in a55 b55 c55 d55 e55 s55; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -
 case ${1:-v33} in
   v33)
     TB=${TB:-110} small_ab v33 a55 b55 $O float32,bfloat16 1024,4096,16384 150 70
-    t=$(date +%s)
-    for p in b55 a55; do
-      timeout ${TB:-110} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $O --dtypes float32,bfloat16 \
-        --cols 1024,4096,16384 --rounds 1 > "$FINAL_OUT/v33_${p}_2.txt" 2>&1
-      echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/v33_a55_2.txt" "$FINAL_OUT/v33_b55_2.txt" | tail -1 ;;
+    TB=${TB:-110} ORDER="b55 a55" second_round v33 a55 b55 $O float32,bfloat16 1024,4096,16384 ;;
   rule)
     rounds rule "e55 d55" t04,r14,q20,t00,t07 float32,bfloat16 4096,8192
     python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/rule_e55_2.txt" "$FINAL_OUT/rule_d55_2.txt" ;;
@@ -55,11 +49,7 @@ case ${1:-v33} in
       python3 docs/device/backward_bench.py $W/s55/rsweep-ops --ops $O --dtypes float32,bfloat16 --cols 4096,16384 \
         --prewarm --part $i/3 > $W/prewarm_s55_$i.log 2>&1 &
     done
-    echo "${O//,/ }" | tr ' ' '\n' | timeout ${T:-100} xargs -P 6 -I{} sh -c \
-      'cd '"$W"'/s55/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-         -k "cuda and (backward or gradcheck)" > '"$W"'/test_s55_{}.log 2>&1; echo "s55 {}: $(tail -1 '"$W"'/test_s55_{}.log)"' \
-      | tee "$FINAL_OUT/s55_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" $W/test_s55_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/s55_tests.txt"
+    suites s55 s55 $O ${T:-100} 6
     wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
     timeout ${TB:-90} python3 docs/device/backward_bench.py $W/s55/rsweep-ops --ops $O --dtypes float32,bfloat16 \
       --cols 4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/s55.json" > "$FINAL_OUT/s55.txt" 2>&1
@@ -71,11 +61,7 @@ case ${1:-v33} in
       python3 docs/device/backward_bench.py $W/c55/rsweep-ops --ops $OT --dtypes float32,bfloat16 --cols 1024,4096,16384 \
         --prewarm --part $i/3 > $W/prewarm_c55_$i.log 2>&1 &
     done
-    echo "${OT//,/ }" | tr ' ' '\n' | timeout ${T:-200} xargs -P 6 -I{} sh -c \
-      'cd '"$W"'/c55/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-         -k "cuda and (backward or gradcheck)" > '"$W"'/test_c55_{}.log 2>&1; echo "c55 {}: $(tail -1 '"$W"'/test_c55_{}.log)"' \
-      | tee "$FINAL_OUT/triton_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" $W/test_c55_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/triton_tests.txt"
+    suites triton c55 $OT ${T:-200} 6
     timeout ${TS:-90} compute-sanitizer --tool memcheck python3 docs/device/sanitize_backward.py $W/d55/rsweep-ops \
       --ops t04,q20,t07 --dtypes float32,bfloat16 2>&1 | grep -E "SUMMARY|RAISED|Error" | head -6 | sed "s/^/memcheck: /"
     timeout ${TR:-90} compute-sanitizer --tool racecheck python3 docs/device/sanitize_backward.py $W/d55/rsweep-ops \

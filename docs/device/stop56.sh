@@ -28,13 +28,7 @@ case ${1:-v35} in
   v35)
     EO=e10,e33,e09,e24,e39,e32,e26,e38
     TB=${TB:-100} small_ab v35 a56 b56 $EO float32,bfloat16 1024 150 40
-    t=$(date +%s)
-    for p in b56 a56; do
-      timeout ${TB:-100} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $EO --dtypes float32,bfloat16 \
-        --rounds 1 > "$FINAL_OUT/v35_${p}_2.txt" 2>&1
-      echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/v35_a56_2.txt" "$FINAL_OUT/v35_b56_2.txt" | tail -1 ;;
+    ORDER="b56 a56" second_round v35 a56 b56 $EO float32,bfloat16 1024 ;;
   f32c)
     rounds f32c "c56 d56" t04,r14,q20,t00,t07,p02,p09,v02,v00,v01 float32 16384,65536
     python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/f32c_c56_2.txt" "$FINAL_OUT/f32c_d56_2.txt" ;;

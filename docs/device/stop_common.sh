@@ -1,6 +1,7 @@
 # Sourced by the stop scripts (stop51.sh to stop55.sh) after they set W (their scratch folder): the device
 # machine's setup they share, and build DIR (the generated package under DIR, built in place on every core,
-# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), small_ab and rounds (below).
+# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), suites, small_ab, second_round and
+# rounds (below).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -12,6 +13,17 @@ build() {
   ls "$pkg"/rsweep_ops/_C*.so > /dev/null 2>&1 && return
   (cd "$pkg" && MAX_JOBS=16 KERNELGEN_REQUIRE_CUDA=1 NVCC_APPEND_FLAGS="-Xptxas -v" python3 setup.py build_ext --inplace \
      > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
+}
+
+# suites TAG PKG OPS TIMEOUT PARALLEL: the CUDA backward and gradcheck tests of OPS in package PKG (under $W),
+# PARALLEL suites side by side; a line an op, then the failures, in $OUT/TAG_tests.txt (logs $W/test_TAG_<op>.log).
+suites() {
+  local tag=$1 pkg=$2 ops=$3
+  echo "${ops//,/ }" | tr ' ' '\n' | timeout $4 xargs -P $5 -I{} sh -c \
+    'cd '"$W/$pkg"'/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
+       -k "cuda and (backward or gradcheck)" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$pkg"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
+    | tee "$FINAL_OUT/${tag}_tests.txt"
+  grep -h -E "^(FAILED|ERROR)" $W/test_${tag}_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/${tag}_tests.txt"
 }
 
 # A small A/B: packages OLD and NEW (under $W) built side by side; NEW's backward and gradcheck suites of OPS
@@ -26,11 +38,7 @@ small_ab() {
     python3 docs/device/backward_bench.py $W/$new/rsweep-ops --ops $ops --dtypes $dtypes \
       --cols $cols --prewarm --part $i/5 > $W/prewarm_${tag}_$i.log 2>&1 &
   done
-  echo "${ops//,/ }" | tr ' ' '\n' | timeout ${T:-$7} xargs -P 5 -I{} sh -c \
-    'cd '"$W/$new"'/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-       -k "cuda and (backward or gradcheck)" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$new"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
-    | tee "$FINAL_OUT/${tag}_tests.txt"
-  grep -h -E "^(FAILED|ERROR)" $W/test_${tag}_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/${tag}_tests.txt"
+  suites $tag $new $ops ${T:-$7} 5
   wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
   for p in $old $new; do
     timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
@@ -59,4 +67,17 @@ rounds() {
     echo "round $r: ${pkgs%% *} -> $p"
     python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${pkgs%% *}_$r.txt" "$FINAL_OUT/${tag}_${p}_$r.txt" | tail -1
   done; done
+}
+
+# second_round TAG OLD NEW OPS DTYPES COLS: after small_ab, both packages timed once more (the backward alone and
+# forward+backward, no compile table) in the order ORDER (default "OLD NEW"), into $OUT/TAG_<pkg>_2.txt, and the
+# summary line of the two.
+second_round() {
+  local tag=$1 old=$2 new=$3 ops=$4 dtypes=$5 cols=$6 t p; t=$(date +%s)
+  for p in ${ORDER:-$old $new}; do
+    timeout ${TB:-100} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
+      --cols $cols --rounds 1 > "$FINAL_OUT/${tag}_${p}_2.txt" 2>&1
+    echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
+  done
+  python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_2.txt" "$FINAL_OUT/${tag}_${new}_2.txt" | tail -1
 }
