@@ -112,7 +112,11 @@ from .nodes import Num, RowRef, Var
 #:    names used only inside one subtree they share take the chain rule through it (diff._shared_subtrees).
 #: 34: the rowwise CUDA backward takes the cluster build for rows one block holds in 1024 threads (where that
 #:    build spills) in the 2-byte types only; float32 keeps the wide build.
-TEMPLATE_VERSION = "34"
+#: 35: the backward's chain rule runs through nested shared subtrees (diff._chain_through: x2 and x3 of
+#:    tanh((x3 * 2 - x2) / d) share the adjoint of x3 * 2 - x2), and an elementwise op's (and a matmul
+#:    epilogue's) gradients take one reciprocal for several quotients and the shared adjoints, as the rowwise
+#:    backward's do.
+TEMPLATE_VERSION = "35"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

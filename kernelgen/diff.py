@@ -579,7 +579,9 @@ def elementwise_vjp(parsed: ParsedExpr, grad: str = GRAD) -> dict[str, Node]:
     if parsed.rowwise and has_reduction(parsed.tree):
         raise ValueError("a rowwise expression is differentiated through rowwise_vjp()")
     used = variables(parsed.tree)
-    return {name: mul(Var(grad), derivative(parsed.tree, name)) for name in parsed.inputs if name in used}
+    names = [name for name in parsed.inputs if name in used]
+    grads = _chain_through(names, [parsed.tree], lambda wrt: mul(Var(grad), derivative(parsed.tree, wrt)))
+    return dict(zip(names, _reciprocals([grads[name] for name in names], ()), strict=True))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -909,15 +911,9 @@ def rowwise_vjp(parsed: ParsedExpr, grad: str = GRAD) -> RowwiseBackward:
 
     used = variables(parsed.tree)
     read = [plan.output, *(stage.arg for k, stage in enumerate(stages) if k in factor)]
-    through = _shared_subtrees([name for name in (*parsed.inputs, *parsed.weights) if name in used], read)
-
-    def gradient(name: str) -> Node:
-        if name in through:  # the chain rule through the subtree every use of the name is in
-            return mul(adjoint(through[name]), derivative(through[name], Var(name)))
-        return adjoint(Var(name))
-
-    input_trees = {name: gradient(name) for name in parsed.inputs if name in used}
-    weight_trees = {name: gradient(name) for name in parsed.weights if name in used}
+    grads = _chain_through([name for name in (*parsed.inputs, *parsed.weights) if name in used], read, adjoint)
+    input_trees = {name: grads[name] for name in parsed.inputs if name in used}
+    weight_trees = {name: grads[name] for name in parsed.weights if name in used}
 
     # back to the rowwise grammar: every RowRef becomes the forward's reduction again
     expanded: dict[int, Node] = {}
@@ -1086,11 +1082,11 @@ def _reduce_mono(func: str, varying: Mono, known: Mapping[tuple, Node]) -> Poly:
 
 
 def _shared_subtrees(names: list[str], trees: list[Node]) -> dict[str, Node]:
-    """For each name, the largest subtree S of ``trees`` (elementwise, in plan form) that holds every use
-    of the name, where another name's largest such subtree is the same S: then each name's gradient is
+    """For each name, the largest proper subtree S of ``trees`` (elementwise, in plan form) that holds every
+    use of the name, where another name's largest such subtree is the same S: then each name's gradient is
     ``adjoint(S) * dS/dname`` and the adjoint, the long part of both, is formed once (reverse mode through
-    S) instead of once a name (``tanh((x3 * 2 - x2) / d) * w``: the gradients of x2 and x3 are ``g * w`` times
-    the derivatives of the tanh). Names without such a partner are left out."""
+    S) instead of once a name (:func:`_chain_through` then looks inside S the same way). Names without
+    such a partner are left out."""
     subtrees = sorted({node for tree in trees for node in walk(tree) if children(node)}, key=size, reverse=True)
 
     def holds_every_use(node: Node, var: Var) -> bool:
@@ -1108,6 +1104,27 @@ def _shared_subtrees(names: list[str], trees: list[Node]) -> dict[str, Node]:
     for node in best.values():
         counts[node] = counts.get(node, 0) + 1
     return {name: node for name, node in best.items() if counts[node] > 1}
+
+
+def _chain_through(names: list[str], trees: list[Node], adjoint: Callable[[Node], Node]) -> dict[str, Node]:
+    """Each name's gradient, ``adjoint(Var(name))`` (``adjoint(n)``: the loss's derivative with respect to the
+    node ``n`` of ``trees``), in reverse mode through the subtrees names share (:func:`_shared_subtrees`):
+    where every use of several names lies in one subtree S, S's adjoint is formed once and each name's
+    gradient is that adjoint times dS/dname, found the same way inside S. So ``tanh((x3 * 2 - x2) / d)``
+    gives x2 and x3 one adjoint of ``x3 * 2 - x2`` (through tanh, then the quotient), times -1 and 2; the
+    products nest from the top down (``(adjoint(S) * dS/dS1) * dS1/dS2``), so that each prefix is one
+    shared term."""
+    through = _shared_subtrees(names, trees)
+    out = {name: adjoint(Var(name)) for name in names if name not in through}
+    for shared in dict.fromkeys(through.values()):
+        group = [name for name in names if through.get(name) == shared]
+        out.update(_chain_through(group, [shared], _inner_adjoint(adjoint(shared), shared)))
+    return out
+
+
+def _inner_adjoint(outer: Node, shared: Node) -> Callable[[Node], Node]:
+    """The adjoint of a node inside ``shared`` whose adjoint is ``outer``: ``outer * d shared / d node``."""
+    return lambda wrt: mul(outer, derivative(shared, wrt))
 
 
 def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:

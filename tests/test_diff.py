@@ -731,3 +731,33 @@ def test_names_used_only_in_one_shared_subtree_share_its_adjoint():
     assert set(through) == {"x2", "x3"} and through["x2"] == through["x3"]
     assert canonical(through["x2"]).startswith("tanh(")
     assert diff._shared_subtrees(["x1", "x2"], [parse("x1 * x2 + x1", ("x1", "x2")).tree]) == {}
+
+
+def test_elementwise_gradients_share_a_subtrees_adjoint_and_one_reciprocal():
+    # x2 and x3 live only in x3 * 2 - x2, inside tanh(... / (x1 * x1 + 1)): their gradients are -1 and 2 times
+    # one adjoint of it, formed once through tanh and the quotient; every quotient by x1 * x1 + 1 multiplies by
+    # one reciprocal
+    parsed = parse("tanh((x3 * 2.0 - x2) / (x1 * x1 + 1.0)) * sigmoid(x1)", ("x1", "x2", "x3"))
+    values = {name: rand(64, seed=k) for k, name in enumerate(parsed.inputs)}
+    grads = elementwise_check(parsed, values)
+    bindings, finals = emit_cse(list(grads.values()), "cpp", acc_type="acc_t")
+    by_name = dict(zip(grads, finals, strict=True))
+    adjoint = re.fullmatch(r"-(_t\d+)", by_name["x2"])
+    assert adjoint, by_name
+    assert by_name["x3"] == f"acc_t(2.0) * {adjoint.group(1)}", by_name
+    text = " ; ".join([*(t for _, t in bindings), *finals])
+    assert text.count("/") == 1 and "acc_t(1.0) / (x1 * x1 + acc_t(1.0))" in text, text
+    # a name used outside the shared subtree too keeps its own chain
+    assert diff._shared_subtrees(["x", "y"], [parse("(x + y) * x", ("x", "y")).tree]) == {}
+
+
+def test_the_chain_through_shared_subtrees_nests():
+    # seed 53's r04: x2, x3 and x4 live only in x2 / (x1 * x1 + 1) + x4 * x3, and x3 and x4 only in x4 * x3
+    parsed = parse("erf((x2 / (x1 * x1 + 1.0) + x4 * x3 + max(x1 - mean((x2 / (x1 * x1 + 1.0) + x4 * x3"
+                   " - mean(sqrt(abs((x2 / (x1 * x1 + 1.0) + x4 * x3) * (x2 / (x1 * x1 + 1.0) + x4 * x3) * w2)"
+                   " + 1.0))) * w3))) * w1)", ("x1", "x2", "x3", "x4"), weights=("w1", "w2", "w3"), rowwise=True)
+    bw = rowwise_check(parsed, rowwise_values(parsed, seed=9, lo=-2.0, hi=2.0))
+    forms = bw.emit()["cpp"]["inputs"]
+    shared = re.fullmatch(r"(_t\d+) \* x4", forms["x3"])
+    assert shared and forms["x4"] == f"{shared.group(1)} * x3", forms
+    assert re.fullmatch(r"(_t\d+) \* _t\d+", forms["x2"]), forms
