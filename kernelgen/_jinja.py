@@ -116,7 +116,11 @@ from .nodes import Num, RowRef, Var
 #:    tanh((x3 * 2 - x2) / d) share the adjoint of x3 * 2 - x2), and an elementwise op's (and a matmul
 #:    epilogue's) gradients take one reciprocal for several quotients and the shared adjoints, as the rowwise
 #:    backward's do.
-TEMPLATE_VERSION = "35"
+#: 36: the rowwise CUDA backward builds its cluster kernel for the 2-byte types only (version 34 already left
+#:    float32 out of every launch rule: its float32 build was dead code, ptxas time and binary size); a
+#:    gradient's quotient by a number multiplies by the number's reciprocal, a literal (version 35 wrote
+#:    1.0 / 3.0, which the tests' error bound could not evaluate).
+TEMPLATE_VERSION = "36"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

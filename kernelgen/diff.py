@@ -1134,7 +1134,8 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
     every factor's reciprocal is worth computing: a factor constant along the row costs one division a row
     (the compiler computes ``1 / r`` once, outside the loop over the elements), a row-varying factor one an
     element, so it must serve more than one quotient. The products round once or twice more than the
-    quotient; the tests' error model walks these trees, so its bounds count that. Left alone: divisions
+    quotient; the tests' error model walks these trees, so its bounds count that. A number's reciprocal is
+    a number (``a / 3`` is ``a * 0.3333333333333333``, the literal rounding once more). Left alone: divisions
     inside a comparison (a mask compares the very bits its reduction saw) and quotients that are also a
     reduction's argument or part of one (the term is computed once for both)."""
     in_args: set[Node] = {node for arg in args for node in walk(arg)}
@@ -1163,6 +1164,8 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
         fs = factors(node.right)
         if _is(node.left, 1) and len(fs) == 1 and fs[0][1] == 1:
             return False  # the reciprocal itself
+        if any(isinstance(f, Num) and f.value == 0 for f, _ in fs):
+            return False  # a quotient by zero keeps its infinity or NaN
         varying = [f for f, _ in fs if row_varying(f)]
         if not varying:
             return row_varying(node.left)
@@ -1177,6 +1180,9 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
             sign = -1.0 if _is(node.left, -1) else 1.0
             terms = [] if _is(node.left, sign) else [transform(node.left, rewrite, memo)]
             for f, k in factors(node.right):
+                if isinstance(f, Num):  # a number's reciprocal is a number (a / 4 -> a * 0.25)
+                    terms.append(Num((1.0 / f.value) ** k))
+                    continue
                 reciprocal = BinOp("/", Num(1.0), transform(f, rewrite, memo))
                 terms.append(reciprocal if k == 1 else Power(reciprocal, k))
             out = functools.reduce(lambda p, q: BinOp("*", p, q), terms)

@@ -29,6 +29,7 @@ from kernelgen.diff import (
     simplify,
     size,
 )
+from kernelgen.error_model import gradient_error_bound_python
 from kernelgen.errors import ExprError
 from kernelgen.expr import FUNCTIONS, BinOp, Call, Neg, Num, Power, Reduce, RowRef, Var, parse
 
@@ -761,3 +762,16 @@ def test_the_chain_through_shared_subtrees_nests():
     shared = re.fullmatch(r"(_t\d+) \* x4", forms["x3"])
     assert shared and forms["x4"] == f"{shared.group(1)} * x3", forms
     assert re.fullmatch(r"(_t\d+) \* _t\d+", forms["x2"]), forms
+
+
+def test_a_quotient_by_a_number_multiplies_by_the_number_s_reciprocal():
+    # abs(a) / 3 in a gradient: a * 0.333..., a literal the error model knows (literal_rounding), never 1 / 3 (a
+    # Python float where the error bound expects a tensor); a quotient by zero is left alone
+    parsed = parse("a * b + min(c, d) - abs(a) / 3", ("a", "b", "c", "d"))
+    grads = elementwise_check(parsed, {name: rand(64, seed=k) for k, name in enumerate(parsed.inputs)})
+    numbers = [n.value for n in diff.walk(grads["a"]) if isinstance(n, Num)]
+    assert 1.0 / 3.0 in numbers and 3.0 not in numbers, canonical(grads["a"])
+    assert not any(isinstance(n, BinOp) and n.op == "/" for n in diff.walk(grads["a"])), canonical(grads["a"])
+    bound = gradient_error_bound_python(parsed)
+    assert "1.0 / 3.0" not in bound and "0.3333333333333333" in bound, bound
+    assert diff._reciprocals([BinOp("/", Var("a"), Num(0.0))], ()) == [BinOp("/", Var("a"), Num(0.0))]

@@ -15,13 +15,13 @@ build() {
      > "$W/build_$(basename "$(dirname "$pkg")").log" 2>&1; echo "build $pkg rc=$? in $(( $(date +%s) - t )) s")
 }
 
-# suites TAG PKG OPS TIMEOUT PARALLEL: the CUDA backward and gradcheck tests of OPS in package PKG (under $W),
+# suites TAG PKG OPS TIMEOUT PARALLEL: the CUDA backward and gradcheck tests (or pytest -k "$K") of OPS in package PKG (under $W),
 # PARALLEL suites side by side; a line an op, then the failures, in $OUT/TAG_tests.txt (logs $W/test_TAG_<op>.log).
 suites() {
   local tag=$1 pkg=$2 ops=$3
   echo "${ops//,/ }" | tr ' ' '\n' | timeout $4 xargs -P $5 -I{} sh -c \
     'cd '"$W/$pkg"'/rsweep-ops && python3 -m pytest -q -p no:cacheprovider -rfE tests/test_{}.py -m "not large" \
-       -k "cuda and (backward or gradcheck)" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$pkg"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
+       -k "${K:-cuda and (backward or gradcheck)}" > '"$W/test_${tag}"'_{}.log 2>&1; echo "'"$pkg"' {}: $(tail -1 '"$W/test_${tag}"'_{}.log)"' \
     | tee "$FINAL_OUT/${tag}_tests.txt"
   grep -h -E "^(FAILED|ERROR)" $W/test_${tag}_*.log | cut -c1-240 | head -10 | tee -a "$FINAL_OUT/${tag}_tests.txt"
 }

@@ -1803,7 +1803,7 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
 // The slots of `scratch` alternate between rows (two sets): a block writes a reduction's slot again two
 // rows later, after a cluster barrier of the row between that every block passes only once it has read
 // the slot's last value. (Every GradOp has a reduction: GradLaunch takes this kernel only then.)
-template <class Op, typename scalar_t, int kVec, int kPerThread, int kThreads, bool kWeightGrads, std::size_t... I>
+template <class Op, typename scalar_t, int kVec, int kPerThread, bool kWeightGrads, std::size_t... I>
 __global__ void __launch_bounds__(kMaxThreads, 1)
 grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows, int64_t cols,
                          int chunk) {
@@ -1815,7 +1815,7 @@ grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutput
   constexpr int kReductions = Op::kReductions > 0 ? Op::kReductions : 1;
   __shared__ acc_t scratch[2][kReductions][kSlots];
   const cg::cluster_group cluster = cg::this_cluster();
-  const int threads = kThreads > 0 ? kThreads : static_cast<int>(blockDim.x);
+  const int threads = static_cast<int>(blockDim.x);
   const int64_t clusters = gridDim.x / cluster.num_blocks();
   const int64_t slot = blockIdx.x / cluster.num_blocks();
   const int64_t start = static_cast<int64_t>(cluster.block_rank()) * chunk;
@@ -2085,9 +2085,12 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // kMaxThreads threads a block at up to 128 registers a thread (one block an SM), each holding
   // kClusterPerThread elements (the row's values in 2 * kRowRegisters, as the wide build with weights), for
   // the rows one block holds only in kWideThreads threads where that build spills (64 registers a thread),
-  // and for rows too long for one block. Built for the 16-byte path of float32 and the 2-byte types
-  // (float64 is not a speed target, and each build adds ptxas time); misaligned rows and float64 keep the
-  // multi-pass kernel. Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
+  // and for rows too long for one block. Built for the 16-byte path of the 2-byte types only: misaligned
+  // rows, float32 and float64 keep the wide build or the multi-pass kernel. In float32 the cluster build
+  // holds the elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32
+  // backwards with weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536,
+  // median 1.00 (docs/backward.md, "Stop 56"): no rule of the kernel's build told the faster ones apart, so
+  // float32 spends no ptxas time on it. Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
   // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in the
   // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights,
   // whose build held half the elements a thread). Each pass of reductions waits for the cluster's other blocks
@@ -2095,13 +2098,12 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // reductions in 2 or 3 passes) ran float32 rows of 16384 up to 1.7x faster and 2-byte rows of 16384 and
   // rows of 65536 1.2-2.2x slower, so the rule still counts reductions.
   static constexpr int kClusterReductions = 6;
-  static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) <= 4;
+  static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) == 2;
   static constexpr int kClusterPerThread = per_thread<Op, scalar_t, kVecAligned, 2 * kRowRegisters>();
   static constexpr int64_t kClusterBlockCols = int64_t{kClusterPerThread} * kMaxThreads;
   using ClusterKernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t, int);
   static ClusterKernel cluster_kernel() {
-    return grad_cluster_rows_kernel<Op, scalar_t, kVecAligned, kClusterPerThread, (sizeof(scalar_t) > 2 ? kMaxThreads : 0),
-                                    kWeightGrads, I...>;
+    return grad_cluster_rows_kernel<Op, scalar_t, kVecAligned, kClusterPerThread, kWeightGrads, I...>;
   }
   // Per device and cluster size: the clusters the GPU holds at once, plus one (0: not asked yet).
   using Resident = std::atomic<int64_t>[kDevices][kMaxClusterBlocks + 1];
@@ -2133,7 +2135,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // kMaxClusterBlocks blocks or the device cannot run it. With weights the clusters fill the GPU once, as the
   // register kernel's blocks do; without, one cluster a row.
   static Shape cluster_shape(int64_t rows, int64_t cols) {
-    if constexpr (kHasCluster && sizeof(scalar_t) == 2) {
+    if constexpr (kHasCluster) {
       const int64_t blocks = (cols + kClusterBlockCols - 1) / kClusterBlockCols;
       if (blocks >= 2 && blocks <= kMaxClusterBlocks) {
         const int64_t resident = resident_clusters(static_cast<int>(blocks));
@@ -2148,14 +2150,12 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   }
 
   // Whether rows of `cols`, which one block holds in kWideThreads threads, take the cluster build instead:
-  // for the 2-byte types, where the wide build spills more than the cluster build (by any amount: at 64
-  // registers a thread a heavy derivative's spills are stored and loaded again at every element of every row).
-  // Not for float32: there the cluster build runs one 512-thread block an SM (up to 128 registers a thread)
-  // where the wide build runs 1024 threads, and on an H200 five float32 backwards with weights ran 1.13-1.9x
-  // faster in their wide build, though it spills 52-112 bytes, than in the cluster build, at the rows the
-  // wide build holds (4096 or 8192; docs/backward.md, "Stop 55"). Asked once per device.
+  // where the wide build spills more than the cluster build (by any amount: at 64 registers a thread a heavy
+  // derivative's spills are stored and loaded again at every element of every row). The 2-byte types only
+  // (kHasCluster): on an H200 five float32 backwards with weights ran 1.13-1.9x faster in their wide build,
+  // spills and all, than in the cluster build (docs/backward.md, "Stop 55"). Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
-    if constexpr (kHasCluster && sizeof(scalar_t) == 2) {
+    if constexpr (kHasCluster) {
       static Known known;
       return spills_more(rows_kernel_for<kVecAligned>(kWideThreads, false), cluster_kernel(), 1, known) &&
              cluster_shape(1, cols).cluster > 0;
