@@ -171,8 +171,8 @@ class ErrorModel:
     def sum_of_column(self, t, t_error, like):
         """A weight's gradient: the sums over the rows (the first dimension of `like`) of its per-element
         contributions t, whose elements have errors t_error, and their errors. The backward kernels add a
-        column in chains of at most n - 1 additions for n rows (each slot of rows adds its rows in order,
-        then the slots' partial sums are added), with the same rounding analysis as sum_roundings. With
+        column in chains of at most n - 1 additions for n rows (each slot of rows adds its rows in order, the
+        multi-pass kernel a group of rows at a time, then the slots' partial sums are added), with the same rounding analysis as sum_roundings. With
         column_rows set, `like` is a piece of the rows and n is column_rows: both results are sums over the
         rows, so the pieces' results add up to the whole column's."""
         t = torch.broadcast_to(torch.as_tensor(t, dtype=like.dtype, device=like.device), like.shape)

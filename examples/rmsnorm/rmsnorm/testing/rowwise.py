@@ -255,11 +255,12 @@ class RowwiseSuite(Suite):
         assert len(grads) == len(args)
         self.assert_gradients_match(grads, grad, args)
 
-    @pytest.mark.parametrize("shape", [(20000, 64), (1500, 4100), (700, 16400)], ids=str)
+    @pytest.mark.parametrize("shape", [(20000, 64), (1500, 4100), (700, 16400), (5000, 16400)], ids=str)
     def test_backward_op_weight_gradients_over_many_rows(self, device, dtype, shape):
         """More rows than the GPU has row slots, so that each slot adds up the weights' contributions of
         several rows (the register kernel; at 16400, longer than one block holds, the cluster build on a
-        Hopper GPU, each block summing its own columns, or the multi-pass kernel)."""
+        Hopper GPU, each block summing its own columns, or the multi-pass kernel, which adds up groups of 8
+        rows: 5000 rows give a slot of an H100's 528 one full group and a part of another)."""
         self._needs_backward()
         self._needs_a_weight()
         self._needs_a_wider_reference(dtype)

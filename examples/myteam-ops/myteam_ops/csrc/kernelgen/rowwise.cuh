@@ -1644,8 +1644,8 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
 //   * each input's gradient is a row like the output, written only where asked for (a null pointer);
 //   * a weight's gradient is the sum of its per-element contributions over all the rows, a column
 //     reduction. Each row slot (a row of a block) works through rows slot, slot + slots, ... and keeps
-//     its columns' sums in shared memory, each thread its own (the multi-pass kernel: in its own row of
-//     the buffer); it writes them once to a buffer of partial sums in the math type, one row per slot,
+//     its columns' sums in shared memory, each thread its own (the multi-pass kernel: in registers over a
+//     group of rows, then in its own row of the buffer); it writes them once to a buffer of partial sums in the math type, one row per slot,
 //     and column_sum_kernel adds the slots up in a fixed order. No atomics: the weights' gradients are
 //     bitwise reproducible. The slots fill the GPU once (every SM's resident blocks), so the buffer is
 //     small, and their number depends only on the row length, the dtype and the GPU. An op with weights
@@ -1843,10 +1843,19 @@ grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutput
 }
 
 // The backward over rows longer than the register kernel takes (as long_rows_kernel): block b takes
-// rows b, b + gridDim.x, ...; with kWeightGrads, row b of each weight's buffer holds the block's sums
-// (written at its first row, added to at the next ones, by the thread that owns the column each time).
+// rows b, b + gridDim.x, ..., kGroupRows of them at a time when there are weights (one otherwise). For
+// each row of a group it completes the reductions (one loop over the row per pass, as long_rows_kernel)
+// and keeps them in shared memory; then one loop over the columns writes the group's input gradients
+// and adds the group's weight contributions in registers, so that row b of each weight's buffer of
+// partial sums is written once a group (at the block's first group, added to at the next ones), not
+// read and written again at every row: at rows of 16384 a block takes about 8 rows, and the buffer's
+// float32 traffic would otherwise outweigh a row of 2-byte inputs. The thread that owns a column adds
+// its rows in row order, so the sums are bitwise reproducible. With weights the kernel keeps two blocks an SM
+// (64 registers a thread): the group's running sums take registers that would otherwise leave one block an
+// SM, and on an H200 the two-block build ran the backward of five ops with weights 0.60-1.01x the time of
+// one row at a time at rows of 16384 and 65536, the one-block build 0.61-1.16x (docs/backward.md, "Stop 56").
 template <class Op, typename scalar_t, int kVec, bool kWeightGrads, std::size_t... I>
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kMaxThreads, kWeightGrads ? 2 : 1)
 grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows,
                       int64_t cols) {
   using Step = Steps<Op, scalar_t, kVec>;
@@ -1854,38 +1863,67 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
   using pack_t = typename Step::pack_t;
   constexpr int kSlots = kMaxThreads / kWarp;
   constexpr int kInputGrads = Op::kInputs - 1;
+  constexpr int kGroupRows = kWeightGrads ? 8 : 1;
+  constexpr int kStats = Op::kReductions + 1;  // the reductions, then the row length (a mean's divisor)
   __shared__ acc_t scratch[Op::kReductions > 0 ? Op::kReductions : 1][kSlots];
+  __shared__ acc_t stats[kGroupRows][kStats];
   const int64_t stride = static_cast<int64_t>(blockDim.x) * kVec;
-  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const int64_t row_base = row * cols;
-    acc_t r[Op::kReductions + 1];
-    r[Op::kReductions] = static_cast<acc_t>(cols);
-    Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, pass_count<Op>()>{}, r, &scratch[0][0], row_base,
-                                         cols, in...);
-    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
-      pack_t packs[Step::kColumns];
-      Step::template load_columns<Step::kOutput>(packs, row_base, col, in...);
-      pack_t result[kInputGrads];
-      acc_t contribution[Op::kWeights > 0 ? Op::kWeights : 1][kVec];
+  const int64_t row_step = gridDim.x;
+  for (int64_t first = blockIdx.x; first < rows; first += row_step * kGroupRows) {
+    const int64_t left = (rows - first + row_step - 1) / row_step;
+    const int group = static_cast<int>(left < kGroupRows ? left : kGroupRows);
+    for (int g = 0; g < group; ++g) {
+      acc_t r[kStats];
+      r[Op::kReductions] = static_cast<acc_t>(cols);
+      Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, pass_count<Op>()>{}, r, &scratch[0][0],
+                                           (first + g * row_step) * cols, cols, in...);
+      if (threadIdx.x == 0) {
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        acc_t v[Step::kValues];
-        Step::template loaded_values<Step::kOutput>(v, packs, k, r);
-        acc_t d[Step::kColumns - 1];
-        Step::grads(v, r, d);
-#pragma unroll
-        for (int j = 0; j < kInputGrads; ++j) {
-          result[j].v[k] = static_cast<scalar_t>(d[j]);
-        }
-#pragma unroll
-        for (int j = 0; j < Op::kWeights; ++j) {
-          contribution[j][k] = d[kInputGrads + j];
+        for (int s = 0; s < kStats; ++s) {
+          stats[g][s] = r[s];
         }
       }
+      __syncthreads();  // the next row's reductions reuse `scratch`; the gradients below read `stats`
+    }
+    for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
+      acc_t contribution[Op::kWeights > 0 ? Op::kWeights : 1][kVec];
 #pragma unroll
-      for (int j = 0; j < kInputGrads; ++j) {
-        if (out.input[j] != nullptr) {
-          *reinterpret_cast<pack_t*>(out.input[j] + row_base + col) = result[j];
+      for (int j = 0; j < Op::kWeights; ++j) {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          contribution[j][k] = acc_t(0);
+        }
+      }
+      for (int g = 0; g < group; ++g) {
+        const int64_t row_base = (first + g * row_step) * cols;
+        acc_t r[kStats];
+#pragma unroll
+        for (int s = 0; s < kStats; ++s) {
+          r[s] = stats[g][s];
+        }
+        pack_t packs[Step::kColumns];
+        Step::template load_columns<Step::kOutput>(packs, row_base, col, in...);
+        pack_t result[kInputGrads];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          acc_t v[Step::kValues];
+          Step::template loaded_values<Step::kOutput>(v, packs, k, r);
+          acc_t d[Step::kColumns - 1];
+          Step::grads(v, r, d);
+#pragma unroll
+          for (int j = 0; j < kInputGrads; ++j) {
+            result[j].v[k] = static_cast<scalar_t>(d[j]);
+          }
+#pragma unroll
+          for (int j = 0; j < Op::kWeights; ++j) {
+            contribution[j][k] += d[kInputGrads + j];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < kInputGrads; ++j) {
+          if (out.input[j] != nullptr) {
+            *reinterpret_cast<pack_t*>(out.input[j] + row_base + col) = result[j];
+          }
         }
       }
       if constexpr (kWeightGrads) {
@@ -1895,13 +1933,13 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
             acc_t* sum = out.weight[j] + static_cast<int64_t>(blockIdx.x) * cols + col;
 #pragma unroll
             for (int k = 0; k < kVec; ++k) {
-              sum[k] = (row == blockIdx.x ? acc_t(0) : sum[k]) + contribution[j][k];
+              sum[k] = (first == blockIdx.x ? acc_t(0) : sum[k]) + contribution[j][k];
             }
           }
         }
       }
     }
-    __syncthreads();  // the next row's reductions reuse `scratch`
+    __syncthreads();  // the next group's rows overwrite `stats`
   }
 }
 
