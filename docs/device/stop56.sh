@@ -9,18 +9,19 @@
 #        --only e10,e33,e09,e24,e39,e32,e26,e38      at HEAD;
 #      .device/b56: the same from a worktree with docs/wip/v35-chain.patch applied, PYTHONPATH=<worktree>)
 #   bash docs/device/stop56.sh f32c  # float32 rows of 16384 and 65536: the backward's cluster build (HEAD, c56)
-#                                    # against the multi-pass kernel (docs/wip/f32-no-cluster.patch: no float32
+#                                    # against the multi-pass kernel (f32-no-cluster.patch: no float32
 #                                    # cluster build, d56) on ten ops of 2-6 backward reductions, to give float32
 #                                    # its own cluster rule (stop 55: seed 53's r04 at 16384 ran 1.24x slower in
 #                                    # the cluster build; stop 53: seed 52's r02 and r09 faster)
 #     (.device/c56: python docs/device/rowwise_sweep.py generate .device/c56 --manifest docs/results/stop55/f32c.json \
 #        --only t04,r14,q20,t00,t07,p02,p09,v02,v00,v01 --backends cuda --backward fused     at HEAD;
-#      .device/d56: the same from a worktree with docs/wip/f32-no-cluster.patch applied)
+#      .device/d56: the same from a worktree with f32-no-cluster.patch applied: kHasCluster for sizeof(scalar_t) == 2,
+#      as version 36 landed it; the patch is gone from docs/wip)
 #   bash docs/device/stop56.sh f32L  # f32c compared two builds with no float32 cluster launch: version 34 already
 #                                    # leaves it out of cluster_shape too (rows longer than a block). f32L: version 34
 #                                    # (c56) against docs/wip/f32-long-cluster.patch (d57: float32 rows that no block
 #                                    # holds take the cluster build again), rows of 8192, 16384 and 65536
-#     (.device/d57: as c56, from a worktree with docs/wip/f32-long-cluster.patch applied)
+#     (.device/d57: as c56, from a worktree of e9a5446 (version 35) with docs/wip/f32-long-cluster.patch applied)
 #   bash docs/device/stop56.sh s56   # a fresh draw in version 36: seed 56's first six random rowwise ops (CUDA) and
 #                                    # seed 56's first ten random multi-input elementwise ops; their backward suites,
 #                                    # forward+backward against compile (rowwise float32/bfloat16 at rows of 4096 and
@@ -31,13 +32,14 @@
 #      .device/e56: python docs/device/sweep.py generate .device/e56 --seed 56 --count 40 --min-inputs 2 \
 #        --only e15,e16,e17,e18,e19,e20,e21,e23,e24,e25)
 #   bash docs/device/stop56.sh grouped  # the multi-pass backward kernel adding up the weights' contributions of 8 rows
-#                                    # in registers before it writes its partial sums (g37, docs/wip/v37-grouped.patch),
-#                                    # and the same with __launch_bounds__(512, 2) (h37: 64 registers, two blocks an SM)
-#                                    # against version 36 (g36), float32/bfloat16 at rows of 16384 and 65536, two
-#                                    # rounds; g37's and h37's weight-gradient suites first
+#                                    # in registers before it writes its partial sums (g37), and the same with
+#                                    # __launch_bounds__(512, 2) (h37: 64 registers, two blocks an SM; landed as
+#                                    # version 37) against version 36 (g36), float32/bfloat16 at rows of 16384 and
+#                                    # 65536, two rounds; g37's and h37's weight-gradient suites first
 #     (.device/g36: python docs/device/rowwise_sweep.py generate .device/g36 --manifest docs/results/stop56/grouped.json \
-#        --backends cuda --backward fused;  .device/g37: the same from a worktree with the patch applied;
-#      .device/h37: g37 with grad_long_rows_kernel's __launch_bounds__(kMaxThreads) -> (kMaxThreads, 2))
+#        --backends cuda --backward fused, at version 36 (d8187db); .device/h37: the same at version 37, whose
+#      launch bounds are (kMaxThreads, 2) with weights (all five ops have weights); .device/g37: h37 with
+#      grad_long_rows_kernel's bounds back to __launch_bounds__(kMaxThreads))
 # The elementwise packages are named sweep-ops, the rowwise ones rsweep-ops: EW below picks the folder.
 W=/tmp/kg56
 . "$(dirname "$0")/stop_common.sh"
