@@ -1141,6 +1141,16 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
     in_args: set[Node] = {node for arg in args for node in walk(arg)}
     users: dict[Node, set[Node]] = {}
 
+    def number_reciprocal(f: Node, k: float) -> float | None:
+        """``1 / f ** k`` for a number f where that is a finite, nonzero double; None otherwise."""
+        if not isinstance(f, Num) or f.value == 0:
+            return None
+        try:
+            value = (1.0 / f.value) ** k
+        except OverflowError:
+            return None
+        return value if math.isfinite(value) and value != 0 else None
+
     def factors(d: Node) -> list[tuple[Node, float]]:
         if isinstance(d, BinOp) and d.op == "*" and not isinstance(d.left, Num):
             return [*factors(d.left), *factors(d.right)]
@@ -1164,8 +1174,8 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
         fs = factors(node.right)
         if _is(node.left, 1) and len(fs) == 1 and fs[0][1] == 1:
             return False  # the reciprocal itself
-        if any(isinstance(f, Num) and f.value == 0 for f, _ in fs):
-            return False  # a quotient by zero keeps its infinity or NaN
+        if any(isinstance(f, Num) and number_reciprocal(f, k) is None for f, k in fs):
+            return False  # a quotient by zero (or by a number whose reciprocal overflows) stays as written
         varying = [f for f, _ in fs if row_varying(f)]
         if not varying:
             return row_varying(node.left)
@@ -1180,8 +1190,9 @@ def _reciprocals(trees: list[Node], args: Iterable[Node]) -> list[Node]:
             sign = -1.0 if _is(node.left, -1) else 1.0
             terms = [] if _is(node.left, sign) else [transform(node.left, rewrite, memo)]
             for f, k in factors(node.right):
-                if isinstance(f, Num):  # a number's reciprocal is a number (a / 4 -> a * 0.25)
-                    terms.append(Num((1.0 / f.value) ** k))
+                value = number_reciprocal(f, k)
+                if value is not None:  # a number's reciprocal is a number (a / 4 -> a * 0.25)
+                    terms.append(Num(value))
                     continue
                 reciprocal = BinOp("/", Num(1.0), transform(f, rewrite, memo))
                 terms.append(reciprocal if k == 1 else Power(reciprocal, k))
