@@ -485,7 +485,10 @@ def _d_uncached(node: Node, wrt: Node, memo: dict[Node, Node]) -> Node:
             return sub(da, db)
         if node.op == "*":
             return add(mul(da, b), mul(a, db))
-        # d(a / b) = da / b - a * db / b ** 2 (PyTorch: grad / b and -grad * a / (b * b))
+        # d(a / b) = da / b - a * db / b ** 2 (PyTorch: grad / b and -grad * a / (b * b)); with db = 0, da / b
+        # alone (b ** 2 of a tiny literal is 0 in a double, and 0 / 0 has no value)
+        if _is(db, 0):
+            return div(da, b)
         return sub(div(da, b), div(mul(a, db), power(b, 2.0)))
     if isinstance(node, Power):
         du = _d(node.base, wrt, memo)
