@@ -123,7 +123,9 @@ from .nodes import Num, RowRef, Var
 #: 37: the rowwise CUDA backward's multi-pass kernel, with weights, adds up a group of 8 rows' contributions in
 #:    registers and writes its partial sums once a group (not read and written at every row), at two blocks
 #:    an SM; the generated suite checks the weights' gradients over 5000 rows of 16400.
-TEMPLATE_VERSION = "37"
+#: 38: without weights, that kernel keeps a row's reductions in registers as before version 37 (not in shared
+#:    memory behind a barrier): ptxas gave version 37's build 6-30 more registers a thread than version 36's.
+TEMPLATE_VERSION = "38"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Prepared in stop 56 for the next session's device time (not run yet).
-#   bash docs/device/stop57.sh nowt   # version 37's multi-pass backward for ops without weights (one row a group,
-#                                     # its reductions through shared memory; never timed in stop 56) against
+#   bash docs/device/stop57.sh nowt   # the multi-pass backward for ops without weights since versions 37-38 (one
+#                                     # row a group, its reductions in registers; never timed in stop 56) against
 #                                     # version 36: seed 56's r01, r02, r03, softmax and csilu, float32 at rows of
 #                                     # 16384 and 65536 and bfloat16 at 262144 (the multi-pass kernel in both), two
-#                                     # rounds; version 37's suites of the five first
+#                                     # rounds; the suites of the five (HEAD) first
 #     (.device/n36: python docs/device/rowwise_sweep.py generate .device/n36 --manifest docs/results/stop56/nowt.json \
 #        --backends cuda --backward fused, from a worktree of d8187db (version 36), PYTHONPATH=<worktree>;
-#      .device/n37: the same at version 37)
+#      .device/n37: the same at HEAD, version 38 or later)
 #   bash docs/device/stop57.sh race   # racecheck of version 37's multi-pass backward with weights (layernorm, the
 #                                     # grouped.json package's; every launch shape of sanitize_backward.py, float32)
 #     (.device/h37: python docs/device/rowwise_sweep.py generate .device/h37 --manifest docs/results/stop56/grouped.json \
-#        --backends cuda --backward fused   at version 37)
+#        --backends cuda --backward fused   at HEAD)
 W=/tmp/kg57
 . "$(dirname "$0")/stop_common.sh"
 

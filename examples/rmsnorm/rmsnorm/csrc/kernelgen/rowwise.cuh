@@ -1845,7 +1845,8 @@ grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutput
 // The backward over rows longer than the register kernel takes (as long_rows_kernel): block b takes
 // rows b, b + gridDim.x, ..., kGroupRows of them at a time when there are weights (one otherwise). For
 // each row of a group it completes the reductions (one loop over the row per pass, as long_rows_kernel)
-// and keeps them in shared memory; then one loop over the columns writes the group's input gradients
+// and keeps them in shared memory (one row without weights: in registers, `held`, no barrier before its
+// gradients); then one loop over the columns writes the group's input gradients
 // and adds the group's weight contributions in registers, so that row b of each weight's buffer of
 // partial sums is written once a group (at the block's first group, added to at the next ones), not
 // read and written again at every row: at rows of 16384 a block takes about 8 rows, and the buffer's
@@ -1871,19 +1872,27 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
   const int64_t row_step = gridDim.x;
   for (int64_t first = blockIdx.x; first < rows; first += row_step * kGroupRows) {
     const int64_t left = (rows - first + row_step - 1) / row_step;
-    const int group = static_cast<int>(left < kGroupRows ? left : kGroupRows);
+    const int group = kGroupRows == 1 ? 1 : static_cast<int>(left < kGroupRows ? left : kGroupRows);
+    acc_t held[kStats];
     for (int g = 0; g < group; ++g) {
       acc_t r[kStats];
       r[Op::kReductions] = static_cast<acc_t>(cols);
       Step::template reduce_loaded<kSlots>(std::make_integer_sequence<int, pass_count<Op>()>{}, r, &scratch[0][0],
                                            (first + g * row_step) * cols, cols, in...);
-      if (threadIdx.x == 0) {
+      if constexpr (kGroupRows == 1) {
 #pragma unroll
         for (int s = 0; s < kStats; ++s) {
-          stats[g][s] = r[s];
+          held[s] = r[s];
         }
+      } else {
+        if (threadIdx.x == 0) {
+#pragma unroll
+          for (int s = 0; s < kStats; ++s) {
+            stats[g][s] = r[s];
+          }
+        }
+        __syncthreads();  // the next row's reductions reuse `scratch`; the gradients below read `stats`
       }
-      __syncthreads();  // the next row's reductions reuse `scratch`; the gradients below read `stats`
     }
     for (int64_t col = static_cast<int64_t>(threadIdx.x) * kVec; col < cols; col += stride) {
       acc_t contribution[Op::kWeights > 0 ? Op::kWeights : 1][kVec];
@@ -1899,7 +1908,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
         acc_t r[kStats];
 #pragma unroll
         for (int s = 0; s < kStats; ++s) {
-          r[s] = stats[g][s];
+          r[s] = kGroupRows == 1 ? held[s] : stats[g][s];
         }
         pack_t packs[Step::kColumns];
         Step::template load_columns<Step::kOutput>(packs, row_base, col, in...);
@@ -1939,7 +1948,7 @@ grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<O
         }
       }
     }
-    __syncthreads();  // the next group's rows overwrite `stats`
+    __syncthreads();  // the next group's reductions reuse `scratch` and overwrite `stats`
   }
 }
 
