@@ -125,7 +125,9 @@ from .nodes import Num, RowRef, Var
 #:    an SM; the generated suite checks the weights' gradients over 5000 rows of 16400.
 #: 38: without weights, that kernel keeps a row's reductions in registers as before version 37 (not in shared
 #:    memory behind a barrier): ptxas gave version 37's build 6-30 more registers a thread than version 36's.
-TEMPLATE_VERSION = "38"
+#: 39: without weights, that kernel sets no minimum of blocks an SM in its launch bounds, as before version 37:
+#:    the minimum of one let ptxas take more registers (same instructions as version 36's build now).
+TEMPLATE_VERSION = "39"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
