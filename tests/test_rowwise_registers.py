@@ -160,3 +160,28 @@ def test_the_backward_cluster_build_holds_a_heavy_derivative_without_spilling(tm
     assert set(builds) == {"N3c104HalfE", "N3c108BFloat16E"}, builds
     assert builds["N3c104HalfE"][0] == builds["N3c108BFloat16E"][0] == 8, builds
     assert all(per_thread >= 8 and spills == 0 for _, per_thread, spills in builds.values()), builds
+
+
+# kg::rowwise::grad_long_rows_kernel<op::GradOp, dtype, kVec, kWeightGrads, ...>, up to its body's brace: the
+# launch bounds ptxas reads (.maxntid, .minnctapersm) stand between the parameters and the body.
+_GRAD_LONG_ENTRY = re.compile(r"\.entry\s+\w*?grad_long_rows_kernelI\w*?6GradOpE(f|d|N3c104HalfE|N3c108BFloat16E)"
+                              r"Li(\d+)ELb([01])E[^{]*")
+
+
+@pytest.mark.build
+def test_the_multi_pass_backward_asks_for_two_blocks_an_sm_only_with_weight_gradients(tmp_path):
+    # With weight gradients the multi-pass kernel keeps a group of rows' running sums in registers and is built
+    # for two 512-thread blocks an SM (.minnctapersm 2: at most 64 registers). Without them it names no
+    # minimum: a minimum of one block let ptxas take more registers than with none (seed 56's r03 in bfloat16
+    # 60 -> 70, csilu 32 -> 47), fewer blocks fit an SM, and the backward ran up to 1.28x the time on an H200
+    # (template version 38, docs/backward.md "Stop 57").
+    builds = {}
+    for op in ("resrms", "softmax"):  # a weight; none
+        _nvcc(op, tmp_path / op, "-ptx", "-o", str(tmp_path / f"{op}.ptx"))
+        for m in _GRAD_LONG_ENTRY.finditer((tmp_path / f"{op}.ptx").read_text()):
+            minimum = re.search(r"\.minnctapersm\s+(\d+)", m.group(0))
+            builds[(op, m.group(1), int(m.group(2)), m.group(3) == "1")] = int(minimum.group(1)) if minimum else None
+    assert {(op, dtype) for op, dtype, _, _ in builds} == {(op, dtype) for op in ("resrms", "softmax")
+                                                          for dtype in ("f", "d", "N3c104HalfE", "N3c108BFloat16E")}, builds
+    assert {(op, weights) for op, _, _, weights in builds} == {("resrms", True), ("softmax", False)}, builds
+    assert all(minimum == (2 if weights else None) for (_, _, _, weights), minimum in builds.items()), builds
