@@ -4,7 +4,8 @@ An expression such as ``x * sigmoid(1.702 * x)`` is parsed with :mod:`ast` and c
 against a whitelist. Only these are accepted:
 
 * the binary operators ``+ - * /``, unary ``-`` and ``+``, and ``**`` with a numeric exponent;
-* finite int or float literals (an int must be exact as a float64: at most 2**53);
+* finite int or float literals (an int must be exact as a float64: at most 2**53), 0 or from 2**-126 to
+  2**126 in magnitude, folded constants too (:data:`SMALLEST_NUMBER`, :data:`LARGEST_NUMBER`);
 * the declared input names (and, for a rowwise expression, the weights);
 * the functions in :data:`~kernelgen.nodes.FUNCTIONS` (and, rowwise, the row reductions of
   :data:`~kernelgen.nodes.REDUCTIONS`).
@@ -37,6 +38,7 @@ from .nodes import (
     Power,
     Reduce,
     Var,
+    collect,
     row_varying,
     variables,
 )
@@ -45,6 +47,13 @@ MAX_EXPR_LENGTH = 2000
 MAX_DEPTH = 64
 #: The largest integer literal accepted: every integer up to it is exact in float64.
 MAX_EXACT_INT = 2**53
+#: The magnitudes a nonzero number of an expression may have: float32's normal numbers whose reciprocals
+#: are normal too (2**-126, about 1.2e-38, to 2**126, about 8.5e37). float32, float16 and bfloat16 ops
+#: compute in float32, where a number outside that range is 0, subnormal (flushed to 0 where the GPU's
+#: code flushes subnormals) or infinite, and so is the reciprocal a derivative of a quotient by it takes:
+#: the op would compute with a number other than the one written, and its tests would fail on 0 * inf.
+SMALLEST_NUMBER = 2.0**-126
+LARGEST_NUMBER = 2.0**126
 
 _BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 _NODE_WORDS = {
@@ -103,6 +112,12 @@ def parse_tree(
     except (ValueError, RecursionError, MemoryError):  # pragma: no cover - _check_text prevents them
         raise ExprError(f"{option} is not a valid expression", field) from None
     tree = _Converter(text, inputs, weights, rowwise, option, hints or {}).convert(module.body, depth=0)
+    # A literal out of range is refused where it is read (with its column); a constant sub-expression is
+    # folded in float64 first, so only its value is checked, here.
+    folded = collect(tree, lambda n: n.value if isinstance(n, Num) and not _in_range(n.value) else None)
+    folded |= collect(tree, lambda n: n.exponent if isinstance(n, Power) and not _in_range(n.exponent) else None)
+    if folded:
+        raise ExprError(f"a constant sub-expression is {min(folded, key=abs)!r}, out of range in {option}; {_RANGE}", field)
     used = variables(tree)
     if not used & set(inputs):
         raise ExprError(
@@ -171,6 +186,10 @@ class _Converter:
         at = f" at column {col + 1}" if col is not None else ""
         return f"{clip(segment)!r}{at}"
 
+    def _mantissa(self, node: ast.AST) -> str:
+        """The digits of a float literal's text before its exponent (``1.5`` of ``1.5e-400``)."""
+        return (ast.get_source_segment(self.text, node) or "").lower().split("e")[0]
+
     def _fail(self, node: ast.AST, what: str) -> ExprError:
         return ExprError(f"unsupported {what} {self._where(node)} in {self.option}", self.field)
 
@@ -187,6 +206,10 @@ class _Converter:
                 value = float(value)
             if not math.isfinite(value):
                 raise self._fail(node, "non-finite literal")
+            if value == 0 and any(digit in "123456789" for digit in self._mantissa(node)):
+                value = math.inf  # a literal such as 1e-400: 0 once read, not what was written
+            if not _in_range(value):
+                raise ExprError(f"the number {self._where(node)} is out of range in {self.option}; {_RANGE}", self.field)
             return Num(value)
         if isinstance(node, ast.Name):
             if node.id in self.inputs or node.id in self.weights:
@@ -312,6 +335,16 @@ class _Converter:
         if not isinstance(result, (int, float)) or isinstance(result, bool) or not math.isfinite(result):
             raise ExprError(f"constant sub-expression {self._where(node)} is not a finite number", self.field)
         return Num(float(result))
+
+
+_RANGE = (
+    "a nonzero number must be 1.2e-38 to 8.5e37 in magnitude: float32, float16 and bfloat16 ops compute in "
+    "float32, where it or its reciprocal (in a derivative) would be 0, subnormal or infinite"
+)
+
+
+def _in_range(value: float) -> bool:
+    return value == 0 or SMALLEST_NUMBER <= abs(value) <= LARGEST_NUMBER
 
 
 def _fold_binop(op: str, a: float, b: float) -> float:

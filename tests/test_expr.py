@@ -190,7 +190,7 @@ def test_tabs_count_as_spaces_and_surrounding_newlines_are_stripped():
         ("min(a, 0) * max(b, c) ** 2", "min(a, 0.0) * max(b, c) ** 2.0"),
         ("a ** -1 * b * c", "a ** (-1.0) * b * c"),
         ("(a - b) - c + (a - (b - c))", "a - b - c + (a - (b - c))"),
-        ("a * 1e-7 + b * 5e-324 + c * 1e16", "a * 1e-07 + b * 5e-324 + c * 1e+16"),
+        ("a * 1e-7 + b * 1.2e-38 + c * 1e16", "a * 1e-07 + b * 1.2e-38 + c * 1e+16"),
         ("exp(1) * a * b * c", f"{2.718281828459045!r} * a * b * c"),
     ],
 )
@@ -242,9 +242,40 @@ def test_constant_folding_is_float64_and_never_overflows(source, message):
 
 
 def test_a_huge_product_of_literals_folds_to_a_finite_float():
-    parsed = parse("x * (9007199254740992 * 9007199254740992 * 9007199254740992)", ("x",))
-    assert parsed.canonical == f"x * {float(2**159)!r}"
-    assert parsed.cpp() == f"x * acc_t({float(2**159)!r})"
+    parsed = parse("x * (9007199254740992 * 9007199254740992)", ("x",))
+    assert parsed.canonical == f"x * {float(2**106)!r}"
+    assert parsed.cpp() == f"x * acc_t({float(2**106)!r})"
+
+
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        # 0 in float32 (1e-320 is a float64 subnormal; 1e-400 is 0 once read): x / 1e-320 is x / 0 there
+        ("x / 1e-320", "the number '1e-320' at column 5 is out of range"),
+        ("x * 1e-400", "the number '1e-400' at column 5 is out of range"),
+        ("x * 0.5e-400", "the number '0.5e-400' at column 5 is out of range"),
+        ("x * 1e-39", "the number '1e-39' at column 5 is out of range"),  # a float32 subnormal
+        ("x / 1e39", "the number '1e39' at column 5 is out of range"),  # infinite in float32
+        ("x * 3e38", "the number '3e38' at column 5 is out of range"),  # its reciprocal a float32 subnormal
+        ("x * -1e-50", "the number '1e-50' at column 6 is out of range"),
+        ("x ** 1e-50", "the number '1e-50' at column 6 is out of range"),
+        ("x / (1e-30 * 1e-30)", "a constant sub-expression is 1.0000000000000001e-60, out of range"),
+        ("x ** (2.0 ** 200)", "a constant sub-expression is 1.6069380442589903e+60, out of range"),
+    ],
+)
+def test_a_number_that_float32_or_a_derivative_cannot_hold_is_refused(source, message):
+    # The op computes in float32 for float32, float16 and bfloat16, where such a number, or the reciprocal a
+    # derivative of a quotient by it takes, is 0, subnormal or infinite: the op would not compute what is written.
+    with pytest.raises(ExprError) as info:
+        parse(source, ("x",))
+    assert message in str(info.value) and "1.2e-38 to 8.5e37" in str(info.value), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("source", ["x * 0.0", "x * 0e-500", "x * 2e-38", "x * 8e37", "x / 1.5e-38",
+                                    "x * (1e-30 * 1e-30 * 1e30)", "x * 1e-6 + 1e-12"])
+def test_numbers_at_the_ends_of_the_range_and_zero_are_accepted(source):
+    parse(source, ("x",))
 
 
 def _random_expression(rng: random.Random, names: tuple[str, ...], depth: int = 0) -> str:
