@@ -34,6 +34,8 @@ def run() -> None:
     try:
         from . import cli, fsutil
 
+        # An interrupt raised where Python cannot propagate it (a weakref callback) is kept, not lost.
+        sys.unraisablehook = fsutil.swallowed_interrupt(sys.unraisablehook)
         for signum in held:
             signal.signal(signum, _on_signal)
         if previous is not None:

@@ -58,7 +58,9 @@ class _Kernelgen(click.Group):
         try:
             fsutil.release_startup_signals()  # a Ctrl-C held back since start-up is acted on here
             with terminate_as_exception():
-                return super().invoke(ctx)
+                result = super().invoke(ctx)
+                fsutil.raise_pending()  # an interrupt Python could not raise during the command
+                return result
         except KernelgenError as err:
             raise _fail(err) from None
         except (KeyboardInterrupt, Terminated) as err:

@@ -33,8 +33,9 @@ import signal
 import stat
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from .errors import DestinationError
 
@@ -63,9 +64,38 @@ class Outcome:
         self.kept: Path | None = None  # where files that could not be put back are
         self.done = done  # what `applied` means, in words, for the message
         self.exiting = False  # the command is exiting after a signal: ignore further ones (kernelgen.__main__)
+        self.pending: type[BaseException] | None = None  # an interrupt Python could not raise (swallowed_interrupt)
 
 
 OUTCOME = Outcome()
+
+
+def swallowed_interrupt(hook: Callable[[Any], object]) -> Callable[[Any], object]:
+    """A ``sys.unraisablehook`` around ``hook`` that keeps the interrupts Python could not raise.
+
+    A signal handler runs wherever Python is when the signal arrives. If that is a weakref callback or a
+    ``__del__`` (importlib drops a module's lock through one after every import), the KeyboardInterrupt
+    or Terminated it raises cannot propagate: Python prints "Exception ignored in ..." and goes on, and
+    the command would run on as if no Ctrl-C had come. This hook records it in ``OUTCOME.pending``
+    instead (nothing printed), and :func:`raise_pending` raises it where kernelgen next looks."""
+
+    def keep(args: Any) -> object:
+        if isinstance(args.exc_value, (KeyboardInterrupt, Terminated)):
+            if OUTCOME.pending is None:
+                OUTCOME.pending = type(args.exc_value)
+            return None
+        return hook(args)
+
+    return keep
+
+
+def raise_pending() -> None:
+    """Raise the interrupt :func:`swallowed_interrupt` kept, if any: called where a run waits (the
+    package lock) and when a command has returned, so that a swallowed Ctrl-C still ends the run with
+    its one line and exit code."""
+    pending, OUTCOME.pending = OUTCOME.pending, None
+    if pending is not None and not OUTCOME.exiting:
+        raise pending()
 
 #: The signal mask from before kernelgen's entry point held SIGINT and SIGTERM back (kernelgen.__main__),
 #: or None when nothing is held.
@@ -458,6 +488,7 @@ def package_lock(root: Path, timeout: float | None = None) -> Iterator[None]:
                         f"{root} is in use by {_lock_holder(os.fstat(fd))}: kernelgen changes a package one run at a "
                         f"time; waited {wait:g} s (KERNELGEN_LOCK_TIMEOUT); run again when it has finished"
                     ) from None
+                raise_pending()
                 time.sleep(0.05)
         yield
     finally:
