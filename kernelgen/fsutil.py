@@ -97,6 +97,7 @@ def raise_pending() -> None:
     if pending is not None and not OUTCOME.exiting:
         raise pending()
 
+
 #: The signal mask from before kernelgen's entry point held SIGINT and SIGTERM back (kernelgen.__main__),
 #: or None when nothing is held.
 _STARTUP_MASK: set[int] | None = None

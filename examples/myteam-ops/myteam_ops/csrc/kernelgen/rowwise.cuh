@@ -1855,8 +1855,8 @@ grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutput
 // (64 registers a thread): the group's running sums take registers that would otherwise leave one block an
 // SM, and on an H200 the two-block build ran the backward of five ops with weights 0.60-1.01x the time of
 // one row at a time at rows of 16384 and 65536, the one-block build 0.61-1.16x (docs/backward.md, "Stop 56").
-// Without weight gradients it gives ptxas no minimum of blocks (0 adds none): a minimum of one lets ptxas
-// spend up to 128 registers a thread, and such builds held half the blocks and ran up to 1.28x the time.
+// Without weight gradients it gives ptxas no minimum of blocks (0 adds none): with a minimum of one, ptxas
+// gave the same code up to 15 more registers a thread, half the blocks fit an SM, and it ran up to 1.28x the time.
 template <class Op, typename scalar_t, int kVec, bool kWeightGrads, std::size_t... I>
 __global__ void __launch_bounds__(kMaxThreads, kWeightGrads ? 2 : 0)
 grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows,
