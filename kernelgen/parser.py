@@ -114,8 +114,8 @@ def parse_tree(
     tree = _Converter(text, inputs, weights, rowwise, option, hints or {}).convert(module.body, depth=0)
     # A literal out of range is refused where it is read (with its column); a constant sub-expression is
     # folded in float64 first, so only its value is checked, here.
-    folded = collect(tree, lambda n: n.value if isinstance(n, Num) and not _in_range(n.value) else None)
-    folded |= collect(tree, lambda n: n.exponent if isinstance(n, Power) and not _in_range(n.exponent) else None)
+    numbers = collect(tree, lambda n: n.value if isinstance(n, Num) else n.exponent if isinstance(n, Power) else None)
+    folded = {value for value in numbers if not _in_range(value)}
     if folded:
         raise ExprError(f"a constant sub-expression is {min(folded, key=abs)!r}, out of range in {option}; {_RANGE}", field)
     used = variables(tree)
@@ -206,9 +206,9 @@ class _Converter:
                 value = float(value)
             if not math.isfinite(value):
                 raise self._fail(node, "non-finite literal")
-            if value == 0 and any(digit in "123456789" for digit in self._mantissa(node)):
-                value = math.inf  # a literal such as 1e-400: 0 once read, not what was written
-            if not _in_range(value):
+            # A literal such as 1e-400 is 0 once read: not what was written.
+            underflowed = value == 0 and any(digit in "123456789" for digit in self._mantissa(node))
+            if underflowed or not _in_range(value):
                 raise ExprError(f"the number {self._where(node)} is out of range in {self.option}; {_RANGE}", self.field)
             return Num(value)
         if isinstance(node, ast.Name):
