@@ -127,7 +127,9 @@ from .nodes import Num, RowRef, Var
 #:    memory behind a barrier): ptxas gave version 37's build 6-30 more registers a thread than version 36's.
 #: 39: without weights, that kernel sets no minimum of blocks an SM in its launch bounds, as before version 37:
 #:    the minimum of one let ptxas take more registers (same instructions as version 36's build now).
-TEMPLATE_VERSION = "39"
+#: 40: float16 and bfloat16 CUDA kernels compute pow(x, y) for a finite x > 0 as __expf(y * logf(x))
+#:    (opmath::fast_float), so pow and log of one value share a logf; the error model counts its error.
+TEMPLATE_VERSION = "40"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

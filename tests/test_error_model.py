@@ -467,6 +467,66 @@ def test_the_fast_exp_allowance_covers_exp2_of_a_rounded_product(backend, dtype,
     worst_ratio(namespace, got, want, model.allowed_error(want, namespace["error_bound"](model, exact)))
 
 
+class _FastCudaTorch(_FastTorch):
+    """_FastTorch, with pow as the CUDA kernels compute it for float16 and bfloat16 (opmath::fast_pow):
+    __expf(y * logf(x)) for a finite x > 0 (so exp2 of a product rounded twice), powf otherwise."""
+
+    def pow(self, x, y):
+        if x.dtype != torch.float32:
+            return torch.pow(x, y)
+        y = torch.as_tensor(y, dtype=torch.float32)
+        log = torch.log(x)
+        fast = torch.where(log == 0, torch.ones_like(log), self.exp(y * log))
+        return torch.where((x > 0) & (x <= torch.finfo(torch.float32).max), fast, torch.pow(x, y))
+
+
+def test_the_fast_pow_allowance_covers_exp_of_a_rounded_product():
+    """The fast pow's error grows with |log2 pow(x, y)| (the rounding of y * log(x), and __expf's own):
+    emulated in float32 over bases from 1e-7 to 1e7 and exponents up to 30, every error is within the
+    model's function_error for pow, and the accurate table's 4 ulps would not hold them all."""
+    namespace = render_model(error_bound_python(parse("x", ("x",))))
+    model = namespace["ErrorModel"](torch.float16)
+    generator = torch.Generator().manual_seed(58)
+    x = torch.exp(torch.randn(400_000, generator=generator, dtype=torch.float64) * 4).clamp(1e-7, 1e7).float()
+    y = (torch.randn(400_000, generator=generator, dtype=torch.float64) * 8).clamp(-30, 30).float()
+    want = torch.pow(x.double(), y.double())
+    finite = (want > 1e-37) & (want < 1e37)
+    x, y, want = x[finite], y[finite], want[finite]
+    error = (_FastCudaTorch().pow(x, y).double() - want).abs()
+    assert (error <= model.function_error("pow", x.double(), want) * model.u).all()
+    assert (error > 2 * 4 * model.u * want.abs()).any()
+
+
+@pytest.mark.parametrize("inputs, text", [("x1,x2", "pow(abs(erf(x1)) + 1.0, x2 * 0.25)"),
+                                          ("x1,x2", "pow(abs(x1) + 0.5, x2 * 4.0) * log(abs(x1) + 0.5)"),
+                                          ("x", "x * pow(abs(x) + 0.5, 0.75)")], ids=["e35", "steep", "number"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_the_fast_pow_keeps_the_forward_and_gradients_within_their_bounds(inputs, text, dtype):
+    """The forward and every gradient of expressions with pow, evaluated as the CUDA kernels' float16 and
+    bfloat16 do (fast exp, fast pow, in float32), stay within the CUDA model's bounds."""
+    parsed = parse(text, tuple(inputs.split(",")))
+    fast = {"torch": _FastCudaTorch()}
+    namespace = render_model(error_bound_python(parsed))
+    model = namespace["ErrorModel"](dtype)
+    rounded = [t.to(dtype) for t in sample(parsed, (100_000,), torch.float64, seed=58)]
+    exact = [t.double() for t in rounded]
+    got = eval(parsed.torch(), fast, dict(zip(parsed.inputs, [t.float() for t in rounded], strict=True))).to(dtype)
+    want = evaluate(parsed, exact)
+    worst_ratio(namespace, got, want, model.allowed_error(want, namespace["error_bound"](model, *exact)))
+    grads = diff.elementwise_vjp(parsed)
+    namespace = render_model(gradient_error_bound_python(parsed))
+    model = namespace["ErrorModel"](dtype)
+    grad = torch.randn(100_000, generator=torch.Generator().manual_seed(59), dtype=torch.float64).to(dtype)
+    bounds = namespace["grad_error_bound"](model, grad.double(), *exact)
+    for index, name in enumerate(parsed.inputs):
+        text = diff.emit(grads[name], "torch")
+        want = torch.broadcast_to(eval(text, {"torch": torch}, dict(zip((diff.GRAD, *parsed.inputs), [grad.double(), *exact], strict=True))), grad.shape)
+        env = dict(zip((diff.GRAD, *parsed.inputs), [t.float() for t in (grad, *rounded)], strict=True))
+        got = torch.broadcast_to(eval(text, fast, env), grad.shape).to(dtype)
+        bound = torch.broadcast_to(torch.as_tensor(bounds[index], dtype=torch.float64), want.shape)
+        worst_ratio(namespace, got, want, model.allowed_error(want, bound))
+
+
 @pytest.mark.parametrize("inputs, text", [ISSUE_POLYNOMIAL, ISSUE_REPRO], ids=["polynomial", "repro"])
 def test_the_bound_is_within_100x_of_the_largest_error(inputs, text):
     """Tight where it matters: on the issue's expressions with cancellation, the worst element uses more

@@ -142,9 +142,14 @@ OPMATH_FN T ipow(T x) {
 // rounding of a 16-bit result, half an ulp: 2^-11 relative in float16, 2^-8 in bfloat16.
 //   * division: 2 ulp of float (2^-22 relative) over the whole range (fast_divide: __fdividef, with its
 //     operands scaled where the divisor is beyond its range; bfloat16 has float's range and sees it);
-//   * exp: 2 + 1.17|x| ulp (__expf), below 2^-16 relative wherever exp(x) is a finite float.
-// log, sin, cos, tanh, erf, sqrt and pow stay accurate: __logf's error is absolute near 1, so
-// log(1 + small) would lose float16 digits, and __sinf / __cosf grow inaccurate with |x|.
+//   * exp: 2 + 1.17|x| ulp (__expf), below 2^-16 relative wherever exp(x) is a finite float;
+//   * pow(x, y) for a finite x > 0: __expf(y * logf(x)), 4 + 2|log2 pow(x, y)| ulp (exp's error and the
+//     exponent's rounding grow with it), below 2^-15 relative wherever the result is a finite float;
+//     powf's own code (a log and an exp in extra precision) runs for any other x. So pow and log of one
+//     value share one logf (the compiler computes it once), and a derivative's pow(x, y - 1) next to
+//     pow(x, y) and log(x) costs a multiply and an exp.
+// log, sin, cos, tanh, erf and sqrt stay accurate: __logf's error is absolute near 1, so log(1 + small)
+// would lose float16 digits, and __sinf / __cosf grow inaccurate with |x|.
 // With the accurate functions, a float16 expression with three exps and two sigmoids runs at about
 // 0.8x of torch.compile on an H100.
 // float32 and float64 kernels, and every CPU loop, compute in float / double with accurate math.
@@ -216,6 +221,20 @@ OPMATH_FN fast_float exp(fast_float x) { return ::expf(x.v); }
 #endif
 OPMATH_FN fast_float sigmoid(fast_float x) { return fast_float(1.0f) / (fast_float(1.0f) + exp(-x)); }
 OPMATH_FN fast_float log(fast_float x) { return ::logf(x.v); }
+#if defined(__CUDA_ARCH__)
+// powf for the x that fast_pow leaves to it, called rather than inlined: its code, several times the fast
+// path's, stays out of every element's loop (the instruction cache holds the kernel).
+__device__ __noinline__ float pow_other(float x, float y) { return ::powf(x, y); }
+OPMATH_FN float fast_pow(float x, float y) {
+  if (x > 0.0f && x <= 0x1.fffffep127f) {
+    const float l = ::logf(x);
+    return l == 0.0f ? 1.0f : ::__expf(y * l);  // pow(1, y) is 1 for every y, inf and NaN included
+  }
+  return pow_other(x, y);
+}
+#else
+OPMATH_FN float fast_pow(float x, float y) { return ::powf(x, y); }
+#endif
 OPMATH_FN fast_float sqrt(fast_float x) { return sqrt(x.v); }
 OPMATH_FN fast_float rsqrt(fast_float x) { return rsqrt(x.v); }
 OPMATH_FN fast_float tanh(fast_float x) { return ::tanhf(x.v); }
@@ -223,9 +242,9 @@ OPMATH_FN fast_float abs(fast_float x) { return ::fabsf(x.v); }
 OPMATH_FN fast_float sin(fast_float x) { return ::sinf(x.v); }
 OPMATH_FN fast_float cos(fast_float x) { return ::cosf(x.v); }
 OPMATH_FN fast_float erf(fast_float x) { return ::erff(x.v); }
-OPMATH_FN fast_float pow(fast_float x, fast_float y) { return ::powf(x.v, y.v); }
-OPMATH_FN fast_float pow(fast_float x, float y) { return ::powf(x.v, y); }
-OPMATH_FN fast_float pow(float x, fast_float y) { return ::powf(x, y.v); }
+OPMATH_FN fast_float pow(fast_float x, fast_float y) { return fast_pow(x.v, y.v); }
+OPMATH_FN fast_float pow(fast_float x, float y) { return fast_pow(x.v, y); }
+OPMATH_FN fast_float pow(float x, fast_float y) { return fast_pow(x, y.v); }
 
 // min and max propagate NaN like torch.minimum / torch.maximum (fminf/fmaxf would drop it).
 template <typename T>

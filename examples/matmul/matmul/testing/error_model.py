@@ -42,8 +42,11 @@ OUTPUT_ROUNDING = {torch.float16: (2.0**-11, 2.0**-25), torch.bfloat16: (2.0**-8
 ACCURATE_FLOAT = {"exp": 2, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 4, "/": 1}
 ACCURATE_DOUBLE = {"exp": 1, "log": 1, "sqrt": 1, "rsqrt": 2, "tanh": 2, "sin": 2, "cos": 2, "erf": 2, "pow": 2, "/": 1}
 #: The CUDA C++ kernels compute float16 and bfloat16 in opmath::fast_float (csrc/opmath.h): exp is
-#: __expf (2 + 1.173 |x| ulps) and division is fast_divide (2 ulps, 3 with a reciprocal's product).
-FAST_FLOAT = {**ACCURATE_FLOAT, "exp": (2, 1.173, 0.0), "/": 3}
+#: __expf (2 + 1.173 |x| ulps), division is fast_divide (2 ulps, 3 with a reciprocal's product), and
+#: pow(x, y) is __expf(y * logf(x)) for a finite x > 0, powf otherwise: 4 + 2 |log2 pow(x, y)| ulps
+#: (__expf's error at t = y log(x) and t's own rounding, 2 + 1.86 |log2 pow(x, y)|; for pow, |x| in an
+#: entry is |log2| of the result).
+FAST_FLOAT = {**ACCURATE_FLOAT, "exp": (2, 1.173, 0.0), "/": 3, "pow": (4, 2.0, 0.0)}
 #: Triton's float32 math: tl.exp is ex2.approx (as __expf: 2 + 1.173 |x| ulps), tl.log is lg2.approx
 #: (as __logf: 3 ulps, and 2**-21.41 absolutely near 1), tl.rsqrt is rsqrt.approx, and / is div.full.f32
 #: (2 ulps); tanh, sin, cos, erf and pow are libdevice's accurate ones. float64 is libdevice throughout.
@@ -93,7 +96,10 @@ class ErrorModel:
 
     def function_error(self, func, x, y):
         """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
-        count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, x)
+        # pow's error grows with the exponent it hands exp2f, y * log2(x) = log2 of its result (clamped:
+        # no finite float's is larger)
+        at = torch.log2(y.abs()).abs().clamp(max=160.0) if func == "pow" else x
+        count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, at)
         if func == "sigmoid":
             # 1 / (1 + e), e = exp(-x): e's relative error reaches y scaled by e / (1 + e) = 1 - y; then
             # the rounding of 1 + e and the division's
