@@ -138,13 +138,14 @@ OPMATH_FN T ipow(T x) {
 
 // ---- fast_float: float16 and bfloat16 arithmetic in the CUDA kernels ------------------------------
 // A float whose division, exp and sigmoid run on the GPU's fast approximate instructions (an approximate
-// reciprocal, ex2.approx.f32), as torch.compile's Triton kernels do. Their errors are far below the
-// rounding of a 16-bit result, half an ulp: 2^-11 relative in float16, 2^-8 in bfloat16.
+// reciprocal, ex2.approx.f32), as torch.compile's Triton kernels do, and whose pow is an exp of a product
+// with a log. Their errors are far below the rounding of a 16-bit result, half an ulp: 2^-11 relative in
+// float16, 2^-8 in bfloat16.
 //   * division: 2 ulp of float (2^-22 relative) over the whole range (fast_divide: __fdividef, with its
 //     operands scaled where the divisor is beyond its range; bfloat16 has float's range and sees it);
 //   * exp: 2 + 1.17|x| ulp (__expf), below 2^-16 relative wherever exp(x) is a finite float;
 //   * pow(x, y) for a finite x > 0: __expf(y * logf(x)), 4 + 2|log2 pow(x, y)| ulp (exp's error and the
-//     exponent's rounding grow with it), below 2^-15 relative wherever the result is a finite float;
+//     exponent's rounding grow with it), at most about 2^-15 relative wherever the result is a normal float;
 //     powf's own code (a log and an exp in extra precision) runs for any other x. So pow and log of one
 //     value share one logf (the compiler computes it once), and a derivative's pow(x, y - 1) next to
 //     pow(x, y) and log(x) costs a multiply and an exp.
