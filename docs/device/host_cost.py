@@ -1,5 +1,5 @@
-"""The host's cost of each part of one forward+backward of a generated rowwise op, against PyTorch's fused norm
-(stop 58's question: profile_step.py showed the rmsnorm example's step at 16384x1024 taking 2-5x its kernels'
+"""The host's cost of each part of one forward+backward of a generated rowwise op, against PyTorch's fused
+norm (stop 58's question: profile_step.py showed the rmsnorm example's step at 16384x1024 taking 2-5x its kernels'
 time, while F.rms_norm's took 1.3x).
 
     python docs/device/host_cost.py PACKAGE_DIR --op rmsnorm [--shapes 64x1024,16384x1024] [--dtypes bfloat16]
@@ -15,7 +15,6 @@ under CUDA events (the wall). A part whose host time is near the step's wall is 
 
 from __future__ import annotations
 
-import argparse
 import cProfile
 import pstats
 import sys
@@ -24,29 +23,24 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package
+from profile_step import arguments, pytorch_fused
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("package", type=Path)
-    parser.add_argument("--op", required=True)
-    parser.add_argument("--shapes", default="64x1024,16384x1024,4096x4096")
-    parser.add_argument("--dtypes", default="bfloat16,float32")
+    parser = arguments(__doc__.splitlines()[0], "64x1024,16384x1024,4096x4096")
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--cprofile", action="store_true")
     args = parser.parse_args(argv)
 
     import torch
-    import torch.nn.functional as F
 
     _, module, namespace = import_package(args.package)
     public = getattr(module, args.op)
     overload = getattr(getattr(torch.ops, namespace), args.op).default
     backward_op = getattr(getattr(torch.ops, namespace), f"{args.op}_backward").default
-    fused = {"rmsnorm": lambda x, w: F.rms_norm(x, (x.shape[-1],), w, eps=1e-6),
-             "layernorm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)}.get(args.op)
-    weights = {"rmsnorm": 1, "layernorm": 2}.get(args.op, 0)
-    print(f"{args.op} on {torch.cuda.get_device_name()}; torch {torch.__version__}; {args.calls} calls a figure, "
+    fused, weights = pytorch_fused(args.op)
+    print(f"{args.op} on {torch.cuda.get_device_name()}; torch {torch.__version__}; "
+          f"{args.calls} calls a figure, "
           "host microseconds a call")
     hold = torch.empty(1 << 26, device="cuda")
 

@@ -24,24 +24,36 @@ sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def arguments(description: str, shapes: str) -> argparse.ArgumentParser:
+    """The arguments this script and host_cost.py share: the package, the op, its shapes and dtypes."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("package", type=Path)
     parser.add_argument("--op", required=True)
-    parser.add_argument("--shapes", default="16384x1024,4096x4096,16384x4096")
+    parser.add_argument("--shapes", default=shapes)
     parser.add_argument("--dtypes", default="bfloat16,float32")
+    return parser
+
+
+def pytorch_fused(op: str):
+    """PyTorch's fused norm for an op named rmsnorm or layernorm (the yardstick), or None; and its weights."""
+    import torch.nn.functional as F
+
+    fused = {"rmsnorm": lambda x, w: F.rms_norm(x, (x.shape[-1],), w, eps=1e-6),
+             "layernorm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)}.get(op)
+    return fused, {"rmsnorm": 1, "layernorm": 2}.get(op, 0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = arguments(__doc__.splitlines()[0], "16384x1024,4096x4096,16384x4096")
     parser.add_argument("--steps", type=int, default=50)
     args = parser.parse_args(argv)
 
     import torch
-    import torch.nn.functional as F
     from torch.profiler import ProfilerActivity, profile
 
     _, module, _ = import_package(args.package)
     op = getattr(module, args.op)
-    fused = {"rmsnorm": lambda x, w: F.rms_norm(x, (x.shape[-1],), w, eps=1e-6),
-             "layernorm": lambda x, w, b: F.layer_norm(x, (x.shape[-1],), w, b, eps=1e-5)}.get(args.op)
-    weights = {"rmsnorm": 1, "layernorm": 2}.get(args.op, 0)
+    fused, weights = pytorch_fused(args.op)
     print(f"{args.op} on {torch.cuda.get_device_name()}; torch {torch.__version__}; {args.steps} steps a figure")
 
     for dtype_name in args.dtypes.split(","):
