@@ -1,5 +1,5 @@
-"""The host's cost of each part of one forward+backward of a generated rowwise op, against PyTorch's fused
-norm (stop 58's question: profile_step.py showed the rmsnorm example's step at 16384x1024 taking 2-5x its kernels'
+"""The host's cost of each part of one forward+backward of a generated rowwise op and of PyTorch's norm.
+(Stop 58's question: profile_step.py showed the rmsnorm example's step at 16384x1024 taking 2-5x its kernels'
 time, while F.rms_norm's took 1.3x).
 
     python docs/device/host_cost.py PACKAGE_DIR --op rmsnorm [--shapes 64x1024,16384x1024] [--dtypes bfloat16]
