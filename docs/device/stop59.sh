@@ -6,7 +6,9 @@
 #                                      # suite, then docs/device/host_cost.py on each, twice, in turn (stop 58: the
 #                                      # step at 2^24 is bound by the host, ours 142-206 us against F.rms_norm's 91-124)
 #     (.device/rms_cache: git worktree add /tmp/wt HEAD; cd /tmp/wt; git apply docs/wip/launch-cache.patch;
-#      bash examples/regenerate.sh; cp -r examples/rmsnorm /work/main/.device/rms_cache)
+#      PYTHONPATH=/tmp/wt bash examples/regenerate.sh (without PYTHONPATH the editable install renders main's
+#      templates); cp -r examples/rmsnorm /work/main/.device/rms_cache. Stop 58 made it so and compiled its
+#      kernel file with nvcc for sm_90 on the dev machine: no error)
 #   bash docs/device/stop59.sh multipass  # seed 57's r07 (0.76x of compile at float32 rows of 4096: its 1024-thread
 #                                      # register build runs one block an SM for five backward reductions on two
 #                                      # levels) and r00, r03, r09: the backward as the launch picks it against the
