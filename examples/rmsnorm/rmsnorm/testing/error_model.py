@@ -96,8 +96,8 @@ class ErrorModel:
 
     def function_error(self, func, x, y):
         """The own error of y = func(x): k ulps are at most 2 k u |y| (an ulp is at most 2 u of a value)."""
-        # pow's error grows with the exponent it hands exp2f, y * log2(x) = log2 of its result (clamped:
-        # no finite float's is larger)
+        # pow's error grows with |log2| of its result (ln 2 times the exponent y * log(x) that __expf
+        # exponentiates); clamped at 160, above any nonzero finite float's
         at = torch.log2(y.abs()).abs().clamp(max=160.0) if func == "pow" else x
         count, abs_floor = self._ulps_of("exp" if func == "sigmoid" else func, at)
         if func == "sigmoid":
