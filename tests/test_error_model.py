@@ -289,9 +289,11 @@ def test_the_bound_holds_for_pytorch_float32_evaluation(inputs, text):
         worst_ratio(namespace, got, want, model.allowed_error(want, namespace["error_bound"](model, *exact)))
 
 
-def _gradient_worst_ratio(inputs: str, text: str, dtypes=(torch.float32, torch.float16, torch.bfloat16)) -> float:
+def _gradient_worst_ratio(inputs: str, text: str, dtypes=(torch.float32, torch.float16, torch.bfloat16),
+                          evaluator=torch) -> float:
     """Checks every gradient kernelgen derives (kernelgen.diff), evaluated by PyTorch in float32 (a correct
-    fused backward), against its bound in each dtype; returns the largest error/bound ratio in float32."""
+    fused backward; or by ``evaluator``, a stand-in for torch that computes as a kernel does), against its
+    bound in each dtype; returns the largest error/bound ratio in float32."""
     parsed = parse(text, tuple(inputs.split(",")))
     grads = diff.elementwise_vjp(parsed)
     namespace = render_model(gradient_error_bound_python(parsed))
@@ -308,7 +310,7 @@ def _gradient_worst_ratio(inputs: str, text: str, dtypes=(torch.float32, torch.f
             env = dict(zip((diff.GRAD, *parsed.inputs), exact, strict=True))
             want = torch.broadcast_to(eval(texts[name], {"torch": torch}, env), exact[1].shape)
             env = dict(zip((diff.GRAD, *parsed.inputs), [t.float() for t in rounded], strict=True))
-            got = torch.broadcast_to(eval(texts[name], {"torch": torch}, env), exact[1].shape).to(dtype)
+            got = torch.broadcast_to(eval(texts[name], {"torch": evaluator}, env), exact[1].shape).to(dtype)
             bound = torch.broadcast_to(torch.as_tensor(bounds[index], dtype=torch.float64), want.shape)
             ratio = worst_ratio(namespace, got, want, model.allowed_error(want, bound))
             worst = max(worst, ratio) if dtype == torch.float32 else worst
@@ -505,26 +507,15 @@ def test_the_fast_pow_keeps_the_forward_and_gradients_within_their_bounds(inputs
     """The forward and every gradient of expressions with pow, evaluated as the CUDA kernels' float16 and
     bfloat16 do (fast exp, fast pow, in float32), stay within the CUDA model's bounds."""
     parsed = parse(text, tuple(inputs.split(",")))
-    fast = {"torch": _FastCudaTorch()}
     namespace = render_model(error_bound_python(parsed))
     model = namespace["ErrorModel"](dtype)
     rounded = [t.to(dtype) for t in sample(parsed, (100_000,), torch.float64, seed=58)]
     exact = [t.double() for t in rounded]
-    got = eval(parsed.torch(), fast, dict(zip(parsed.inputs, [t.float() for t in rounded], strict=True))).to(dtype)
+    got = eval(parsed.torch(), {"torch": _FastCudaTorch()}, dict(zip(parsed.inputs, [t.float() for t in rounded],
+                                                                  strict=True))).to(dtype)
     want = evaluate(parsed, exact)
     worst_ratio(namespace, got, want, model.allowed_error(want, namespace["error_bound"](model, *exact)))
-    grads = diff.elementwise_vjp(parsed)
-    namespace = render_model(gradient_error_bound_python(parsed))
-    model = namespace["ErrorModel"](dtype)
-    grad = torch.randn(100_000, generator=torch.Generator().manual_seed(59), dtype=torch.float64).to(dtype)
-    bounds = namespace["grad_error_bound"](model, grad.double(), *exact)
-    for index, name in enumerate(parsed.inputs):
-        text = diff.emit(grads[name], "torch")
-        want = torch.broadcast_to(eval(text, {"torch": torch}, dict(zip((diff.GRAD, *parsed.inputs), [grad.double(), *exact], strict=True))), grad.shape)
-        env = dict(zip((diff.GRAD, *parsed.inputs), [t.float() for t in (grad, *rounded)], strict=True))
-        got = torch.broadcast_to(eval(text, fast, env), grad.shape).to(dtype)
-        bound = torch.broadcast_to(torch.as_tensor(bounds[index], dtype=torch.float64), want.shape)
-        worst_ratio(namespace, got, want, model.allowed_error(want, bound))
+    _gradient_worst_ratio(inputs, text, dtypes=(dtype,), evaluator=_FastCudaTorch())
 
 
 @pytest.mark.parametrize("inputs, text", [ISSUE_POLYNOMIAL, ISSUE_REPRO], ids=["polynomial", "repro"])

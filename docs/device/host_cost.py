@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package
-from profile_step import arguments, pytorch_fused
+from profile_step import arguments, cells, pytorch_fused
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -71,42 +71,36 @@ def main(argv: list[str] | None = None) -> None:
         torch.cuda.synchronize()
         return start.elapsed_time(end) * 1000 / calls
 
-    for dtype_name in args.dtypes.split(","):
-        dtype = getattr(torch, dtype_name)
-        for shape in args.shapes.split(","):
-            rows, cols = (int(n) for n in shape.split("x"))
-            x = torch.randn(rows, cols, device="cuda", dtype=dtype, requires_grad=True)
-            ws = [torch.randn(cols, device="cuda", dtype=dtype, requires_grad=True) for _ in range(weights)]
-            xd, wd = x.detach(), [w.detach() for w in ws]
-            grad = torch.randn_like(x)
-            needs = [True] * (1 + weights)
-            parts = {
-                "forward, torch.ops": lambda: overload(xd, *wd),
-                "forward, public": lambda: public(xd, *wd),
-                "forward, recorded": lambda: public(x, *ws),
-                "backward op": lambda: backward_op(grad, xd, *wd, needs),
-                "step": lambda: public(x, *ws).backward(grad),
-            }
-            if fused is not None:
-                parts["fused forward"] = lambda: fused(xd, *wd)
-                parts["fused step"] = lambda: fused(x, *ws).backward(grad)
-            line = [f"{dtype_name:9s} {shape:11s}"]
-            for name, fn in parts.items():
-                with torch.no_grad() if name in ("forward, torch.ops", "forward, public", "backward op",
-                                                 "fused forward") else torch.enable_grad():
-                    line.append(f"{name} {host_us(fn, args.calls):7.1f}")
-            line.append(f"| wall: step {wall_us(parts['step'], args.calls // 4):7.1f}")
-            if fused is not None:
-                line.append(f"fused step {wall_us(parts['fused step'], args.calls // 4):7.1f}")
-            print("; ".join(line), flush=True)
-            if args.cprofile and shape == args.shapes.split(",")[0]:
-                profiler = cProfile.Profile()
-                profiler.enable()
-                for _ in range(200):
-                    parts["step"]()
-                profiler.disable()
-                torch.cuda.synchronize()
-                pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
+    for dtype_name, shape, x, ws, grad in cells(args, weights):
+        xd, wd = x.detach(), [w.detach() for w in ws]
+        needs = [True] * (1 + weights)
+        parts = {
+            "forward, torch.ops": lambda: overload(xd, *wd),
+            "forward, public": lambda: public(xd, *wd),
+            "forward, recorded": lambda: public(x, *ws),
+            "backward op": lambda: backward_op(grad, xd, *wd, needs),
+            "step": lambda: public(x, *ws).backward(grad),
+        }
+        if fused is not None:
+            parts["fused forward"] = lambda: fused(xd, *wd)
+            parts["fused step"] = lambda: fused(x, *ws).backward(grad)
+        line = [f"{dtype_name:9s} {shape:11s}"]
+        for name, fn in parts.items():
+            with torch.no_grad() if name in ("forward, torch.ops", "forward, public", "backward op",
+                                             "fused forward") else torch.enable_grad():
+                line.append(f"{name} {host_us(fn, args.calls):7.1f}")
+        line.append(f"| wall: step {wall_us(parts['step'], args.calls // 4):7.1f}")
+        if fused is not None:
+            line.append(f"fused step {wall_us(parts['fused step'], args.calls // 4):7.1f}")
+        print("; ".join(line), flush=True)
+        if args.cprofile and shape == args.shapes.split(",")[0]:
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(200):
+                parts["step"]()
+            profiler.disable()
+            torch.cuda.synchronize()
+            pstats.Stats(profiler).sort_stats("tottime").print_stats(18)
 
 
 if __name__ == "__main__":

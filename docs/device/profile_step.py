@@ -43,6 +43,20 @@ def pytorch_fused(op: str):
     return fused, {"rmsnorm": 1, "layernorm": 2}.get(op, 0)
 
 
+def cells(args, weights: int):
+    """Each dtype and shape of --dtypes and --shapes: (dtype name, shape, x, the weights, a gradient), x and
+    the weights on the GPU and requiring grad."""
+    import torch
+
+    for dtype_name in args.dtypes.split(","):
+        dtype = getattr(torch, dtype_name)
+        for shape in args.shapes.split(","):
+            rows, cols = (int(n) for n in shape.split("x"))
+            x = torch.randn(rows, cols, device="cuda", dtype=dtype, requires_grad=True)
+            ws = [torch.randn(cols, device="cuda", dtype=dtype, requires_grad=True) for _ in range(weights)]
+            yield dtype_name, shape, x, ws, torch.randn_like(x)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = arguments(__doc__.splitlines()[0], "16384x1024,4096x4096,16384x4096")
     parser.add_argument("--steps", type=int, default=50)
@@ -56,46 +70,40 @@ def main(argv: list[str] | None = None) -> None:
     fused, weights = pytorch_fused(args.op)
     print(f"{args.op} on {torch.cuda.get_device_name()}; torch {torch.__version__}; {args.steps} steps a figure")
 
-    for dtype_name in args.dtypes.split(","):
-        dtype = getattr(torch, dtype_name)
-        for shape in args.shapes.split(","):
-            rows, cols = (int(n) for n in shape.split("x"))
-            x = torch.randn(rows, cols, device="cuda", dtype=dtype, requires_grad=True)
-            ws = [torch.randn(cols, device="cuda", dtype=dtype, requires_grad=True) for _ in range(weights)]
-            grad = torch.randn_like(x)
-            candidates = [("ours", op)] + ([("fused", fused)] if fused is not None else [])
-            for name, fn in candidates:
-                def step(fn=fn, x=x, ws=ws, grad=grad):
-                    fn(x, *ws).backward(grad)
+    for dtype_name, shape, x, ws, grad in cells(args, weights):
+        candidates = [("ours", op)] + ([("fused", fused)] if fused is not None else [])
+        for name, fn in candidates:
+            def step(fn=fn, x=x, ws=ws, grad=grad):
+                fn(x, *ws).backward(grad)
 
-                for _ in range(5):
-                    step()
-                torch.cuda.synchronize()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
+            for _ in range(5):
+                step()
+            torch.cuda.synchronize()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(args.steps):
+                step()
+            end.record()
+            torch.cuda.synchronize()
+            wall = start.elapsed_time(end) * 1000 / args.steps
+            with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
                 for _ in range(args.steps):
                     step()
-                end.record()
                 torch.cuda.synchronize()
-                wall = start.elapsed_time(end) * 1000 / args.steps
-                with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-                    for _ in range(args.steps):
-                        step()
-                    torch.cuda.synchronize()
-                kernels: dict[str, float] = defaultdict(float)
-                runtime: dict[str, float] = defaultdict(float)
-                for event in prof.events():
-                    if event.device_type == torch.autograd.DeviceType.CUDA:
-                        kernels[event.name] += event.device_time / args.steps
-                    elif event.name.startswith("cuda") or event.name.startswith("cu"):
-                        runtime[event.name] += event.cpu_time / args.steps
-                gpu = sum(kernels.values())
-                print(f"{dtype_name:9s} {shape:11s} {name:5s}: {wall:8.1f} us a step (events), kernels "
-                      f"{gpu:8.1f} us ({100 * gpu / wall:5.1f}% of the wall)")
-                for kernel, us in sorted(kernels.items(), key=lambda kv: -kv[1])[:6]:
-                    print(f"      kernel {us:8.1f} us  {kernel[:110]}")
-                for call, us in sorted(runtime.items(), key=lambda kv: -kv[1])[:6]:
-                    print(f"      host   {us:8.1f} us  {call}")
+            kernels: dict[str, float] = defaultdict(float)
+            runtime: dict[str, float] = defaultdict(float)
+            for event in prof.events():
+                if event.device_type == torch.autograd.DeviceType.CUDA:
+                    kernels[event.name] += event.device_time / args.steps
+                elif event.name.startswith("cuda") or event.name.startswith("cu"):
+                    runtime[event.name] += event.cpu_time / args.steps
+            gpu = sum(kernels.values())
+            print(f"{dtype_name:9s} {shape:11s} {name:5s}: {wall:8.1f} us a step (events), kernels "
+                  f"{gpu:8.1f} us ({100 * gpu / wall:5.1f}% of the wall)")
+            for kernel, us in sorted(kernels.items(), key=lambda kv: -kv[1])[:6]:
+                print(f"      kernel {us:8.1f} us  {kernel[:110]}")
+            for call, us in sorted(runtime.items(), key=lambda kv: -kv[1])[:6]:
+                print(f"      host   {us:8.1f} us  {call}")
 
 
 if __name__ == "__main__":
