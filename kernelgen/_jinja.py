@@ -129,7 +129,11 @@ from .nodes import Num, RowRef, Var
 #:    the minimum of one let ptxas take more registers (same instructions as version 36's build now).
 #: 40: float16 and bfloat16 CUDA kernels compute pow(x, y) for a finite x > 0 as __expf(y * logf(x))
 #:    (opmath::fast_float), so pow and log of one value share a logf; the error model counts its error.
-TEMPLATE_VERSION = "40"
+#: 41: the rowwise CUDA backward's launch asks the occupancy API and the device's attributes once per device
+#:    and build (not at every call), and a backward without weights of more than 6 reductions, whose
+#:    1024-thread build would hold one 16-byte vector of each column a thread, takes the multi-pass kernel
+#:    for those rows (GradLaunch::kWideHoldsBarriers); that build is no longer compiled.
+TEMPLATE_VERSION = "41"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

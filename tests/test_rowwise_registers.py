@@ -27,6 +27,9 @@ CASES = {
     # the budget at 32 elements a thread, and its formula's temporaries do not fit beside it.
     "r16": ("x1,x2", "w1,w2", "sigmoid(((x2 * x1 / (abs(sum(x2 * x1 * (x2 * x1) * w2)) + 1.0) + mean(x2 * x1)) * "
             "rsqrt(mean(x2 * x1 * (x2 * x1)) * mean(x2 * x1 * (x2 * x1)) + 1e-06) + mean(x2 * x1)) * w1)"),
+    # Seed 59's r13 of the rowwise sweep: two inputs, no weights, seven backward reductions.
+    "r13": ("x1,x2", "", "(x1 + x2) * rsqrt(mean((x1 + x2) * (x1 + x2)) * mean((x1 + x2) * (x1 + x2)) + 1e-06) + "
+            "min(x1 - mean((x1 + x2) * (x1 + x2))) + max(x1 + x2)"),
 }
 # kg::rowwise::rows_kernel<op::Op, dtype, kVec, ...> and cluster_rows_kernel<...>, which holds longer rows
 # in a cluster of blocks the same way (the package's csrc/kernelgen/rowwise.cuh).
@@ -141,6 +144,23 @@ def test_the_backward_scalar_path_holds_rows_of_at_most_512_threads(tmp_path):
     assert {dtype for dtype, _, _ in builds} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, builds
     assert [b for b in builds if b[1] == 1] and all(most <= 512 for _, vec, most in builds if vec == 1), builds
     assert {dtype for dtype, vec, most in builds if vec > 1 and most == 1024} == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, builds
+
+
+@pytest.mark.build
+def test_a_backward_of_many_reductions_has_no_1024_thread_build_of_one_vector_a_thread(tmp_path):
+    # r13's backward has seven reductions and no weights. Its wide build (1024 threads, one block an SM) holds
+    # one 16-byte vector of each column a thread in float16 and bfloat16 (8 elements): there the launch takes
+    # the multi-pass kernel (GradLaunch::kWideHoldsBarriers; 0.57-0.89x the wide build's time on an H200,
+    # docs/backward.md "Stop 59"), so no such build exists. float32 holds two vectors a thread (8 elements)
+    # in its wide build and keeps it, as float64 does.
+    _nvcc("r13", tmp_path, "-ptx", "-o", str(tmp_path / "k.ptx"))
+    builds = [(dtype, int(vec), int(per), int(most)) for dtype, vec, per, _, most in _GRAD_ENTRY.findall((tmp_path / "k.ptx").read_text())]
+    wide = {(dtype, per) for dtype, vec, per, most in builds if vec > 1 and most == 1024}
+    assert {dtype for dtype, _ in wide} == {"f", "d"}, builds
+    assert ("f", 8) in wide, builds
+    # The 2-byte types keep their 512-thread builds of the same elements a thread (rows of up to 4096).
+    assert {(dtype, per) for dtype, vec, per, most in builds if vec == 8 and most == 512} == {
+        ("N3c104HalfE", 8), ("N3c108BFloat16E", 8)}, builds
 
 
 # kg::rowwise::grad_cluster_rows_kernel<op::GradOp, dtype, kVec, kPerThread, kWeightGrads, ...>

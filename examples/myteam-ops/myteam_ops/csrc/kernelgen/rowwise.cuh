@@ -2001,7 +2001,26 @@ inline int64_t device_attribute(cudaDeviceAttr attribute) {
   return value;
 }
 
-inline int64_t sm_count() { return device_attribute(cudaDevAttrMultiProcessorCount); }
+// An attribute the backward's launch reads at every call, asked once per device (a device's attributes do not
+// change while the process runs): each cudaDeviceGetAttribute costs about a microsecond of host time, and a
+// step at 2^24 elements is bound by the host.
+template <cudaDeviceAttr kAttribute>
+int64_t device_constant() {
+  static std::atomic<int64_t> known[kDevices];  // the value plus one; 0: not asked yet
+  int device = 0;
+  STD_CUDA_CHECK(cudaGetDevice(&device));
+  if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
+    return known[device].load(std::memory_order_relaxed) - 1;
+  }
+  const int64_t value = device_attribute(kAttribute);
+  if (device < kDevices) {
+    known[device].store(value + 1, std::memory_order_relaxed);
+  }
+  return value;
+}
+
+inline int64_t sm_count() { return device_constant<cudaDevAttrMultiProcessorCount>(); }
+inline int64_t shared_bytes_optin() { return device_constant<cudaDevAttrMaxSharedMemoryPerBlockOptin>(); }
 
 template <class Op, typename scalar_t, class Columns = std::make_index_sequence<Op::kInputs + Op::kWeights>>
 struct GradLaunch;
@@ -2064,10 +2083,11 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // Whether the kVec path holds rows of `threads` threads in registers. The scalar path (misaligned rows)
   // stops at kMaxThreads: a 1024-thread build would hold kPerThread scalars a thread beside the whole
   // derivative in 64 registers, which spills for a heavy formula and takes ptxas minutes to compile.
-  // Its longer rows take the multi-pass kernel.
+  // So does a backward of more reductions than one block an SM serves well (kWideHoldsBarriers, below),
+  // whose kWideThreads build is then never compiled. Their longer rows take the multi-pass kernel.
   template <int kVec>
   static constexpr bool holds(int threads) {
-    return kVec == kVecAligned || threads <= kMaxThreads;
+    return (kVec == kVecAligned && kWideHoldsBarriers) || threads <= kMaxThreads;
   }
 
   // The register kernel for rows of `threads` threads. float32/float64 fix the thread count at compile
@@ -2170,7 +2190,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     const ClusterKernel kernel = cluster_kernel();
     int clusters = 0;
     const int64_t bytes = sums_bytes(kMaxThreads, kClusterPerThread);
-    if (bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
+    if (bytes + kStaticBytes <= shared_bytes_optin()) {
       allow_shared(kernel, bytes);
       clusters = max_active_clusters(kernel, blocks, bytes);
     }
@@ -2212,12 +2232,50 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     return false;
   }
 
+  // Whether rows that take kWideThreads threads (the wide build, one block an SM) stay in registers. Not for
+  // a backward without weights of more than kClusterReductions reductions whose wide build holds one 16-byte
+  // vector of each column a thread (kPerThread == kVecAligned: float32 rows of 4096, 2-byte rows of 8192):
+  // there every warp of the SM waits at each pass's barrier, each with a single load of each column in
+  // flight, and no other block fills the wait. The multi-pass kernel reads such a row again at every pass
+  // (from L2 at these lengths), two vectors a thread, in 512-thread blocks that share an SM and overlap.
+  // On an H200 (docs/backward.md, "Stop 59") four such backwards of 7-8 reductions took 0.57-0.89x the
+  // wide build's time in the multi-pass kernel (six cells, float32 and bfloat16). Where the wide build holds
+  // two vectors or more a thread, or the backward has weights (whose multi-pass kernel adds its partial sums
+  // at every pass), the multi-pass kernel took 1.07-2.0x the wide build's time in 11 of 14 cells measured;
+  // the three others (weights, 316-484 bytes of spill loads) ran 11-26% faster in it, which no rule of the
+  // build tells apart yet.
+  static constexpr bool kWideHoldsBarriers =
+      kWeightGrads || kPerThread > kVecAligned || Op::kReductions <= kClusterReductions;
+
   // Lets `kernel` take `bytes` of dynamic shared memory (past 48 KiB in all a kernel must ask).
   template <class AnyKernel>
   static void allow_shared(AnyKernel kernel, int64_t bytes) {
     if (bytes + kStaticBytes > kDefaultSharedBytes) {
       STD_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     }
+  }
+
+  // The blocks of the 16-byte register kernel of `threads` threads a row (the narrow build or not) that an SM
+  // holds at once with `bytes` of running sums, at least 1: what the occupancy API answers, asked once per
+  // device and build (the answer depends on nothing else; the backward asks at every call, up to three times).
+  static int resident_blocks(int threads, int rows_per_block, bool narrow, int64_t bytes) {
+    static std::atomic<int> known[kDevices][2 * (thread_count_index(kWideThreads) + 1)];  // plus one; 0: not asked
+    int device = 0;
+    STD_CUDA_CHECK(cudaGetDevice(&device));
+    const int build = 2 * thread_count_index(threads) + (narrow ? 1 : 0);
+    if (device < kDevices && known[device][build].load(std::memory_order_relaxed) != 0) {
+      return known[device][build].load(std::memory_order_relaxed) - 1;
+    }
+    const Kernel kernel = rows_kernel_for<kVecAligned>(threads, narrow);
+    allow_shared(kernel, bytes);
+    int per_sm = 0;
+    STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads * rows_per_block,
+                                                                 static_cast<size_t>(bytes)));
+    per_sm = std::max(1, per_sm);
+    if (device < kDevices) {
+      known[device][build].store(per_sm + 1, std::memory_order_relaxed);
+    }
+    return per_sm;
   }
 
   // The launch for `rows` rows of `cols`. The register kernel when the row fits it and its weights'
@@ -2227,7 +2285,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // rows_per_block rows (up to kMaxBlocks; the kernel loops past).
   static Shape shape(int64_t rows, int64_t cols) {
     const int64_t sms = sm_count();
-    if (cols <= kMaxCols) {
+    if (cols <= kMaxCols && holds<kVecAligned>(row_threads(cols, kPerThread, kWideThreads))) {
       const bool narrow = kHasNarrow && cols <= int64_t{kNarrowPerThread} * kMaxThreads && takes_narrow(cols);
       const int threads = row_threads(cols, narrow ? kNarrowPerThread : kPerThread, kWideThreads);
       const int per_thread = narrow ? kNarrowPerThread : kPerThread;
@@ -2236,16 +2294,11 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
       if (threads > kMaxThreads && cluster_over_wide(cols)) {
         return cluster_shape(rows, cols);
       }
-      if (bytes + kStaticBytes <= device_attribute(cudaDevAttrMaxSharedMemoryPerBlockOptin)) {
+      if (bytes + kStaticBytes <= shared_bytes_optin()) {
         const int64_t needed = (rows + rows_per_block - 1) / rows_per_block;
         int64_t blocks = kMaxBlocks;
         if (kWeightGrads) {
-          const Kernel kernel = rows_kernel_for<kVecAligned>(threads, narrow);
-          allow_shared(kernel, bytes);
-          int per_sm = 0;
-          STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads * rows_per_block,
-                                                                       static_cast<size_t>(bytes)));
-          blocks = sms * std::max(1, per_sm);
+          blocks = sms * resident_blocks(threads, rows_per_block, narrow, bytes);
         }
         return {false, threads, rows_per_block, std::max<int64_t>(1, std::min(needed, blocks)), bytes, narrow, 0};
       }
