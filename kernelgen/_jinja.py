@@ -132,7 +132,8 @@ from .nodes import Num, RowRef, Var
 #: 41: the rowwise CUDA backward's launch asks the occupancy API and the device's attributes once per device
 #:    and build (not at every call), and a backward without weights of more than 6 reductions, whose
 #:    1024-thread build would hold one 16-byte vector of each column a thread, takes the multi-pass kernel
-#:    for those rows (GradLaunch::kWideHoldsBarriers); that build is no longer compiled.
+#:    for those rows (GradLaunch::kWideHoldsBarriers); that build is no longer compiled. The rowwise suite's
+#:    backward test adds aligned rows of 4096 and 8192 (the 1024-thread builds' and that rule's lengths).
 TEMPLATE_VERSION = "41"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The

@@ -245,7 +245,11 @@ class RowwiseSuite(Suite):
         """The arguments and the output's gradient of one backward call."""
         return self.make_args(shape, dtype, device, seed=seed), self.sample(shape, dtype, device, seeded(seed + 1000, device))
 
-    @pytest.mark.parametrize("shape", [(5, 1), (3, 33), (7, 1000), (2, 3, 129), (2, 4099), (3, 16384), (2, 16385), (2, 65536), (2, 65537)], ids=str)
+    # Row lengths for each launch of the CUDA backward: the register kernel in blocks of up to 512 threads, its
+    # 1024-thread build (aligned rows of 4096 and 8192, where the op's build holds them: one block an SM), the
+    # cluster build and the multi-pass kernel (16384 and longer, 4099 misaligned), odd lengths between.
+    @pytest.mark.parametrize("shape", [(5, 1), (3, 33), (7, 1000), (2, 3, 129), (2, 4096), (2, 4099), (2, 8192), (3, 16384),
+                                       (2, 16385), (2, 65536), (2, 65537)], ids=str)
     def test_backward_op_matches_the_exact_gradients(self, device, dtype, shape):
         """Every gradient of the generated backward, the weights' included, within its error bound of the exact one."""
         self._needs_backward()
