@@ -15,7 +15,8 @@
 #                                      # levels) and r00, r03, r09: the backward as the launch picks it against the
 #                                      # multi-pass kernel forced (KG_FORCE_MULTIPASS=1, docs/wip/force-multipass.patch,
 #                                      # an experiment, not for landing), float32/bfloat16 at rows of 2048-16384, two rounds
-#     (.device/f57: in a worktree of HEAD with docs/wip/force-multipass.patch applied,
+#     (.device/f57: in a worktree of 064328e with that commit's docs/wip/force-multipass.patch applied (since stop 59 the
+#      patch applies to version 41),
 #      PYTHONPATH=<worktree> python docs/device/rowwise_sweep.py generate /work/main/.device/f57 \
 #        --manifest .device/s57/rowwise_sweep.json --only r00,r03,r07,r09 --backends cuda --backward fused)
 #   bash docs/device/stop59.sh large   # the examples' >2**31-element tests: stop58.sh large (carry .whl, see there)
