@@ -2083,8 +2083,9 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // Whether the kVec path holds rows of `threads` threads in registers. The scalar path (misaligned rows)
   // stops at kMaxThreads: a 1024-thread build would hold kPerThread scalars a thread beside the whole
   // derivative in 64 registers, which spills for a heavy formula and takes ptxas minutes to compile.
-  // So does a backward of more reductions than one block an SM serves well (kWideHoldsBarriers, below),
-  // whose kWideThreads build is then never compiled. Their longer rows take the multi-pass kernel.
+  // So does the 16-byte path where one block an SM serves the backward worse than the multi-pass kernel
+  // (kWideHoldsBarriers, below): its kWideThreads build is then never compiled. Their longer rows take the
+  // multi-pass kernel.
   template <int kVec>
   static constexpr bool holds(int threads) {
     return (kVec == kVecAligned && kWideHoldsBarriers) || threads <= kMaxThreads;
@@ -2257,7 +2258,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
 
   // The blocks of the 16-byte register kernel of `threads` threads a row (the narrow build or not) that an SM
   // holds at once with `bytes` of running sums, at least 1: what the occupancy API answers, asked once per
-  // device and build (the answer depends on nothing else; the backward asks at every call, up to three times).
+  // device and build (the answer depends on nothing else), though the launch needs it up to three times a call.
   static int resident_blocks(int threads, int rows_per_block, bool narrow, int64_t bytes) {
     static std::atomic<int> known[kDevices][2 * (thread_count_index(kWideThreads) + 1)];  // plus one; 0: not asked
     int device = 0;
