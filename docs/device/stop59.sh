@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Prepared in stop 58 (cache, multipass, large) and stop 59 (wide, wide2, final); every phase ran in stop 59 on one H200,
-# in the order listed: the outputs are in docs/results/stop59/, the findings in docs/backward.md "Stop 59".
+# in the order listed: the outputs are in docs/results/stop59/, the findings in docs/backward.md "Stop 59". (multipass and
+# wide2 ran their two toggled rounds inline; stop_common.sh's toggled now runs the same commands.)
 #   bash docs/device/stop59.sh cache   # docs/wip/launch-cache.patch (the rowwise backward's launch asks the occupancy
 #                                      # API and the device's attributes once per device and build, not at every
 #                                      # call) against HEAD: the rmsnorm example built both ways, the patched one's
@@ -61,13 +62,7 @@ case ${1:-cache} in
       python3 docs/device/backward_bench.py $W/f57/rsweep-ops --ops $O --dtypes float32,bfloat16 --cols $C \
         --prewarm --part $i/4 > $W/prewarm_mp_$i.log 2>&1 &
     done; wait
-    for r in 1 2; do for mode in picked forced; do
-      if [ $mode = forced ]; then export KG_FORCE_MULTIPASS=1; else unset KG_FORCE_MULTIPASS; fi
-      timeout ${TB:-150} python3 docs/device/backward_bench.py $W/f57/rsweep-ops --ops $O --dtypes float32,bfloat16 \
-        --cols $C --rounds 1 > "$FINAL_OUT/mp_${mode}_$r.txt" 2>&1
-      echo "$mode round $r rc=$?"
-    done; unset KG_FORCE_MULTIPASS
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/mp_picked_$r.txt" "$FINAL_OUT/mp_forced_$r.txt"; done ;;
+    toggled mp f57 $O $C KG_FORCE_MULTIPASS picked forced picked ;;
   cache)
     example examples/rmsnorm head 8 & example .device/rms_cache cache 8 & wait
     (cd $W/cache && timeout ${TT:-200} python3 -m pytest -q -p no:cacheprovider -rfEs tests -m "not large" \
@@ -87,13 +82,7 @@ case ${1:-cache} in
     suites wide w59 $WO ${T:-300} 4
     wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"; cp $W/build_w59.log "$FINAL_OUT/" ;;
   wide2)
-    for r in 1 2; do for mode in v41 v40; do
-      if [ $mode = v40 ]; then export KG_V40_LAUNCH=1; else unset KG_V40_LAUNCH; fi
-      timeout ${TB:-200} python3 docs/device/backward_bench.py $W/w59/rsweep-ops --ops $WO --dtypes float32,bfloat16 \
-        --cols $WC --rounds 1 > "$FINAL_OUT/wide_${mode}_$r.txt" 2>&1
-      echo "$mode round $r rc=$?"
-    done; unset KG_V40_LAUNCH
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/wide_v40_$r.txt" "$FINAL_OUT/wide_v41_$r.txt"; done ;;
+    TB=${TB:-200} toggled wide w59 $WO $WC KG_V40_LAUNCH v41 v40 v40 ;;
   final)
     FO=r07,range4,r13,r29,r39,r43; t=$(date +%s); build $W/v41/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"
     for ((i = 0; i < 3; i++)); do

@@ -30,11 +30,5 @@ case ${1:-build} in
     suites f60 f60 $O ${T:-300} 5
     wait; echo "suites and prewarm at $(( $(date +%s) - t )) s" ;;
   time)
-    for r in 1 2; do for mode in picked forced; do
-      if [ $mode = forced ]; then export KG_FORCE_MULTIPASS=1; else unset KG_FORCE_MULTIPASS; fi
-      timeout ${TB:-250} python3 docs/device/backward_bench.py $W/f60/rsweep-ops --ops $O --dtypes float32,bfloat16 \
-        --cols $C --rounds 1 > "$FINAL_OUT/f60_${mode}_$r.txt" 2>&1
-      echo "$mode round $r rc=$?"
-    done; unset KG_FORCE_MULTIPASS
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/f60_picked_$r.txt" "$FINAL_OUT/f60_forced_$r.txt"; done ;;
+    TB=${TB:-250} toggled f60 f60 $O $C KG_FORCE_MULTIPASS picked forced picked ;;
 esac
