@@ -134,7 +134,10 @@ from .nodes import Num, RowRef, Var
 #:    1024-thread build would hold one 16-byte vector of each column a thread, takes the multi-pass kernel
 #:    for those rows (GradLaunch::kWideHoldsBarriers); that build is no longer compiled. The rowwise suite's
 #:    backward test adds aligned rows of 4096 and 8192 (the 1024-thread builds' and that rule's lengths).
-TEMPLATE_VERSION = "41"
+#: 42: the launches' per-device answers (elementwise packs, rowwise spills, cluster fits, occupancy, device
+#:    attributes) are kept by one class, PerDevice, in csrc/kernelgen/per_device.cuh; the launches pick
+#:    as before.
+TEMPLATE_VERSION = "42"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

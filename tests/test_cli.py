@@ -31,6 +31,7 @@ def test_new_writes_the_documented_tree(tmp_path, abi):
         "muladd/csrc/muladd/muladd.cpp", "muladd/csrc/muladd/muladd.h", "muladd/csrc/muladd/muladd_checks.h",
         "muladd/csrc/muladd/cuda/muladd_cuda.cpp", "muladd/csrc/muladd/cuda/muladd_kernel.cu",
         "muladd/csrc/muladd/cuda/muladd_kernel.h", "muladd/csrc/kernelgen/elementwise.cuh",
+        "muladd/csrc/kernelgen/per_device.cuh",
         "muladd/testing/__init__.py", "muladd/testing/error_model.py", "muladd/testing/suite.py",
         "muladd/testing/elementwise.py", "tests/test_muladd.py",
         "benchmarks/bench_muladd.py", "benchmarks/harness.py", "benchmarks/run_all.py",

@@ -383,13 +383,16 @@ def test_template_v3_package_stays_on_the_full_abi(v3_library):
     after = tree(v3_library)
     # None removed, and these added: the package's elementwise and matmul kernels, in ATen's spelling,
     # and the Triton ops' shared eager fast path (template version 9); the test suites each kind shares
-    # and their error model (10); no stable-ABI header (stable_utils.h).
+    # and their error model (10); the launches' per-device cache (42); no stable-ABI header (stable_utils.h).
     headers = ["myteam_ops/csrc/kernelgen/elementwise.cuh", "myteam_ops/csrc/kernelgen/gemm.cuh"]
+    cache = "myteam_ops/csrc/kernelgen/per_device.cuh"
     suites = [f"myteam_ops/testing/{name}.py" for name in
               ("__init__", "error_model", "suite", "elementwise", "matmul", "triton_eager")]
-    assert sorted(after) == sorted([*before, *headers, "myteam_ops/_triton_eager.py", *suites])
+    assert sorted(after) == sorted([*before, *headers, cache, "myteam_ops/_triton_eager.py", *suites])
     for header in headers:
         assert b"c10/cuda/CUDAException.h" in after[header] and b"C10_CUDA_KERNEL_LAUNCH_CHECK" in after[header]
+    assert b"c10/cuda/CUDAException.h" in after[cache] and b"C10_CUDA_CHECK(" in after[cache]
+    assert b"torch/csrc/stable" not in after[cache]
     kept = [rel for rel in before if rel.endswith((".cpp", ".cu", ".h")) or rel in (
         "setup.py", "pyproject.toml", "README.md", "myteam_ops/_build.py")]
     assert len(kept) > 20

@@ -35,13 +35,13 @@
 #include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
 
 #include "../opmath.h"
+#include "per_device.cuh"
 
 namespace kg {
 namespace elementwise {
@@ -232,15 +232,13 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   // 1.00x, where one pack gives 0.95x. Computed once per device and dtype.
   template <int kVec>
   static int choose_packs() {
-    constexpr int kMaxDevices = 64;
-    static std::atomic<int> chosen[kMaxDevices];
-    int device = 0;
-    STD_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < kMaxDevices) {
-      if (const int known = chosen[device].load(std::memory_order_relaxed)) {
-        return known;
-      }
-    }
+    static PerDevice<int> chosen;
+    return chosen.get([] { return rank_packs<kVec>(); });
+  }
+
+  // choose_packs' answer, from the runtime's: registers, spills and occupancy of each build.
+  template <int kVec>
+  static int rank_packs() {
     struct Option {
       int packs;
       int blocks;  // resident blocks per SM
@@ -309,9 +307,6 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     }
     if (max_packs<Op>() == 1 && one_pack_starved && std::is_same_v<scalar_t, torch::headeronly::BFloat16>) {
       packs = kWide;
-    }
-    if (device < kMaxDevices) {
-      chosen[device].store(packs, std::memory_order_relaxed);
     }
     return packs;
   }

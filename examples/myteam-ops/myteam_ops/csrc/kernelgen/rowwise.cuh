@@ -72,7 +72,6 @@
 #include <torch/headeronly/util/Half.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -80,6 +79,7 @@
 #include <utility>
 
 #include "../opmath.h"
+#include "per_device.cuh"
 
 namespace kg {
 namespace rowwise {
@@ -1361,30 +1361,16 @@ bool is_aligned(const void* ptr) {
   return reinterpret_cast<std::uintptr_t>(ptr) % kVectorBytes == 0;
 }
 
-// The devices whose answers a launch keeps (more are asked every time), and one answer per device: 0 not
-// asked yet, 1 yes, 2 no.
-constexpr int kDevices = 64;
-using Known = std::atomic<int>[kDevices];
-
 // Whether ptxas made kernel `a` take at least `by` bytes more local memory a thread than kernel `b`
 // (cudaFuncGetAttributes' localSizeBytes: registers spilled, and the stack): the launches compare two builds
-// of one kernel with it. Asked once per device; the answer is kept in `known`.
+// of one kernel with it, and keep the answer (PerDevice).
 template <class KernelA, class KernelB>
-bool spills_more(KernelA a, KernelB b, int by, Known& known) {
-  int device = 0;
-  STD_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
-    return known[device].load(std::memory_order_relaxed) == 1;
-  }
+bool spills_more(KernelA a, KernelB b, int by) {
   cudaFuncAttributes a_attributes{};
   cudaFuncAttributes b_attributes{};
   STD_CUDA_CHECK(cudaFuncGetAttributes(&a_attributes, a));
   STD_CUDA_CHECK(cudaFuncGetAttributes(&b_attributes, b));
-  const bool more = a_attributes.localSizeBytes >= b_attributes.localSizeBytes + static_cast<size_t>(by);
-  if (device < kDevices) {
-    known[device].store(more ? 1 : 2, std::memory_order_relaxed);
-  }
-  return more;
+  return a_attributes.localSizeBytes >= b_attributes.localSizeBytes + static_cast<size_t>(by);
 }
 
 // Threads per row of a register kernel at `per_thread` elements a thread: a power of two from one warp
@@ -1473,32 +1459,18 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
   static constexpr int kWideSpillBytes = 64;
   template <int kVec, int kDense, int64_t kDenseCols, int kNarrow, int64_t kNarrowCols>
   static bool takes_narrow(int64_t cols) {
-    static Known known[thread_count_index(kWideThreads) + 1];
+    static PerDevice<bool, thread_count_index(kWideThreads) + 1> known;
     const int threads = row_threads<kNarrow, kNarrowCols>(cols);
-    return spills_more(register_kernel<kVec, kDense, kDenseCols>(row_threads<kDense, kDenseCols>(cols)),
-                       register_kernel<kVec, kNarrow, kNarrowCols>(threads), threads < kWideThreads ? 1 : kWideSpillBytes,
-                       known[thread_count_index(threads)]);
+    return known.get(thread_count_index(threads), [&] {
+      return spills_more(register_kernel<kVec, kDense, kDenseCols>(row_threads<kDense, kDenseCols>(cols)),
+                         register_kernel<kVec, kNarrow, kNarrowCols>(threads), threads < kWideThreads ? 1 : kWideSpillBytes);
+    });
   }
 
-  // What is known of one cluster kernel, per device and cluster size: 0 not asked yet, 1 fits, 2 does not.
-  using Fits = std::atomic<int>[kDevices][kMaxClusterBlocks + 1];
-
-  // Whether `kernel`, a cluster kernel, runs here in clusters of `blocks` blocks of kMaxThreads (at least one
-  // such cluster fits: max_active_clusters). Asked once per device and cluster size; the answer is kept in
-  // `known`, the kernel's own (kernels of one signature differ in their registers).
-  template <class Kernel>
-  static bool cluster_fits(Kernel kernel, int blocks, Fits& known) {
-    int device = 0;
-    STD_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < kDevices && known[device][blocks].load(std::memory_order_relaxed) != 0) {
-      return known[device][blocks].load(std::memory_order_relaxed) == 1;
-    }
-    const int clusters = max_active_clusters(kernel, blocks, 0);
-    if (device < kDevices) {
-      known[device][blocks].store(clusters > 0 ? 1 : 2, std::memory_order_relaxed);
-    }
-    return clusters > 0;
-  }
+  // Whether a cluster kernel runs here in clusters of `blocks` blocks of kMaxThreads (at least one such cluster
+  // fits: max_active_clusters), per device and cluster size. Each kernel keeps its own (kernels of one
+  // signature differ in their registers).
+  using Fits = PerDevice<bool, kMaxClusterBlocks + 1>;
 
   // Rows longer than the register kernel holds, in the registers of a cluster of blocks per row
   // (cluster_rows_kernel). Returns false, launching nothing, where the row takes more than
@@ -1533,10 +1505,10 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     // registers, three blocks, 532 us). Asked once per device.
     const auto dense = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, 3, true, I...>;
     const auto wide = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, kWideThreads / kMaxThreads, true, I...>;
-    static Known dense_spills;
+    static PerDevice<bool> dense_spills;
     static Fits dense_known;
     static Fits wide_known;
-    return !spills_more(dense, wide, 1, dense_spills)
+    return !dense_spills.get([&] { return spills_more(dense, wide, 1); })
                ? launch_cluster<kVec, kPerThread>(dense, dense_known, in..., out, rows, cols, stream)
                : launch_cluster<kVec, kPerThread>(wide, wide_known, in..., out, rows, cols, stream);
   }
@@ -1549,7 +1521,7 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     if (blocks > kMaxClusterBlocks) {
       return false;
     }
-    if (!cluster_fits(kernel, static_cast<int>(blocks), known)) {
+    if (!known.get(static_cast<int>(blocks), [&] { return max_active_clusters(kernel, static_cast<int>(blocks), 0) > 0; })) {
       return false;
     }
     const int chunk = static_cast<int>(cluster_chunk(cols, blocks, kVec));
@@ -1566,11 +1538,7 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
         // instrumented kernels take more registers, for one): the error is cleared, nothing ran, and
         // the multi-pass kernel takes these rows, now and from then on.
         (void)cudaGetLastError();
-        int device = 0;
-        STD_CUDA_CHECK(cudaGetDevice(&device));
-        if (device < kDevices) {
-          known[device][blocks].store(2, std::memory_order_relaxed);
-        }
+        known.set(static_cast<int>(blocks), false);
         return false;
       }
       STD_CUDA_CHECK(status);
@@ -2006,17 +1974,8 @@ inline int64_t device_attribute(cudaDeviceAttr attribute) {
 // step at 2^24 elements is bound by the host.
 template <cudaDeviceAttr kAttribute>
 int64_t device_constant() {
-  static std::atomic<int64_t> known[kDevices];  // the value plus one; 0: not asked yet
-  int device = 0;
-  STD_CUDA_CHECK(cudaGetDevice(&device));
-  if (device < kDevices && known[device].load(std::memory_order_relaxed) != 0) {
-    return known[device].load(std::memory_order_relaxed) - 1;
-  }
-  const int64_t value = device_attribute(kAttribute);
-  if (device < kDevices) {
-    known[device].store(value + 1, std::memory_order_relaxed);
-  }
-  return value;
+  static PerDevice<int64_t> known;
+  return known.get([] { return device_attribute(kAttribute); });
 }
 
 inline int64_t sm_count() { return device_constant<cudaDevAttrMultiProcessorCount>(); }
@@ -2136,10 +2095,12 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     if (kAlwaysNarrow || kWideCodeTooBig) {
       return true;
     }
-    static Known known[thread_count_index(kMaxThreads) + 1];
+    static PerDevice<bool, thread_count_index(kMaxThreads) + 1> known;
     const int threads = row_threads(cols, kNarrowPerThread, kWideThreads);
-    return spills_more(rows_kernel_for<kVecAligned>(row_threads(cols, kPerThread, kWideThreads), false),
-                       rows_kernel_for<kVecAligned>(threads, true), 1, known[thread_count_index(threads)]);
+    return known.get(thread_count_index(threads), [&] {
+      return spills_more(rows_kernel_for<kVecAligned>(row_threads(cols, kPerThread, kWideThreads), false),
+                         rows_kernel_for<kVecAligned>(threads, true), 1);
+    });
   }
 
   // The most static shared memory a register-kernel build takes (its reductions' scratch, at up to
@@ -2175,30 +2136,21 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   static ClusterKernel cluster_kernel() {
     return grad_cluster_rows_kernel<Op, scalar_t, kVecAligned, kClusterPerThread, kWeightGrads, I...>;
   }
-  // Per device and cluster size: the clusters the GPU holds at once, plus one (0: not asked yet).
-  using Resident = std::atomic<int64_t>[kDevices][kMaxClusterBlocks + 1];
-
   // The clusters of `blocks` blocks of the cluster build that the GPU holds at once with their running
   // sums: 0 where the device cannot run it (no sm_90 code in the binary, a GPU before Hopper, or no such
   // cluster fits). Asked once per device and cluster size.
   static int64_t resident_clusters(int blocks) {
-    static Resident known;
-    int device = 0;
-    STD_CUDA_CHECK(cudaGetDevice(&device));
-    if (device < kDevices && known[device][blocks].load(std::memory_order_relaxed) != 0) {
-      return known[device][blocks].load(std::memory_order_relaxed) - 1;
-    }
-    const ClusterKernel kernel = cluster_kernel();
-    int clusters = 0;
-    const int64_t bytes = sums_bytes(kMaxThreads, kClusterPerThread);
-    if (bytes + kStaticBytes <= shared_bytes_optin()) {
-      allow_shared(kernel, bytes);
-      clusters = max_active_clusters(kernel, blocks, bytes);
-    }
-    if (device < kDevices) {
-      known[device][blocks].store(int64_t{clusters} + 1, std::memory_order_relaxed);
-    }
-    return clusters;
+    static PerDevice<int64_t, kMaxClusterBlocks + 1> known;
+    return known.get(blocks, [&] {
+      const ClusterKernel kernel = cluster_kernel();
+      int clusters = 0;
+      const int64_t bytes = sums_bytes(kMaxThreads, kClusterPerThread);
+      if (bytes + kStaticBytes <= shared_bytes_optin()) {
+        allow_shared(kernel, bytes);
+        clusters = max_active_clusters(kernel, blocks, bytes);
+      }
+      return int64_t{clusters};
+    });
   }
 
   // The cluster build's launch for `rows` rows of `cols`, or none (cluster 0) where the row takes more than
@@ -2226,8 +2178,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // spills and all, than in the cluster build (docs/backward.md, "Stop 55"). Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
     if constexpr (kHasCluster) {
-      static Known known;
-      return spills_more(rows_kernel_for<kVecAligned>(kWideThreads, false), cluster_kernel(), 1, known) &&
+      static PerDevice<bool> known;
+      return known.get([] { return spills_more(rows_kernel_for<kVecAligned>(kWideThreads, false), cluster_kernel(), 1); }) &&
              cluster_shape(1, cols).cluster > 0;
     }
     return false;
@@ -2260,23 +2212,15 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // holds at once with `bytes` of running sums, at least 1: what the occupancy API answers, asked once per
   // device and build (the answer depends on nothing else), though the launch needs it up to three times a call.
   static int resident_blocks(int threads, int rows_per_block, bool narrow, int64_t bytes) {
-    static std::atomic<int> known[kDevices][2 * (thread_count_index(kWideThreads) + 1)];  // plus one; 0: not asked
-    int device = 0;
-    STD_CUDA_CHECK(cudaGetDevice(&device));
-    const int build = 2 * thread_count_index(threads) + (narrow ? 1 : 0);
-    if (device < kDevices && known[device][build].load(std::memory_order_relaxed) != 0) {
-      return known[device][build].load(std::memory_order_relaxed) - 1;
-    }
-    const Kernel kernel = rows_kernel_for<kVecAligned>(threads, narrow);
-    allow_shared(kernel, bytes);
-    int per_sm = 0;
-    STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads * rows_per_block,
-                                                                 static_cast<size_t>(bytes)));
-    per_sm = std::max(1, per_sm);
-    if (device < kDevices) {
-      known[device][build].store(per_sm + 1, std::memory_order_relaxed);
-    }
-    return per_sm;
+    static PerDevice<int, 2 * (thread_count_index(kWideThreads) + 1)> known;
+    return known.get(2 * thread_count_index(threads) + (narrow ? 1 : 0), [&] {
+      const Kernel kernel = rows_kernel_for<kVecAligned>(threads, narrow);
+      allow_shared(kernel, bytes);
+      int per_sm = 0;
+      STD_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads * rows_per_block,
+                                                                   static_cast<size_t>(bytes)));
+      return std::max(1, per_sm);
+    });
   }
 
   // The launch for `rows` rows of `cols`. The register kernel when the row fits it and its weights'
