@@ -2116,7 +2116,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // kMaxThreads threads a block at up to 128 registers a thread (one block an SM), each holding
   // kClusterPerThread elements (the row's values in 2 * kRowRegisters, as the wide build with weights), for
   // the rows one block holds only in kWideThreads threads where that build spills (64 registers a thread),
-  // and for rows too long for one block. Built for the 16-byte path of the 2-byte types only: misaligned
+  // and for rows too long for one block, of at least kClusterMinCols either way. Built for the 16-byte path of the 2-byte types only: misaligned
   // rows, float32 and float64 keep the wide build or the multi-pass kernel. In float32 the cluster build
   // holds the elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32
   // backwards with weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536,
@@ -2153,13 +2153,23 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
     });
   }
 
-  // The cluster build's launch for `rows` rows of `cols`, or none (cluster 0) where the row takes more than
-  // kMaxClusterBlocks blocks or the device cannot run it. With weights the clusters fill the GPU once, as the
-  // register kernel's blocks do; without, one cluster a row.
+  // The shortest rows the cluster build takes: longer than kMaxRegisterCols (16384). Rows up to that length take
+  // the register kernel (spills and all) or the multi-pass kernel, which reads a row again at every pass (at most
+  // 32 KiB a column, largely from L2) in 512-thread blocks that share an SM, where the cluster build runs one
+  // 512-thread block an SM that waits at a block barrier and a cluster barrier every pass. On an H200
+  // (docs/backward.md, "Stop 60"), over ten bfloat16 backwards of seed 60 (nine with a cluster build: 3-6
+  // reductions, with and without weights) at rows of 8192 and 16384, the launch without the cluster build took
+  // 0.47-0.89x its time in 11 of 20 cells and was within 1.1% in the other nine, in both of two rounds. Longer
+  // rows keep the cluster build, which holds the row on chip.
+  static constexpr int64_t kClusterMinCols = kMaxRegisterCols + 1;
+
+  // The cluster build's launch for `rows` rows of `cols`, or none (cluster 0) where the row is shorter than
+  // kClusterMinCols, takes more than kMaxClusterBlocks blocks, or the device cannot run it. With weights the
+  // clusters fill the GPU once, as the register kernel's blocks do; without, one cluster a row.
   static Shape cluster_shape(int64_t rows, int64_t cols) {
     if constexpr (kHasCluster) {
       const int64_t blocks = (cols + kClusterBlockCols - 1) / kClusterBlockCols;
-      if (blocks >= 2 && blocks <= kMaxClusterBlocks) {
+      if (cols >= kClusterMinCols && blocks >= 2 && blocks <= kMaxClusterBlocks) {
         const int64_t resident = resident_clusters(static_cast<int>(blocks));
         if (resident > 0) {
           const int64_t clusters = std::min(rows, kWeightGrads ? resident : kMaxBlocks / blocks);
@@ -2173,7 +2183,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
 
   // Whether rows of `cols`, which one block holds in kWideThreads threads, take the cluster build instead:
   // where the wide build spills more than the cluster build (by any amount: at 64 registers a thread a heavy
-  // derivative's spills are stored and loaded again at every element of every row). The 2-byte types only
+  // derivative's spills are stored and loaded again at every element of every row) and the row is at least
+  // kClusterMinCols long (a build of 32 elements a thread holds rows of 32768). The 2-byte types only
   // (kHasCluster): on an H200 five float32 backwards with weights ran 1.13-1.9x faster in their wide build,
   // spills and all, than in the cluster build (docs/backward.md, "Stop 55"). Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
