@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Prepared in stop 60 for the next session's device time (not run yet): whether the rowwise backward's cluster build
+# (rows longer than 16384 since version 43) earns its place. Stop 60 (docs/backward.md "Stop 60"): at rows of 65536
+# the multi-pass kernel took 0.35-0.89x the cluster build's time in 8 of 9 bfloat16 cells of seed 60, and 1.12x for
+# r12. Here a fresh draw and the fixed list's backwards that have a cluster build (at most 6 backward reductions), in
+# float16 and bfloat16 at rows of 32768, 65536 and 131072, as version 43 picks them against KG_NO_CLUSTER=1.
+#   Ops: softmax, rmsnorm, layernorm, resrms, resln, wsoftmax (the fixed list: the examples' formulas among them)
+#   and seed 61's r00, r16, r38, r19 (no weights, 2-5 backward reductions) and r03, r12, r21, r25, r29, r40 (1-3
+#   weights, 2-6 reductions, kCode 104-733).
+#   bash docs/device/stop61.sh build   # built (ptxas -v: its log comes back), the 2-byte CUDA backward tests of the
+#                                      # sixteen (the cluster build at (2, 65536) among them) while compile's
+#                                      # references are prewarmed
+#   R=1 bash docs/device/stop61.sh time   # one round: picked, then KG_NO_CLUSTER=1; the table of the two
+#   R=2 ORDER="nocluster picked" bash docs/device/stop61.sh time   # the second round, in the other order
+#     (.device/c61: the templates at version 43 with docs/wip/no-cluster-v43.patch applied (an experiment, not for
+#      landing), PYTHONPATH=<that tree> python docs/device/rowwise_sweep.py generate /work/main/.device/c61 --seed 61 \
+#        --count 64 --only softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40 \
+#        --backends cuda --backward fused; manifest docs/results/stop60/c61_rowwise_sweep.json)
+# If the cluster build loses nearly everywhere again, version 44 drops it from the backward (grad_cluster_rows_kernel,
+# GradLaunch's cluster_shape, cluster_over_wide, resident_clusters, launch_cluster; kClusterReductions stays as
+# kWideHoldsBarriers' bound) and saves its ptxas time; if a rule of the build separates the cells it wins, that rule.
+W=/tmp/kg61
+. "$(dirname "$0")/stop_common.sh"
+
+[ -d .device/c61 ] && [ ! -d $W/c61 ] && cp -r .device/c61 $W/c61
+O=softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40; C=32768,65536,131072
+
+case ${1:-build} in
+  build)
+    t=$(date +%s); build $W/c61/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_c61.log "$FINAL_OUT/"
+    for ((i = 0; i < 4; i++)); do
+      python3 docs/device/backward_bench.py $W/c61/rsweep-ops --ops $O --dtypes float16,bfloat16 --cols $C \
+        --prewarm --part $i/4 > $W/prewarm_$i.log 2>&1 &
+    done
+    K="cuda and backward and (float16 or bfloat16)" suites c61 c61 $O ${T:-300} 5
+    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s" ;;
+  time)
+    r=${R:-1}
+    for m in ${ORDER:-picked nocluster}; do
+      unset KG_NO_CLUSTER; [ $m = nocluster ] && export KG_NO_CLUSTER=1
+      timeout ${TB:-250} python3 docs/device/backward_bench.py $W/c61/rsweep-ops --ops $O --dtypes float16,bfloat16 \
+        --cols $C --rounds 1 > "$FINAL_OUT/c61_${m}_$r.txt" 2>&1
+      echo "$m round $r rc=$?"
+    done; unset KG_NO_CLUSTER
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/c61_picked_$r.txt" "$FINAL_OUT/c61_nocluster_$r.txt" ;;
+esac
