@@ -275,3 +275,36 @@ def test_ptxas_times_names_the_ops_and_kernels_ptxas_spends_its_time_on(tmp_path
     assert out[0] == "3 kernels, 25.1 s of ptxas in all"
     assert out[2].split() == ["r16", "2", "25.0", "25.0"] and out[3].split() == ["r02", "1", "0.0", "0.0"]
     assert out[-1].split()[:4] == ["25.0", "s", "r16", "grad_rows_kernel"]
+
+
+def test_grad_builds_reads_the_backward_builds_with_their_spill_loads(tmp_path, capsys):
+    import sys
+
+    spec = importlib.util.spec_from_file_location("grad_builds", _PATH.parent / "grad_builds.py")
+    assert spec is not None and spec.loader is not None
+    builds = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(builds)
+    cluster = _GRAD.replace("grad_rows_kernel", "grad_cluster_rows_kernel").replace("258616", "258624")
+    log = _SPILL_LOG + f"""\
+ptxas info    : Compiling entry function '{cluster}Li8ELi16ELb1EJLm0ELm1ELm2ELm3ELm4EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'
+ptxas info    : Function properties for x
+    32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 119 registers, used 1 barriers, 64 bytes smem
+"""
+    found = builds.read_log(log)
+    # The two register builds of r16's backward and its cluster build; the forward's cluster kernel is not one.
+    assert [(b["op"], b["kind"], b["per_thread"], b["threads"], b["loads"]) for b in found] == [
+        ("r16", "rows", 32, 512, 280), ("r16", "rows", 16, 512, 0), ("r16", "cluster", 16, 512, 0)]
+    assert found[0]["stack"] == 144 and found[0]["stores"] == 140 and found[0]["registers"] == 128
+    assert found[0]["weights"] and found[0]["dtype"] == "bfloat16" and found[2]["registers"] == 119
+    path = tmp_path / "build.log"
+    path.write_text(log)
+    old_argv = sys.argv
+    sys.argv = ["grad_builds.py", str(path), "--threads", "512", "--dtypes", "bfloat16"]
+    try:
+        assert builds.main() == 0
+    finally:
+        sys.argv = old_argv
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 2 and all(" rows " in line for line in out)
+    assert "stack  144  spill stores  140  loads  280" in out[0]

@@ -16,6 +16,7 @@
 #      landing), PYTHONPATH=<that tree> python docs/device/rowwise_sweep.py generate /work/main/.device/c61 --seed 61 \
 #        --count 64 --only softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40 \
 #        --backends cuda --backward fused; manifest docs/results/stop60/c61_rowwise_sweep.json)
+# The builds (registers, stack, spill loads): python docs/device/grad_builds.py docs/results/stop61/build_c61.log --ops ...
 # If the cluster build loses nearly everywhere again, version 44 drops it from the backward (grad_cluster_rows_kernel,
 # GradLaunch's cluster_shape, cluster_over_wide, resident_clusters, launch_cluster; kClusterReductions stays as
 # kWideHoldsBarriers' bound) and saves its ptxas time; if a rule of the build separates the cells it wins, that rule.
