@@ -54,13 +54,7 @@ case ${1:-build} in
     for n in ex_rms ex_mul ex_team; do grep -h -E "^(FAILED|ERROR)" $W/test_$n.log | cut -c1-200 | head -5; done
     grep -h -E "^SKIPPED" $W/test_ex_*.log | cut -c1-160 | sort | uniq -c | sort -rn | head -8 ;;
   build)
-    t=$(date +%s); build $W/f60/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_f60.log "$FINAL_OUT/"
-    for ((i = 0; i < 4; i++)); do
-      python3 docs/device/backward_bench.py $W/f60/rsweep-ops --ops $O --dtypes float32,bfloat16 --cols $C \
-        --prewarm --part $i/4 > $W/prewarm_$i.log 2>&1 &
-    done
-    suites f60 f60 $O ${T:-300} 5
-    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s" ;;
+    prepared f60 $O float32,bfloat16 $C ;;
   time)
     TB=${TB:-250} toggled f60 f60 $O $C KG_FORCE_MULTIPASS picked forced picked ;;
   nocluster)  # bfloat16 rows of 8192 and 16384 of ten ops (.device/x60) as version 42 picks them, without the

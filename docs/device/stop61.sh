@@ -10,8 +10,7 @@
 #   bash docs/device/stop61.sh build   # built (ptxas -v: its log comes back), the 2-byte CUDA backward tests of the
 #                                      # sixteen (the cluster build at (2, 65536) among them) while compile's
 #                                      # references are prewarmed
-#   R=1 bash docs/device/stop61.sh time   # one round: picked, then KG_NO_CLUSTER=1; the table of the two
-#   R=2 ORDER="nocluster picked" bash docs/device/stop61.sh time   # the second round, in the other order
+#   bash docs/device/stop61.sh time    # two rounds (RS=1 or RS=2: one): picked, then KG_NO_CLUSTER=1; the table of each
 #     (.device/c61: the templates at version 43 with docs/wip/no-cluster-v43.patch applied (an experiment, not for
 #      landing), PYTHONPATH=<that tree> python docs/device/rowwise_sweep.py generate /work/main/.device/c61 --seed 61 \
 #        --count 64 --only softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40 \
@@ -28,20 +27,7 @@ O=softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r2
 
 case ${1:-build} in
   build)
-    t=$(date +%s); build $W/c61/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_c61.log "$FINAL_OUT/"
-    for ((i = 0; i < 4; i++)); do
-      python3 docs/device/backward_bench.py $W/c61/rsweep-ops --ops $O --dtypes float16,bfloat16 --cols $C \
-        --prewarm --part $i/4 > $W/prewarm_$i.log 2>&1 &
-    done
-    K="cuda and backward and (float16 or bfloat16)" suites c61 c61 $O ${T:-300} 5
-    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s" ;;
-  time)
-    r=${R:-1}
-    for m in ${ORDER:-picked nocluster}; do
-      unset KG_NO_CLUSTER; [ $m = nocluster ] && export KG_NO_CLUSTER=1
-      timeout ${TB:-250} python3 docs/device/backward_bench.py $W/c61/rsweep-ops --ops $O --dtypes float16,bfloat16 \
-        --cols $C --rounds 1 > "$FINAL_OUT/c61_${m}_$r.txt" 2>&1
-      echo "$m round $r rc=$?"
-    done; unset KG_NO_CLUSTER
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/c61_picked_$r.txt" "$FINAL_OUT/c61_nocluster_$r.txt" ;;
+    K="cuda and backward and (float16 or bfloat16)" prepared c61 $O float16,bfloat16 $C ;;
+  time)  # RS: the rounds (default "1 2": about 400 s in all; RS=1, then RS=2, where a call's limit is shorter)
+    DT=float16,bfloat16 TB=${TB:-250} toggled c61 c61 $O $C KG_NO_CLUSTER picked nocluster picked ;;
 esac

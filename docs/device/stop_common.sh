@@ -1,7 +1,7 @@
 # Sourced by the stop scripts (stop51.sh to stop60.sh) after they set W (their scratch folder): the device
 # machine's setup they share, and build DIR (the generated package under DIR, built in place on every core,
-# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), suites, small_ab, second_round,
-# rounds and toggled (below).
+# ptxas's report in $W/build_<name>.log; nothing to do where it is built already), suites, prepared, small_ab,
+# second_round, rounds and toggled (below).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -82,15 +82,30 @@ second_round() {
   python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_2.txt" "$FINAL_OUT/${tag}_${new}_2.txt" | tail -1
 }
 
-# toggled TAG PKG OPS COLS VAR UNSET SET OLD: two rounds of PKG's backward_bench (float32/bfloat16), each timing the
-# build with VAR unset (files $OUT/TAG_UNSET_<r>.txt) and then with VAR=1 (TAG_SET_<r>.txt): one build, two launches
-# (an experiment's environment toggle). After each round, the table of the other mode against OLD (UNSET or SET).
+# prepared PKG OPS DTYPES COLS: package PKG (under $W) built, its ptxas log copied to $OUT, then its CUDA backward and
+# gradcheck suites of OPS (suites: K selects, 5 side by side, timeout T, default 300) while compile's references for
+# DTYPES and COLS are prewarmed in four processes.
+prepared() {
+  local pkg=$1 ops=$2 dtypes=$3 cols=$4 t i; t=$(date +%s)
+  build $W/$pkg/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_$pkg.log "$FINAL_OUT/"
+  for ((i = 0; i < 4; i++)); do
+    python3 docs/device/backward_bench.py $W/$pkg/rsweep-ops --ops $ops --dtypes $dtypes --cols $cols \
+      --prewarm --part $i/4 > $W/prewarm_${pkg}_$i.log 2>&1 &
+  done
+  suites $pkg $pkg $ops ${T:-300} 5
+  wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
+}
+
+# toggled TAG PKG OPS COLS VAR UNSET SET OLD: rounds RS (default "1 2") of PKG's backward_bench in dtypes DT (default
+# float32,bfloat16), each timing the build with VAR unset (files $OUT/TAG_UNSET_<r>.txt) and then with VAR=1
+# (TAG_SET_<r>.txt): one build, two launches (an experiment's environment toggle). After each round, the table of
+# the other mode against OLD (UNSET or SET).
 toggled() {
   local tag=$1 pkg=$2 ops=$3 cols=$4 var=$5 unset_name=$6 set_name=$7 old=$8 r mode
   local new=$unset_name; [ "$old" = "$unset_name" ] && new=$set_name
-  for r in 1 2; do for mode in $unset_name $set_name; do
+  for r in ${RS:-1 2}; do for mode in $unset_name $set_name; do
     if [ $mode = $set_name ]; then export $var=1; else unset $var; fi
-    timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$pkg/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+    timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$pkg/rsweep-ops --ops $ops --dtypes ${DT:-float32,bfloat16} \
       --cols $cols --rounds 1 > "$FINAL_OUT/${tag}_${mode}_$r.txt" 2>&1
     echo "$mode round $r rc=$?"
   done; unset $var

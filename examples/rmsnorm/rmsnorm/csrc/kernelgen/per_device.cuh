@@ -51,7 +51,8 @@ class PerDevice {
   void set(int key, T answer) {
     const int device = current_device();
     if (device < kCachedDevices) {
-      slots_[device][key].store((static_cast<uint64_t>(static_cast<int64_t>(answer)) << 1) | 1, std::memory_order_relaxed);
+      const uint64_t kept = (static_cast<uint64_t>(static_cast<int64_t>(answer)) << 1) | 1;
+      slots_[device][key].store(kept, std::memory_order_relaxed);
     }
   }
 

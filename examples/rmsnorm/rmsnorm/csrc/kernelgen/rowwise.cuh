@@ -2113,20 +2113,21 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
                                           static_cast<int64_t>(sizeof(acc_t));
 
   // The cluster build (grad_cluster_rows_kernel): a row split over the blocks of a thread-block cluster,
-  // kMaxThreads threads a block at up to 128 registers a thread (one block an SM), each holding
-  // kClusterPerThread elements (the row's values in 2 * kRowRegisters, as the wide build with weights), for
-  // the rows one block holds only in kWideThreads threads where that build spills (64 registers a thread),
-  // and for rows too long for one block, of at least kClusterMinCols either way. Built for the 16-byte path of the 2-byte types only: misaligned
-  // rows, float32 and float64 keep the wide build or the multi-pass kernel. In float32 the cluster build
-  // holds the elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32
-  // backwards with weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536,
-  // median 1.00 (docs/backward.md, "Stop 56"): no rule of the kernel's build told the faster ones apart, so
-  // float32 spends no ptxas time on it. Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
+  // kMaxThreads threads a block at up to 128 registers a thread (one block an SM), each holding kClusterPerThread
+  // elements (the row's values in 2 * kRowRegisters, as the wide build with weights), for the rows one block holds
+  // only in kWideThreads threads where that build spills (64 registers a thread), and for rows too long for one
+  // block, of at least kClusterMinCols either way. Built for the 16-byte path of the 2-byte types only: misaligned
+  // rows, float32 and float64 keep the wide build or the multi-pass kernel. In float32 the cluster build holds the
+  // elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32 backwards with
+  // weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536, median 1.00
+  // (docs/backward.md, "Stop 56"): no rule of the kernel's build told the faster ones apart, so float32 spends no
+  // ptxas time on it. Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
   // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in the
-  // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights,
-  // whose build held half the elements a thread). Each pass of reductions waits for the cluster's other blocks
-  // once (a block barrier, then a cluster barrier), but counting passes instead (stop 53: backwards of 7 to 10
-  // reductions in 2 or 3 passes) ran float32 rows of 16384 up to 1.7x faster and 2-byte rows of 16384 and
+  // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights, whose
+  // build held half the elements a thread). That multi-pass kernel has changed since; against today's, rows of
+  // 16384 run faster without the cluster build (kClusterMinCols). Each pass of reductions waits for the cluster's
+  // other blocks once (a block barrier, then a cluster barrier), but counting passes instead (stop 53: backwards of
+  // 7 to 10 reductions in 2 or 3 passes) ran float32 rows of 16384 up to 1.7x faster and 2-byte rows of 16384 and
   // rows of 65536 1.2-2.2x slower, so the rule still counts reductions.
   static constexpr int kClusterReductions = 6;
   static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) == 2;
