@@ -140,7 +140,9 @@ from .nodes import Num, RowRef, Var
 #: 43: the rowwise CUDA backward's cluster build takes only rows longer than 16384 (kClusterMinCols): shorter
 #:    2-byte rows take the register kernel or the multi-pass kernel, 0.47-0.89x the cluster build's time in 11 of
 #:    20 cells of ten bfloat16 backwards and within 1.1% in the other nine (H200, stop 60).
-TEMPLATE_VERSION = "43"
+#: 44: the rowwise CUDA backward has a cluster build only with weights: without them the multi-pass kernel took
+#:    0.35-0.87x its time in all 34 cells of eleven backwards at 2-byte rows of 32768-131072 (H200, stops 60-61).
+TEMPLATE_VERSION = "44"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -188,8 +188,36 @@ _GRAD_LONG_ENTRY = re.compile(r"\.entry\s+\w*?grad_long_rows_kernelI\w*?6GradOpE
                               r"Li(\d+)ELb([01])E[^{]*")
 
 
+_PTX: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module")
+def ptx(tmp_path_factory):
+    """The PTX of an op's kernel file, compiled once for the module's tests."""
+    def compiled(op: str) -> str:
+        if op not in _PTX:
+            folder = tmp_path_factory.mktemp(op)
+            _nvcc(op, folder, "-ptx", "-o", str(folder / f"{op}.ptx"))
+            _PTX[op] = (folder / f"{op}.ptx").read_text()
+        return _PTX[op]
+    return compiled
+
+
+# The entry of kg::rowwise::grad_cluster_rows_kernel<op::GradOp, dtype, kVec, kPerThread, ...> in PTX.
+_GRAD_CLUSTER_PTX = re.compile(r"\.entry\s+\w*?grad_cluster_rows_kernelI\w*?6GradOpE(f|d|N3c104HalfE|N3c108BFloat16E)")
+
+
 @pytest.mark.build
-def test_the_multi_pass_backward_asks_for_two_blocks_an_sm_only_with_weight_gradients(tmp_path):
+def test_the_backward_cluster_build_is_compiled_only_with_weights(ptx):
+    # Without weights the multi-pass kernel took 0.35-0.87x the cluster build's time at every 2-byte row of
+    # 32768-131072 measured (template version 44, docs/backward.md "Stop 61"), so a backward without weights
+    # has no cluster build (no ptxas time for it); one with weights has it for float16 and bfloat16 only.
+    built = {op: {m.group(1) for m in _GRAD_CLUSTER_PTX.finditer(ptx(op))} for op in ("resrms", "softmax")}
+    assert built == {"resrms": {"N3c104HalfE", "N3c108BFloat16E"}, "softmax": set()}, built
+
+
+@pytest.mark.build
+def test_the_multi_pass_backward_asks_for_two_blocks_an_sm_only_with_weight_gradients(ptx):
     # With weight gradients the multi-pass kernel keeps a group of rows' running sums in registers and is built
     # for two 512-thread blocks an SM (.minnctapersm 2: at most 64 registers). Without them it names no
     # minimum: a minimum of one block let ptxas take more registers than with none (seed 56's r03 in bfloat16
@@ -197,8 +225,7 @@ def test_the_multi_pass_backward_asks_for_two_blocks_an_sm_only_with_weight_grad
     # (template version 38, docs/backward.md "Stop 57").
     builds = {}
     for op in ("resrms", "softmax"):  # a weight; none
-        _nvcc(op, tmp_path / op, "-ptx", "-o", str(tmp_path / f"{op}.ptx"))
-        for m in _GRAD_LONG_ENTRY.finditer((tmp_path / f"{op}.ptx").read_text()):
+        for m in _GRAD_LONG_ENTRY.finditer(ptx(op)):
             minimum = re.search(r"\.minnctapersm\s+(\d+)", m.group(0))
             builds[(op, m.group(1), int(m.group(2)), m.group(3) == "1")] = int(minimum.group(1)) if minimum else None
     assert {(op, dtype) for op, dtype, _, _ in builds} == {(op, dtype) for op in ("resrms", "softmax")

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in stop 60 for the next session's device time (not run yet): whether the rowwise backward's cluster build
+# Ran in stop 61 on one H200 (docs/results/stop61/run_info.txt; findings in docs/backward.md "Stop 61"): build, time
+# (both rounds in one call), then examples and ab (version 44). Prepared in stop 60: whether the rowwise backward's cluster build
 # (rows longer than 16384 since version 43) earns its place. Stop 60 (docs/backward.md "Stop 60"): at rows of 65536
 # the multi-pass kernel took 0.35-0.89x the cluster build's time in 8 of 9 bfloat16 cells of seed 60, and 1.12x for
 # r12. Here a fresh draw and the fixed list's backwards that have a cluster build (at most 6 backward reductions), in
@@ -19,10 +20,29 @@
 # If the cluster build loses nearly everywhere again, version 44 drops it from the backward (grad_cluster_rows_kernel,
 # GradLaunch's cluster_shape, cluster_over_wide, resident_clusters, launch_cluster; kClusterReductions stays as
 # kWideHoldsBarriers' bound) and saves its ptxas time; if a rule of the build separates the cells it wins, that rule.
+# Version 44 (the backward's cluster build only with weights), on seed 62's draw against version 43:
+#   bash docs/device/stop61.sh examples  # the three examples that include rowwise.cuh or per_device.cuh built side by
+#                                        # side, their whole suites (not large) while d43 and d44 build (carry .whl,
+#                                        # .device/d43, .device/d44)
+#   bash docs/device/stop61.sh ab        # d44's 2-byte CUDA backward tests while compile's references are prewarmed,
+#                                        # then d43 and d44 timed in turn, two rounds (float16/bfloat16, rows of
+#                                        # 32768-131072): seven ops without weights, whose launch changes, and four with
+#                                        # weights, whose launch does not (the rounds' noise)
+#     (.device/d43, .device/d44: PYTHONPATH=<the templates at version 43 or 44> python docs/device/rowwise_sweep.py
+#      generate /work/main/.device/<pkg> --seed 62 --count 64 --only r01,r06,r07,r13,r21,r41,r47,r05,r11,r23,r45 \
+#      --backends cuda --backward fused)
 W=/tmp/kg61
 . "$(dirname "$0")/stop_common.sh"
 
-[ -d .device/c61 ] && [ ! -d $W/c61 ] && cp -r .device/c61 $W/c61
+example() {  # example DIR NAME JOBS: the package at DIR built in $W/NAME
+  local t; t=$(date +%s)
+  [ -d $W/$2 ] || cp -r $1 $W/$2
+  (cd $W/$2 && ls ./*/_C*.so > /dev/null 2>&1 || MAX_JOBS=$3 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext \
+     --inplace > $W/build_$2.log 2>&1; echo "$2 built (rc=$?) in $(( $(date +%s) - t )) s")
+}
+
+for p in c61 d43 d44; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+D=r01,r06,r07,r13,r21,r41,r47,r05,r11,r23,r45
 O=softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40; C=32768,65536,131072
 
 case ${1:-build} in
@@ -30,4 +50,22 @@ case ${1:-build} in
     K="cuda and backward and (float16 or bfloat16)" prepared c61 $O float16,bfloat16 $C ;;
   time)  # RS: the rounds (default "1 2": about 400 s in all; RS=1, then RS=2, where a call's limit is shorter)
     DT=float16,bfloat16 TB=${TB:-250} toggled c61 c61 $O $C KG_NO_CLUSTER picked nocluster picked ;;
+  examples)
+    t=$(date +%s)
+    # myteam-ops has a Hopper matmul: CUTLASS's headers from the wheel carried in .whl (see stop58.sh)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
+    export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source
+    example examples/rmsnorm ex_rms 5 & example examples/muladd ex_mul 3 & example examples/myteam-ops ex_team 8 & wait
+    echo "examples built at $(( $(date +%s) - t )) s"
+    (build $W/d43/rsweep-ops; build $W/d44/rsweep-ops) > $W/d4x_build_rc.txt 2>&1 &
+    for n in ex_rms ex_mul ex_team; do
+      (cd $W/$n && timeout ${TT:-420} python3 -m pytest -q -p no:cacheprovider -rfEs tests -m "not large" > $W/test_$n.log 2>&1
+       echo "$n: $(tail -1 $W/test_$n.log) at $(( $(date +%s) - t )) s") &
+    done
+    wait; cat $W/d4x_build_rc.txt; cp $W/build_d4[34].log "$FINAL_OUT/" 2>/dev/null
+    for n in ex_rms ex_mul ex_team; do grep -h -E "^(FAILED|ERROR)" $W/test_$n.log | cut -c1-200 | head -5; done
+    grep -h -E "^SKIPPED" $W/test_ex_*.log | cut -c1-160 | sort | uniq -c | sort -rn | head -8 ;;
+  ab)
+    K="cuda and backward and (float16 or bfloat16)" TB=${TB:-150} small_ab d4x d43 d44 $D float16,bfloat16 $C 300 16
+    [ -z "${ONE:-}" ] && ORDER="d44 d43" TB=${TB:-150} second_round d4x d43 d44 $D float16,bfloat16 $C ;;
 esac
