@@ -142,7 +142,10 @@ from .nodes import Num, RowRef, Var
 #:    20 cells of ten bfloat16 backwards and within 1.1% in the other nine (H200, stop 60).
 #: 44: the rowwise CUDA backward has a cluster build only with weights: without them the multi-pass kernel took
 #:    0.35-0.87x its time in all 34 cells of eleven backwards at 2-byte rows of 32768-131072 (H200, stops 60-61).
-TEMPLATE_VERSION = "44"
+#: 45: without weights that cluster build is compiled again, and taken only where two of its blocks share an SM
+#:    (GradLaunch::cluster_pays): with one block an SM it lost all 66 cells measured; the one build of 64 registers
+#:    (x * tanh(max(x))) ran 1.23-1.34x faster in it than in version 44's multi-pass kernel (H200, stop 61).
+TEMPLATE_VERSION = "45"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -31,6 +31,13 @@
 #     (.device/d43, .device/d44: PYTHONPATH=<the templates at version 43 or 44> python docs/device/rowwise_sweep.py
 #      generate /work/main/.device/<pkg> --seed 62 --count 64 --only r01,r06,r07,r13,r21,r41,r47,r05,r11,r23,r45 \
 #      --backends cuda --backward fused)
+# Version 45 (without weights, the cluster build where two of its blocks share an SM: GradLaunch::cluster_pays):
+#   bash docs/device/stop61.sh v45       # e45 built, its 2-byte CUDA backward and gradcheck tests while compile's
+#                                        # references are prewarmed, then one round (float16/bfloat16, rows of
+#                                        # 32768-131072) to set beside ab's d43 and d44: r41 (64 registers) should run
+#                                        # as d43, the others as d44
+#     (.device/e45: PYTHONPATH=<the templates at version 45> python docs/device/rowwise_sweep.py generate \
+#      /work/main/.device/e45 --seed 62 --count 64 --only softmax,rmsnorm,r41,r13,r07,r21 --backends cuda --backward fused)
 W=/tmp/kg61
 . "$(dirname "$0")/stop_common.sh"
 
@@ -41,7 +48,7 @@ example() {  # example DIR NAME JOBS: the package at DIR built in $W/NAME
      --inplace > $W/build_$2.log 2>&1; echo "$2 built (rc=$?) in $(( $(date +%s) - t )) s")
 }
 
-for p in c61 d43 d44; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in c61 d43 d44 e45; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 D=r01,r06,r07,r13,r21,r41,r47,r05,r11,r23,r45
 O=softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40; C=32768,65536,131072
 
@@ -68,4 +75,9 @@ case ${1:-build} in
   ab)
     K="cuda and backward and (float16 or bfloat16)" TB=${TB:-150} small_ab d4x d43 d44 $D float16,bfloat16 $C 300 16
     [ -z "${ONE:-}" ] && ORDER="d44 d43" TB=${TB:-150} second_round d4x d43 d44 $D float16,bfloat16 $C ;;
+  v45)
+    E=softmax,rmsnorm,r41,r13,r07,r21
+    K="cuda and (backward or gradcheck) and (float16 or bfloat16)" T=${T:-150} prepared e45 $E float16,bfloat16 $C
+    timeout ${TB:-120} python3 docs/device/backward_bench.py $W/e45/rsweep-ops --ops $E --dtypes float16,bfloat16 \
+      --cols $C --rounds 1 > "$FINAL_OUT/e45_1.txt" 2>&1; echo "e45 rc=$?" ;;
 esac

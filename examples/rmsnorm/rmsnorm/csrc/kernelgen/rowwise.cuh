@@ -1759,14 +1759,13 @@ grad_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, sc
   write_sums<Op, scalar_t, kVec, kPerThread, kSums>(out, sums, slot, 0, static_cast<int>(cols), cols, threads, me);
 }
 
-// The backward over rows split across a thread-block cluster (sm_90 and later; GradLaunch takes it for a
-// backward with weights where one block holds the row only in kWideThreads threads whose build spills, or
-// not at all, and the row is longer than kMaxRegisterCols). Block `rank` of
+// The backward over rows split across a thread-block cluster (sm_90 and later; GradLaunch takes it for rows
+// longer than kMaxRegisterCols that one block holds only in kWideThreads threads whose build spills, or not at
+// all, and without weights only where two of its blocks share an SM). Block `rank` of
 // a cluster holds columns [rank * chunk, rank * chunk + chunk) of the row in registers, as
 // grad_rows_kernel holds a row, and every reduction is completed across the cluster (InCluster). Cluster c
 // takes rows c, c + clusters, ...: each block keeps the running sums of its own columns, and writes them to
-// row c of the partial sums, so that the slots are the clusters (as many as the GPU holds at once, where the
-// multi-pass kernel keeps two blocks an SM, each a slot of its own). Every element is read once and each
+// row c of the partial sums, so that the slots are the clusters. Every element is read once and each
 // gradient written once, where the multi-pass kernel reads the row once per reduction and again for the
 // gradients, and each thread holds kPerThread elements at up to 128 registers (one 512-thread block an SM),
 // where the 1024-thread build of grad_rows_kernel has 64 and spills a heavy derivative.
@@ -2123,14 +2122,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32 backwards with
   // weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536, median 1.00
   // (docs/backward.md, "Stop 56"): no rule of the kernel's build told the faster ones apart, so float32 spends no
-  // ptxas time on it. Built only for a backward with weights: without them the multi-pass kernel (one row a
-  // 512-thread block, several blocks an SM, no weights' partial sums to write) ran faster in every cell measured
-  // on an H200 (docs/backward.md, "Stops 60 and 61"): at 2-byte rows of 32768-131072, eleven backwards without
-  // weights took 0.35-0.87x the cluster build's time in all 34 cells where the launch took it. With weights the
-  // multi-pass kernel reads the row again at every pass and writes a slot of float32 partial sums for each of its
-  // blocks (two an SM: at 1024 rows of 65536, half the bytes of a 2-byte input); there the cluster build won 38 of
-  // 60 cells (ten backwards, stop 61), by up to 2.7x (LayerNorm and RMSNorm at 131072), and lost 19, by up to
-  // 1.8x (r03 at 65536, 16 blocks a cluster). Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
+  // ptxas time on it. Without weights the launch takes it only where two of its blocks share an SM (cluster_shape).
+  // Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
   // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in the
   // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights, whose
   // build held half the elements a thread). That multi-pass kernel has changed since; against today's, rows of
@@ -2139,8 +2132,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // 7 to 10 reductions in 2 or 3 passes) ran float32 rows of 16384 up to 1.7x faster and 2-byte rows of 16384 and
   // rows of 65536 1.2-2.2x slower, so the rule still counts reductions.
   static constexpr int kClusterReductions = 6;
-  static constexpr bool kHasCluster =
-      kWeightGrads && Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) == 2;
+  static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) == 2;
   static constexpr int kClusterPerThread = per_thread<Op, scalar_t, kVecAligned, 2 * kRowRegisters>();
   static constexpr int64_t kClusterBlockCols = int64_t{kClusterPerThread} * kMaxThreads;
   using ClusterKernel = void (*)(const Same<I, scalar_t>*..., GradOutputs<Op, scalar_t>, int64_t, int64_t, int);
@@ -2171,19 +2163,35 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // (docs/backward.md, "Stop 60"), over ten bfloat16 backwards of seed 60 (nine with a cluster build: 3-6
   // reductions, with and without weights) at rows of 8192 and 16384, the launch without the cluster build took
   // 0.47-0.89x its time in 11 of 20 cells and was within 1.1% in the other nine, in both of two rounds. Longer
-  // rows of a backward with weights keep the cluster build, which holds the row on chip (kHasCluster).
+  // rows keep the cluster build, which holds the row on chip (without weights, see cluster_pays).
   static constexpr int64_t kClusterMinCols = kMaxRegisterCols + 1;
 
+  // Whether the cluster build pays for rows that `resident` clusters of `blocks` blocks take at once. With
+  // weights it does: the multi-pass kernel reads the row again at every pass and writes a slot of float32
+  // partial sums for each of its blocks (two an SM: at 1024 rows of 65536, half the bytes of a 2-byte input), and
+  // on an H200 (docs/backward.md, "Stop 61") the cluster build won 38 of 60 cells of ten backwards with weights at
+  // 2-byte rows of 32768-131072, by up to 2.7x (LayerNorm and RMSNorm at 131072), and lost 19, by up to 1.8x.
+  // Without weights, only where two of its blocks share an SM (more blocks resident than SMs), so that one
+  // block's loads and arithmetic fill the other's waits at the barriers of each pass. With one block an SM
+  // (builds of 71-128 registers a thread) the multi-pass kernel, whose 512-thread blocks share an SM, took
+  // 0.35-1.00x the cluster build's time in all 66 cells of seventeen backwards without weights at those rows,
+  // below 0.93x in 64 (stops 60 and 61, the slower of two rounds); the one build of 64 registers measured
+  // (x * tanh(max(x)), two blocks an SM) ran 1.23-1.34x faster in the cluster build, 51% -> 70% of a copy.
+  static bool cluster_pays(int64_t resident, int64_t blocks) {
+    return kWeightGrads || resident * blocks > sm_count();
+  }
+
   // The cluster build's launch for `rows` rows of `cols`, or none (cluster 0) where the row is shorter than
-  // kClusterMinCols, takes more than kMaxClusterBlocks blocks, or the device cannot run it. The clusters fill
-  // the GPU once, as the register kernel's blocks do with weights.
+  // kClusterMinCols, takes more than kMaxClusterBlocks blocks, the device cannot run it, or it does not pay
+  // (cluster_pays). With weights the clusters fill the GPU once, as the register kernel's blocks do; without,
+  // one cluster a row.
   static Shape cluster_shape(int64_t rows, int64_t cols) {
     if constexpr (kHasCluster) {
       const int64_t blocks = (cols + kClusterBlockCols - 1) / kClusterBlockCols;
       if (cols >= kClusterMinCols && blocks >= 2 && blocks <= kMaxClusterBlocks) {
         const int64_t resident = resident_clusters(static_cast<int>(blocks));
-        if (resident > 0) {
-          const int64_t clusters = std::min(rows, resident);
+        if (resident > 0 && cluster_pays(resident, blocks)) {
+          const int64_t clusters = std::min(rows, kWeightGrads ? resident : kMaxBlocks / blocks);
           return {false, kMaxThreads, 1, std::max<int64_t>(1, clusters), sums_bytes(kMaxThreads, kClusterPerThread), false,
                   static_cast<int>(blocks)};
         }
@@ -2195,8 +2203,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // Whether rows of `cols`, which one block holds in kWideThreads threads, take the cluster build instead:
   // where the wide build spills more than the cluster build (by any amount: at 64 registers a thread a heavy
   // derivative's spills are stored and loaded again at every element of every row) and the row is at least
-  // kClusterMinCols long (a build of 32 elements a thread holds rows of 32768). The 2-byte types with weights
-  // only (kHasCluster): on an H200 five float32 backwards with weights ran 1.13-1.9x faster in their wide build,
+  // kClusterMinCols long (a build of 32 elements a thread holds rows of 32768). The 2-byte types only
+  // (kHasCluster): on an H200 five float32 backwards with weights ran 1.13-1.9x faster in their wide build,
   // spills and all, than in the cluster build (docs/backward.md, "Stop 55"). Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
     if constexpr (kHasCluster) {
