@@ -43,13 +43,6 @@
 W=/tmp/kg59
 . "$(dirname "$0")/stop_common.sh"
 
-example() {  # example DIR NAME JOBS: the package at DIR built in $W/NAME
-  local t; t=$(date +%s)
-  [ -d $W/$2 ] || cp -r $1 $W/$2
-  (cd $W/$2 && ls ./*/_C*.so > /dev/null 2>&1 || MAX_JOBS=$3 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext \
-     --inplace > $W/build_$2.log 2>&1; echo "$2 built (rc=$?) in $(( $(date +%s) - t )) s")
-}
-
 [ -d .device/f57 ] && [ ! -d $W/f57 ] && cp -r .device/f57 $W/f57
 [ -d .device/w59 ] && [ ! -d $W/w59 ] && cp -r .device/w59 $W/w59
 WO=range4,r06,r10,r13,r17,r29,r39,r43; WC=2048,4096,8192,16384

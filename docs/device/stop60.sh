@@ -27,32 +27,12 @@
 W=/tmp/kg60
 . "$(dirname "$0")/stop_common.sh"
 
-example() {  # example DIR NAME JOBS: the package at DIR built in $W/NAME
-  local t; t=$(date +%s)
-  [ -d $W/$2 ] || cp -r $1 $W/$2
-  (cd $W/$2 && ls ./*/_C*.so > /dev/null 2>&1 || MAX_JOBS=$3 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext \
-     --inplace > $W/build_$2.log 2>&1; echo "$2 built (rc=$?) in $(( $(date +%s) - t )) s")
-}
-
 [ -d .device/f60 ] && [ ! -d $W/f60 ] && cp -r .device/f60 $W/f60
 O=r01,r06,r08,r10,r12,r22,r27,r40,r04,r09,r23,r34,r45,r46; C=4096,8192,16384
 
 case ${1:-build} in
   examples)
-    t=$(date +%s)
-    # myteam-ops has a Hopper matmul: CUTLASS's headers from the wheel carried in .whl (see stop58.sh)
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
-    export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source
-    example examples/rmsnorm ex_rms 5 & example examples/muladd ex_mul 3 & example examples/myteam-ops ex_team 8 & wait
-    echo "examples built at $(( $(date +%s) - t )) s"
-    (build $W/f60/rsweep-ops > $W/f60_build_rc.txt 2>&1) &
-    for n in ex_rms ex_mul ex_team; do
-      (cd $W/$n && timeout ${TT:-420} python3 -m pytest -q -p no:cacheprovider -rfEs tests -m "not large" > $W/test_$n.log 2>&1
-       echo "$n: $(tail -1 $W/test_$n.log) at $(( $(date +%s) - t )) s") &
-    done
-    wait; cat $W/f60_build_rc.txt
-    for n in ex_rms ex_mul ex_team; do grep -h -E "^(FAILED|ERROR)" $W/test_$n.log | cut -c1-200 | head -5; done
-    grep -h -E "^SKIPPED" $W/test_ex_*.log | cut -c1-160 | sort | uniq -c | sort -rn | head -8 ;;
+    examples "f60" ;;
   build)
     prepared f60 $O float32,bfloat16 $C ;;
   time)

@@ -41,13 +41,6 @@
 W=/tmp/kg61
 . "$(dirname "$0")/stop_common.sh"
 
-example() {  # example DIR NAME JOBS: the package at DIR built in $W/NAME
-  local t; t=$(date +%s)
-  [ -d $W/$2 ] || cp -r $1 $W/$2
-  (cd $W/$2 && ls ./*/_C*.so > /dev/null 2>&1 || MAX_JOBS=$3 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext \
-     --inplace > $W/build_$2.log 2>&1; echo "$2 built (rc=$?) in $(( $(date +%s) - t )) s")
-}
-
 for p in c61 d43 d44 e45; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 D=r01,r06,r07,r13,r21,r41,r47,r05,r11,r23,r45
 O=softmax,rmsnorm,layernorm,resrms,resln,wsoftmax,r00,r16,r38,r19,r03,r12,r21,r25,r29,r40; C=32768,65536,131072
@@ -58,20 +51,7 @@ case ${1:-build} in
   time)  # RS: the rounds (default "1 2": about 400 s in all; RS=1, then RS=2, where a call's limit is shorter)
     DT=float16,bfloat16 TB=${TB:-250} toggled c61 c61 $O $C KG_NO_CLUSTER picked nocluster picked ;;
   examples)
-    t=$(date +%s)
-    # myteam-ops has a Hopper matmul: CUTLASS's headers from the wheel carried in .whl (see stop58.sh)
-    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
-    export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source
-    example examples/rmsnorm ex_rms 5 & example examples/muladd ex_mul 3 & example examples/myteam-ops ex_team 8 & wait
-    echo "examples built at $(( $(date +%s) - t )) s"
-    (build $W/d43/rsweep-ops; build $W/d44/rsweep-ops) > $W/d4x_build_rc.txt 2>&1 &
-    for n in ex_rms ex_mul ex_team; do
-      (cd $W/$n && timeout ${TT:-420} python3 -m pytest -q -p no:cacheprovider -rfEs tests -m "not large" > $W/test_$n.log 2>&1
-       echo "$n: $(tail -1 $W/test_$n.log) at $(( $(date +%s) - t )) s") &
-    done
-    wait; cat $W/d4x_build_rc.txt; cp $W/build_d4[34].log "$FINAL_OUT/" 2>/dev/null
-    for n in ex_rms ex_mul ex_team; do grep -h -E "^(FAILED|ERROR)" $W/test_$n.log | cut -c1-200 | head -5; done
-    grep -h -E "^SKIPPED" $W/test_ex_*.log | cut -c1-160 | sort | uniq -c | sort -rn | head -8 ;;
+    examples "d43 d44" ;;
   ab)
     K="cuda and backward and (float16 or bfloat16)" TB=${TB:-150} small_ab d4x d43 d44 $D float16,bfloat16 $C 300 16
     [ -z "${ONE:-}" ] && ORDER="d44 d43" TB=${TB:-150} second_round d4x d43 d44 $D float16,bfloat16 $C ;;

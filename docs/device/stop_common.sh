@@ -1,7 +1,7 @@
-# Sourced by the stop scripts (stop51.sh to stop60.sh) after they set W (their scratch folder): the device
+# Sourced by the stop scripts (stop51.sh to stop61.sh) after they set W (their scratch folder): the device
 # machine's setup they share, and build DIR (the generated package under DIR, built in place on every core,
 # ptxas's report in $W/build_<name>.log; nothing to do where it is built already), suites, prepared, small_ab,
-# second_round, rounds and toggled (below).
+# second_round, rounds, toggled and examples (below).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -110,4 +110,33 @@ toggled() {
     echo "$mode round $r rc=$?"
   done; unset $var
   python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_$r.txt" "$FINAL_OUT/${tag}_${new}_$r.txt"; done
+}
+
+# example DIR NAME JOBS: the package at DIR built in $W/NAME on JOBS cores (nothing to do where it is built already).
+example() {
+  local t; t=$(date +%s)
+  [ -d $W/$2 ] || cp -r $1 $W/$2
+  (cd $W/$2 && ls ./*/_C*.so > /dev/null 2>&1 || MAX_JOBS=$3 KERNELGEN_REQUIRE_CUDA=1 python3 setup.py build_ext \
+     --inplace > $W/build_$2.log 2>&1; echo "$2 built (rc=$?) in $(( $(date +%s) - t )) s")
+}
+
+# examples "PKGS": the three examples that include rowwise.cuh or per_device.cuh (rmsnorm, muladd, myteam-ops, whose
+# Hopper matmul takes CUTLASS's headers from the wheel carried in .whl) built side by side, then their whole suites
+# (not large; TT seconds at most, default 420) side by side while the packages PKGS (under $W) build on the cores
+# left; their ptxas logs are copied to $OUT.
+examples() {
+  local t n p; t=$(date +%s)
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
+  export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source
+  example examples/rmsnorm ex_rms 5 & example examples/muladd ex_mul 3 & example examples/myteam-ops ex_team 8 & wait
+  echo "examples built at $(( $(date +%s) - t )) s"
+  (for p in $1; do build $W/$p/rsweep-ops; done) > $W/examples_build_rc.txt 2>&1 &
+  for n in ex_rms ex_mul ex_team; do
+    (cd $W/$n && timeout ${TT:-420} python3 -m pytest -q -p no:cacheprovider -rfEs tests -m "not large" > $W/test_$n.log 2>&1
+     echo "$n: $(tail -1 $W/test_$n.log) at $(( $(date +%s) - t )) s") &
+  done
+  wait; cat $W/examples_build_rc.txt
+  for p in $1; do cp $W/build_$p.log "$FINAL_OUT/" 2>/dev/null; done
+  for n in ex_rms ex_mul ex_team; do grep -h -E "^(FAILED|ERROR)" $W/test_$n.log | cut -c1-200 | head -5; done
+  grep -h -E "^SKIPPED" $W/test_ex_*.log | cut -c1-160 | sort | uniq -c | sort -rn | head -8
 }
