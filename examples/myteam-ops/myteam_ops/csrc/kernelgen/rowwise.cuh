@@ -2122,7 +2122,7 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32 backwards with
   // weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536, median 1.00
   // (docs/backward.md, "Stop 56"): no rule of the kernel's build told the faster ones apart, so float32 spends no
-  // ptxas time on it. Without weights the launch takes it only where two of its blocks share an SM (cluster_shape).
+  // ptxas time on it. Without weights the launch takes it only where two of its blocks share an SM (cluster_pays).
   // Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
   // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in the
   // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights, whose
