@@ -290,13 +290,26 @@ ptxas info    : Compiling entry function '{cluster}Li8ELi16ELb1EJLm0ELm1ELm2ELm3
 ptxas info    : Function properties for x
     32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
 ptxas info    : Used 119 registers, used 1 barriers, 64 bytes smem
+ptxas info    : Compiling entry function '{cluster}Li8ELi32EJLm0ELm1ELm2ELm3ELm4EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 96 registers, used 1 barriers, 64 bytes smem
+ptxas info    : Compiling entry function '{cluster.replace("r16", "r17")}Li8ELi32ELi2EJLm0ELm1EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'
+ptxas info    : Function properties for x
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 64 registers, used 1 barriers, 64 bytes smem
 """
     found = builds.read_log(log)
-    # The two register builds of r16's backward and its cluster build; the forward's cluster kernel is not one.
-    assert [(b["op"], b["kind"], b["per_thread"], b["threads"], b["loads"]) for b in found] == [
-        ("r16", "rows", 32, 512, 280), ("r16", "rows", 16, 512, 0), ("r16", "cluster", 16, 512, 0)]
+    # The two register builds of r16's backward and its cluster builds (with kWeightGrads, as before version 44;
+    # without, since; with a minimum of blocks, the 64-register candidate's), and a cluster build of an op (r17)
+    # the log has no register build of; the forward's cluster kernel is not one.
+    assert [(b["op"], b["kind"], b["per_thread"], b["threads"], b["loads"], b["min_blocks"]) for b in found] == [
+        ("r16", "rows", 32, 512, 280, 1), ("r16", "rows", 16, 512, 0, 1), ("r16", "cluster", 16, 512, 0, 1),
+        ("r16", "cluster", 32, 512, 0, 1), ("r17", "cluster", 32, 512, 0, 2)]
     assert found[0]["stack"] == 144 and found[0]["stores"] == 140 and found[0]["registers"] == 128
     assert found[0]["weights"] and found[0]["dtype"] == "bfloat16" and found[2]["registers"] == 119
+    # A cluster build's name no longer says whether there are weights: the op's register builds do.
+    assert found[3]["weights"] is True and found[3]["registers"] == 96 and found[4]["weights"] is None
     path = tmp_path / "build.log"
     path.write_text(log)
     old_argv = sys.argv

@@ -21,11 +21,15 @@ from pathlib import Path
 _DTYPES = {"f": "float32", "d": "float64", "N3c104HalfE": "float16", "N3c108BFloat16E": "bfloat16"}
 _BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 _KERNEL = re.compile(r"(grad_rows|grad_cluster_rows)_kernelIN(\d+)")
-_PARAMS = re.compile(r"6GradOpE(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)Lb([01])E")
+# The template arguments after the dtype: the register builds' ints then kWeightGrads; the cluster build's kVec,
+# kPerThread (and, in docs/wip/cluster64-v46.patch's build, kMinBlocks), with no kWeightGrads since version 44.
+_PARAMS = re.compile(r"6GradOpE(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)(?:Lb([01])E)?")
 
 
 def read_log(text: str) -> list[dict[str, object]]:
-    """Every backward build ptxas reports: op, dtype, kind (rows or cluster), its template arguments and facts."""
+    """Every backward build ptxas reports: op, dtype, kind (rows or cluster), its template arguments and facts. A
+    cluster build's name does not say whether the backward has weights (since version 44): it is taken from the
+    op's register builds (None where the log has none)."""
     builds: list[dict[str, object]] = []
     current: dict[str, object] | None = None
     for line in text.splitlines():
@@ -38,13 +42,14 @@ def read_log(text: str) -> list[dict[str, object]]:
             if kernel and params:
                 op = name[kernel.end():kernel.end() + int(kernel.group(2))]
                 args = [int(v) for v in re.findall(r"Li(-?\d+)E", params.group(2))]
-                current = {"op": op, "dtype": _DTYPES[params.group(1)], "weights": params.group(3) == "1",
+                weights = None if params.group(3) is None else params.group(3) == "1"
+                current = {"op": op, "dtype": _DTYPES[params.group(1)], "weights": weights,
                            "kind": "rows" if kernel.group(1) == "grad_rows" else "cluster", "vec": args[0],
                            "per_thread": args[1]}
                 if current["kind"] == "rows":  # kVec, kPerThread, kFixedThreads, kBlockThreads, kMinBlocks
                     current.update(fixed=args[2], threads=args[3], min_blocks=args[4])
-                else:  # a block of kMaxThreads (512), one an SM
-                    current.update(fixed=0, threads=512, min_blocks=1)
+                else:  # a block of kMaxThreads (512), one an SM unless the build names its minimum
+                    current.update(fixed=0, threads=512, min_blocks=args[2] if len(args) > 2 else 1)
             continue
         if current is None:
             continue
@@ -56,6 +61,10 @@ def read_log(text: str) -> list[dict[str, object]]:
             current["registers"] = int(registers.group(1))
             builds.append(current)
             current = None
+    weights = {b["op"]: b["weights"] for b in builds if b["weights"] is not None}
+    for build in builds:
+        if build["weights"] is None:
+            build["weights"] = weights.get(build["op"])
     return builds
 
 
@@ -81,7 +90,8 @@ def main() -> int:
             continue
         if args.threads and (build["kind"] != "rows" or build["threads"] != args.threads):
             continue
-        line = (f"{build['op']:12s} {dtype:9s} {'weights' if build['weights'] else 'none':7s} {build['kind']:7s} "
+        kind = {True: "weights", False: "none", None: "?"}[build["weights"]]  # type: ignore[index]
+        line = (f"{build['op']:12s} {dtype:9s} {kind:7s} {build['kind']:7s} "
                 f"{build['threads']:4d} threads {build['per_thread']:2d} a thread (fixed {build['fixed']:4d}, "
                 f"min {build['min_blocks']})  {build['registers']:3d} regs  stack {build['stack']:4d}  "
                 f"spill stores {build['stores']:4d}  loads {build['loads']:4d}")
