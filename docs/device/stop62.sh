@@ -14,9 +14,11 @@
 #     (.device/p45, .device/p46: PYTHONPATH=<the templates at version 45, or with docs/wip/cluster64-v46.patch applied>
 #      python docs/device/rowwise_sweep.py generate /work/main/.device/<pkg> --seed 63 --count 64 \
 #        --only softmax,log_softmax,lse,csilu,xbyy,gated,r02,r18,r22,r30,r32,r26 --backends cuda --backward fused)
+#   bash docs/device/stop62.sh examples  # first: the examples at version 45 (stop 61 ran them at version 44) built side
+#                                        # by side, their whole suites while p45 and p46 build (carry .whl, .device/p45,
+#                                        # .device/p46; about 480 s), so that ab finds both built
 # Read the builds with python docs/device/grad_builds.py docs/results/stop62/build_p46.log. If p46 wins, land the
-# patch as version 46 (its comments say CANDIDATE: write them as the measured rule), and run the examples
-# (bash docs/device/stop61.sh examples, which builds d43/d44 beside them: drop those) before resolving anything.
+# patch as version 46 (its comments say CANDIDATE: write them as the measured rule) and run the examples again.
 W=/tmp/kg62
 . "$(dirname "$0")/stop_common.sh"
 
@@ -24,6 +26,8 @@ for p in p45 p46; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/
 P=softmax,log_softmax,lse,csilu,xbyy,gated,r02,r18,r22,r30,r32,r26; C=32768,65536,131072
 
 case ${1:-ab} in
+  examples)
+    examples "p45 p46" ;;
   ab)
     K="cuda and (backward or gradcheck) and (float16 or bfloat16)" TB=${TB:-150} small_ab p4x p45 p46 $P float16,bfloat16 $C 300 16
     cp $W/build_p45.log $W/build_p46.log "$FINAL_OUT/" 2>/dev/null
