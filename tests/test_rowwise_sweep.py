@@ -285,20 +285,16 @@ def test_grad_builds_reads_the_backward_builds_with_their_spill_loads(tmp_path, 
     builds = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(builds)
     cluster = _GRAD.replace("grad_rows_kernel", "grad_cluster_rows_kernel").replace("258616", "258624")
-    log = _SPILL_LOG + f"""\
-ptxas info    : Compiling entry function '{cluster}Li8ELi16ELb1EJLm0ELm1ELm2ELm3ELm4EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'
-ptxas info    : Function properties for x
-    32 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 119 registers, used 1 barriers, 64 bytes smem
-ptxas info    : Compiling entry function '{cluster}Li8ELi32EJLm0ELm1ELm2ELm3ELm4EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'
-ptxas info    : Function properties for x
-    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 96 registers, used 1 barriers, 64 bytes smem
-ptxas info    : Compiling entry function '{cluster.replace("r16", "r17")}Li8ELi32ELi2EJLm0ELm1EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'
-ptxas info    : Function properties for x
-    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
-ptxas info    : Used 64 registers, used 1 barriers, 64 bytes smem
-"""
+
+    def entry(arguments: str, stack: int, registers: int, op: str = "r16") -> str:
+        """ptxas -v's report of one cluster build (no spills) with these template arguments after the dtype."""
+        return (f"ptxas info    : Compiling entry function '{cluster.replace('r16', op)}{arguments}"
+                "JLm0ELm1EEEEvDpPKT0_NS1_11GradOutputsIT_S7_EEli' for 'sm_90'\n"
+                f"ptxas info    : Function properties for x\n    {stack} bytes stack frame, 0 bytes spill stores, "
+                f"0 bytes spill loads\nptxas info    : Used {registers} registers, used 1 barriers, 64 bytes smem\n")
+
+    log = (_SPILL_LOG + entry("Li8ELi16ELb1E", 32, 119) + entry("Li8ELi32E", 0, 96)
+           + entry("Li8ELi32ELi2E", 0, 64, op="r17"))
     found = builds.read_log(log)
     # The two register builds of r16's backward and its cluster builds (with kWeightGrads, as before version 44;
     # without, since; with a minimum of blocks, the 64-register candidate's), and a cluster build of an op (r17)
