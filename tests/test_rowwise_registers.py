@@ -188,18 +188,17 @@ _GRAD_LONG_ENTRY = re.compile(r"\.entry\s+\w*?grad_long_rows_kernelI\w*?6GradOpE
                               r"Li(\d+)ELb([01])E[^{]*")
 
 
-_PTX: dict[str, str] = {}
-
-
 @pytest.fixture(scope="module")
 def ptx(tmp_path_factory):
     """The PTX of an op's kernel file, compiled once for the module's tests."""
+    texts: dict[str, str] = {}
+
     def compiled(op: str) -> str:
-        if op not in _PTX:
+        if op not in texts:
             folder = tmp_path_factory.mktemp(op)
             _nvcc(op, folder, "-ptx", "-o", str(folder / f"{op}.ptx"))
-            _PTX[op] = (folder / f"{op}.ptx").read_text()
-        return _PTX[op]
+            texts[op] = (folder / f"{op}.ptx").read_text()
+        return texts[op]
     return compiled
 
 
