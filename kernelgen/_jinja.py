@@ -145,7 +145,11 @@ from .nodes import Num, RowRef, Var
 #: 45: without weights that cluster build is compiled again, and taken only where two of its blocks share an SM
 #:    (GradLaunch::cluster_pays): with one block an SM it lost all 66 cells measured; the one build of 64 registers
 #:    (x * tanh(max(x))) ran 1.23-1.34x faster in it than in version 44's multi-pass kernel (H200, stop 61).
-TEMPLATE_VERSION = "45"
+#: 46: opmath's min and max of float are min.NaN.f32 / max.NaN.f32 on sm_80 and later, one instruction where the
+#:    compare-and-select takes three: the forward of 99 cells of eleven rowwise ops took a median 0.951 of version
+#:    45's time, 57 cells 3% or more faster (0.64-0.97), 2 slower (1.03-1.04); float16 max/min-heavy rows 0.64-0.78
+#:    (H200, stop 62).
+TEMPLATE_VERSION = "46"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

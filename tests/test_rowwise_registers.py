@@ -232,3 +232,22 @@ def test_the_multi_pass_backward_asks_for_two_blocks_an_sm_only_with_weight_grad
                                                           for dtype in ("f", "d", "N3c104HalfE", "N3c108BFloat16E")}, builds
     assert {(op, weights) for op, _, _, weights in builds} == {("resrms", True), ("softmax", False)}, builds
     assert all(minimum == (2 if weights else None) for (_, _, _, weights), minimum in builds.items()), builds
+
+
+# The forward's kg::rowwise::rows_kernel<op::Op, dtype, ...> in PTX, up to the next entry.
+_ROWS_PTX = re.compile(r"\.entry\s+\w*?\d+rows_kernelIN\d+\w*?2OpE(f|d|N3c104HalfE|N3c108BFloat16E)[\s\S]*?(?=\.entry|\Z)")
+
+
+@pytest.mark.build
+def test_a_rows_maximum_and_minimum_in_float_are_one_instruction_each(ptx):
+    # opmath's min and max of float take min.NaN.f32 / max.NaN.f32 (sm_80 and later): NaN-propagating, one
+    # instruction where a compare-and-select takes three. Three max/min reductions over float16 rows ran
+    # 0.64-0.72x the time with them (seed 64's r10, H200, template version 46, docs/benchmarks.md "Stop 62").
+    # float64 keeps the compare-and-select (PTX has no max.NaN.f64).
+    for op, instruction in (("softmax", "max.NaN.f32"), ("r13", "min.NaN.f32")):
+        bodies: dict[str, list[str]] = {}
+        for m in _ROWS_PTX.finditer(ptx(op)):
+            bodies.setdefault(m.group(1), []).append(m.group(0))
+        assert set(bodies) == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, (op, set(bodies))
+        for dtype, texts in bodies.items():
+            assert all((instruction in text) == (dtype != "d") for text in texts), (op, dtype, instruction)
