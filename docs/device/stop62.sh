@@ -17,6 +17,19 @@
 #   bash docs/device/stop62.sh examples  # first: the examples at version 45 (stop 61 ran them at version 44) built side
 #                                        # by side, their whole suites while p45 and p46 build (carry .whl, .device/p45,
 #                                        # .device/p46; about 480 s), so that ab finds both built
+#   bash docs/device/stop62.sh sweep     # a fresh draw's forward (seed 64's r00-r11, both backends, the backward the
+#                                        # vjp stub): built, its whole GPU suites beside compile's prewarm, then one
+#                                        # round at rows of 1024-16384 in three dtypes (carry .device/s64)
+#     (.device/s64: python docs/device/rowwise_sweep.py generate .device/s64 --seed 64 --count 64 \
+#        --only r00,r01,r02,r03,r04,r05,r06,r07,r08,r09,r10,r11 --backward vjp)
+#   bash docs/device/stop62.sh nan       # min.NaN.f32 / max.NaN.f32 for float min and max (opmath.h): .device/q45
+#                                        # (version 45, the backward the vjp stub) and .device/q46 (the change, the
+#                                        # fused backward) built side by side; q46's CUDA suites beside compile's
+#                                        # prewarm; then the forward of both, rows of 1024-16384, three dtypes, in
+#                                        # turn (ROUNDS=2: a second round in the other order)
+#     (O=r00,r01,r02,r03,r04,r05,r06,r07,r08,r09,r10,r11,softmax,lse,range4; .device/q45: PYTHONPATH=<version 45>
+#      python docs/device/rowwise_sweep.py generate .device/q45 --seed 64 --count 64 --only $O --backends cuda
+#      --backward vjp; .device/q46: the same from the change, --backward fused)
 # Read the builds with python docs/device/grad_builds.py docs/results/stop62/build_p46.log. If p46 wins, land the
 # patch as version 46 (its comments say CANDIDATE: write them as the measured rule) and run the examples again.
 W=/tmp/kg62
@@ -28,6 +41,38 @@ P=softmax,log_softmax,lse,csilu,xbyy,gated,r02,r18,r22,r30,r32,r26; C=32768,6553
 case ${1:-ab} in
   examples)
     examples "p45 p46" ;;
+  nan)
+    t=$(date +%s); A=r00,r01,r03,r05,r06,r08,r09,r10,softmax,lse,range4
+    for p in q45 q46; do (build .device/$p/rsweep-ops) & done; wait; echo "built at $(( $(date +%s) - t )) s"
+    cp $W/build_q45.log $W/build_q46.log "$FINAL_OUT/"
+    (cd .device/q46/rsweep-ops && ls tests/test_*.py | timeout ${TS:-240} xargs -P 8 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" -k cuda > /tmp/q46_$(basename {} .py).log 2>&1; \
+        echo "{}: $(tail -1 /tmp/q46_$(basename {} .py).log)" >> '"$FINAL_OUT"'/q46_tests.txt') &
+    for i in 0 1 2 3 4 5; do
+      python3 docs/device/rowwise_sweep.py prewarm .device/q45/rsweep-ops --only $A --cols 1024,4096,16384 \
+        --backends cuda --part $i/6 > /tmp/pwq_$i.log 2>&1 &
+    done
+    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/q46_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" /tmp/q46_*.log | cut -c1-240 | head -10
+    for r in $(seq 1 ${ROUNDS:-1}); do
+      [ $r = 1 ] && ORDER="q45 q46" || ORDER="q46 q45"
+      for p in $ORDER; do
+        timeout ${TT:-150} python3 docs/device/rowwise_sweep.py run .device/$p/rsweep-ops --only $A --cols 1024,4096,16384 \
+          --backends cuda --rounds 1 --json "$FINAL_OUT/nan_${p}_$r.json" --build-log $W/build_$p.log > "$FINAL_OUT/nan_${p}_$r.log" 2>&1
+        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+      done
+      python3 docs/device/fwd_ab.py "$FINAL_OUT/nan_q45_$r.json" "$FINAL_OUT/nan_q46_$r.json" | tail -14
+    done ;;
+  sweep)
+    S=.device/s64/rsweep-ops; t=$(date +%s)
+    RSWEEP_PKG=$S bash docs/device/rowwise_sweep.sh build
+    (cd $S && ls tests/test_*.py | timeout 260 xargs -P 6 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" > /tmp/s64_$(basename {} .py).log 2>&1; \
+        echo "{}: $(tail -1 /tmp/s64_$(basename {} .py).log)"' | sort > "$FINAL_OUT/s64_tests.txt") &
+    RSWEEP_PKG=$S COLS=1024,4096,16384 PARTS=8 bash docs/device/rowwise_sweep.sh prewarm s64
+    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/s64_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" /tmp/s64_*.log | cut -c1-240 | head -10
+    RSWEEP_PKG=$S COLS=1024,4096,16384 ROUNDS=1 bash docs/device/rowwise_sweep.sh time s64 ;;
   ab)
     K="cuda and (backward or gradcheck) and (float16 or bfloat16)" TB=${TB:-150} small_ab p4x p45 p46 $P float16,bfloat16 $C 300 16
     cp $W/build_p45.log $W/build_p46.log "$FINAL_OUT/" 2>/dev/null
