@@ -317,3 +317,24 @@ def test_grad_builds_reads_the_backward_builds_with_their_spill_loads(tmp_path, 
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 2 and all(" rows " in line for line in out)
     assert "stack  144  spill stores  140  loads  280" in out[0]
+
+
+def test_fwd_ab_pairs_the_cells_of_two_runs_and_counts_the_faster_and_slower(tmp_path):
+    spec = importlib.util.spec_from_file_location("fwd_ab", _PATH.parent / "fwd_ab.py")
+    assert spec is not None and spec.loader is not None
+    ab = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ab)
+
+    def run(name, times):
+        rows = [{"id": op, "backend": "cuda", "dtype": "float16", "cols": cols, "us": us, "vs_compile": 1.0,
+                 "pct_of_copy": 80.0} for (op, cols), us in times.items()]
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"seed": 64, "rows": rows}))
+        return ab.cells(str(path))
+
+    old = run("old", {("r10", 1024): 100.0, ("r10", 4096): 100.0, ("r05", 1024): 100.0, ("only_old", 1024): 50.0})
+    new = run("new", {("r10", 1024): 70.0, ("r10", 4096): 105.0, ("r05", 1024): 101.0, ("only_new", 1024): 50.0})
+    lines = ab.compare(old, new)
+    assert len(lines) == 1 + 3 + 1  # the header, the three shared cells, the summary
+    assert "0.700" in next(line for line in lines if line.startswith("r10") and " 1024 " in line)
+    assert lines[-1] == "forward new/old: median 1.010, min 0.700, max 1.050, 1 of 3 faster by 3% or more, 1 slower"
