@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in stop 61 for the next session's device time (not run yet): a 64-register cluster build of the rowwise
-# backward without weights (docs/wip/cluster64-v46.patch, a candidate version 46). Stop 61 (docs/backward.md "Stop 61"):
+# Stop 62 (run; results in docs/results/stop62/, docs/backward.md "Stop 62"). Prepared in stop 61: a 64-register cluster
+# build of the rowwise backward without weights (docs/wip/cluster64-v46.patch, a candidate, not landed; the patch is in
+# git history at ea5821e). Stop 61 (docs/backward.md "Stop 61"):
 # without weights the cluster build lost every cell where it took one block an SM (71-128 registers) and won where
 # ptxas happened to give it 64 (r41, two blocks an SM: 1.23-1.34x). The candidate builds it for two blocks an SM
 # (__launch_bounds__(512, 2), the row in kRowRegisters: half the elements a thread, twice the blocks a cluster) and
@@ -30,8 +31,7 @@
 #     (O=r00,r01,r02,r03,r04,r05,r06,r07,r08,r09,r10,r11,softmax,lse,range4; .device/q45: PYTHONPATH=<version 45>
 #      python docs/device/rowwise_sweep.py generate .device/q45 --seed 64 --count 64 --only $O --backends cuda
 #      --backward vjp; .device/q46: the same from the change, --backward fused)
-# Read the builds with python docs/device/grad_builds.py docs/results/stop62/build_p46.log. If p46 wins, land the
-# patch as version 46 (its comments say CANDIDATE: write them as the measured rule) and run the examples again.
+# Read the builds with python docs/device/grad_builds.py <(zcat docs/results/stop62/build_p46.log.gz).
 W=/tmp/kg62
 . "$(dirname "$0")/stop_common.sh"
 
