@@ -338,3 +338,21 @@ def test_fwd_ab_pairs_the_cells_of_two_runs_and_counts_the_faster_and_slower(tmp
     assert len(lines) == 1 + 3 + 1  # the header, the three shared cells, the summary
     assert "0.700" in next(line for line in lines if line.startswith("r10") and " 1024 " in line)
     assert lines[-1] == "forward new/old: median 1.010, min 0.700, max 1.050, 1 of 3 faster by 3% or more, 1 slower"
+
+
+def test_rowwise_ptxas_counts_every_instruction_of_long_kernels_and_reads_a_seeds_draw():
+    spec = importlib.util.spec_from_file_location("rowwise_ptxas", _PATH.parent / "rowwise_ptxas.py")
+    assert spec is not None and spec.loader is not None
+    ptxas = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ptxas)
+    name = "_ZN2kg7rowwise11rows_kernelIN3r102OpEN3c104HalfELi8ELi32ELi0ELi512EJLm0EEEEvDpPKT0_PS7_ll"
+    # Addresses past 0xffff take five hex digits: a kernel of more than 4096 instructions has them.
+    sass = "\n".join([f"\t\tFunction : {name}",
+                      "        /*fff0*/                   FMNMX.NAN R1, R2, R3, !PT ;   /* 0x0 */",
+                      "        /*10000*/                  HADD2.F32 R4, -RZ, R5.H0_H0 ;   /* 0x0 */",
+                      "        /*10010*/                  @P0 BRA 0x10100 ;   /* 0x0 */"])
+    counts = ptxas.sass_counts(sass)
+    assert counts == {"rows<float16/8/32/0/512>": {"ALL": 3, "FMNMX": 1, "HADD2.F32": 1, "BRA": 1}}, counts
+    drawn = ptxas.drawn(64)
+    assert drawn["softmax"] == ("x", "", "exp(x - max(x)) / sum(exp(x - max(x)))")
+    assert drawn["r10"] == ("x1", "", "x1 * tanh(max(x1 * x1)) * tanh(min(x1 * x1)) - min(x1)")

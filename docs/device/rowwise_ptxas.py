@@ -9,7 +9,17 @@ nvcc flags plus `-cubin -Xptxas -v --resource-usage`, disassembles the cubin wit
 Triton ships, when the toolkit has none) and prints one line per register-row kernel: template
 arguments (dtype, kVec, elements per thread, fixed threads[, block threads]), registers, stack frame,
 spill stores/loads, then SASS counts: all instructions, LDL/STL (local memory: spills), LDG/STG widths,
-PRMT (byte permutes), IMAD.U32/SHF (bfloat16 widening), HADD2.F32 (float16 widening), F2F/F2FP.
+PRMT (byte permutes), IMAD.U32/SHF (bfloat16 widening), HADD2.F32 (float16 widening), F2F/F2FP, the
+min/max instructions (FMNMX) and the compare-and-selects (FSETP, FSEL), MUFU (the special-function unit) and
+BRA, and the instructions an element (all of them over the elements a thread holds).
+
+    python docs/device/rowwise_ptxas.py OUT --seed 64 --ops r00,r10 [--summary]
+
+takes the ops from the rowwise sweep's draw of that seed (docs/device/rowwise_sweep.py) instead of OPS, and
+--summary adds, per dtype, the median and the highest instructions an element over the ops' register builds.
+A 2-byte kernel above about 30 an element is bound by the instructions it issues on an H200, not by memory
+(docs/design.md, lesson 42). The count is static: code a branch skips (the slow path of sinf for large
+arguments) counts as much as code every element runs, so ops with BRA in the hundreds read high.
 """
 
 from __future__ import annotations
@@ -37,7 +47,8 @@ _DTYPES = {"f": "float32", "d": "float64", "N3c104HalfE": "float16", "N3c108BFlo
 #: kg::rowwise::rows_kernel<op::Op, dtype, ...> (csrc/kernelgen/rowwise.cuh) or, before template version 11,
 #: op::op_rows_kernel<dtype, ...>.
 _KERNEL = re.compile(r"(long_rows|rows)_kernelI(?:N\d+\w*?2OpE)?(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
-_COUNTED = ("LDL", "STL", "LDG", "STG", "PRMT", "IMAD.U32", "SHF", "LOP3", "HADD2.F32", "F2F", "F2FP")
+_COUNTED = ("LDL", "STL", "LDG", "STG", "PRMT", "IMAD.U32", "SHF", "LOP3", "HADD2.F32", "F2F", "F2FP", "FMNMX", "FSETP",
+            "FSEL", "MUFU", "BRA")
 
 
 def _kernel_name(mangled: str) -> str | None:
@@ -75,7 +86,7 @@ def sass_counts(sass: str) -> dict[str, collections.Counter]:
             name = _kernel_name(m.group(1))
             current = counts.setdefault(name, collections.Counter()) if name else None
             continue
-        m = re.search(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", line)
+        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", line)
         if m and current is not None:
             op = m.group(1)
             current["ALL"] += 1
@@ -95,13 +106,26 @@ def _tool(name: str) -> str:
     return str(Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / name)
 
 
-def compile_op(out: Path, op: str, kernelgen_src: str | None) -> tuple[str, str]:
-    inputs, weights, expr = OPS[op]
+def drawn(seed: int) -> dict[str, tuple[str, str, str]]:
+    """The rowwise sweep's expressions of `seed` (its fixed ones and its first 64 random ones), as OPS has them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rowwise_sweep", Path(__file__).with_name("rowwise_sweep.py"))
+    assert spec is not None and spec.loader is not None
+    sweep = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sweep)
+    return {e["id"]: (",".join(e["inputs"]), ",".join(e["weights"]), e["expr"]) for e in sweep.expressions(seed, 64)}
+
+
+def compile_op(out: Path, op: str, kernelgen_src: str | None, spec: tuple[str, str, str] | None = None,
+               backward: str = "fused") -> tuple[str, str]:
+    inputs, weights, expr = spec or OPS[op]
     env = dict(os.environ, PYTHONPATH=kernelgen_src or os.environ.get("PYTHONPATH", ""))
     root = out / op
     if not root.exists():
         command = [sys.executable, "-m", "kernelgen", "new", op, "--kind", "rowwise", "--inputs", inputs,
-                   "--expr", expr, "--defaults", "--output", str(out)] + (["--weights", weights] if weights else [])
+                   "--expr", expr, "--backward", backward, "--defaults", "--output", str(out)] + (
+                       ["--weights", weights] if weights else [])
         subprocess.run(command, env=env, cwd=out, check=True, capture_output=True)
     import importlib.util
 
@@ -130,12 +154,18 @@ def main() -> None:
     parser.add_argument("--ops", default="resrms,rmsnorm")
     parser.add_argument("--kernelgen", help="a kernelgen source tree to generate with (default: PYTHONPATH's)")
     parser.add_argument("--all", action="store_true", help="also the long-row kernels and kVec 1 (misaligned rows)")
+    parser.add_argument("--seed", type=int, help="the ops are ids of the rowwise sweep's draw of this seed")
+    parser.add_argument("--backward", default="fused", choices=["fused", "vjp"],
+                        help="the ops' backward (vjp: only the forward's kernels, compiled sooner)")
+    parser.add_argument("--summary", action="store_true", help="the instructions an element per dtype, at the end")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
+    specs = drawn(args.seed) if args.seed is not None else OPS
+    per_element: dict[str, list[tuple[float, str]]] = {}
     for op in args.ops.split(","):
-        log, sass = compile_op(args.out, op, args.kernelgen)
+        log, sass = compile_op(args.out, op, args.kernelgen, specs[op], args.backward)
         facts, counts = ptxas_facts(log), sass_counts(sass)
-        print(f"== {op}: {OPS[op][2]}")
+        print(f"== {op}: {specs[op][2]}")
         for name in sorted(facts):
             vec = name[name.index("<") + 1:-1].split("/")[1]
             if not args.all and (name.startswith("long") or vec == "1"):
@@ -143,9 +173,18 @@ def main() -> None:
             f, c = facts[name], counts.get(name, collections.Counter())
             local = " ".join(f"{k} {v}" for k, v in sorted(c.items()) if k.startswith(("LDL", "STL"))) or "none"
             widths = " ".join(f"{k} {v}" for k, v in sorted(c.items()) if k.startswith(("LDG", "STG")))
-            other = " ".join(f"{k} {c[k]}" for k in ("PRMT", "IMAD.U32", "SHF", "LOP3", "HADD2.F32", "F2F", "F2FP") if c[k])
+            other = " ".join(f"{k} {c[k]}" for k in _COUNTED[4:] if c[k])
+            each = c["ALL"] / int(name[name.index("<") + 1:-1].split("/")[2])
+            if not name.startswith("long"):
+                per_element.setdefault(name[name.index("<") + 1:].split("/")[0], []).append((each, op))
             print(f"  {name:38s} {f.get('registers', '?'):>3} regs  stack {f.get('stack', 0):>4}  spill "
-                  f"{f.get('spill_st', 0)}/{f.get('spill_ld', 0)}  SASS {c['ALL']:>5}  local: {local}  | {widths} | {other}")
+                  f"{f.get('spill_st', 0)}/{f.get('spill_ld', 0)}  SASS {c['ALL']:>5} ({each:.1f} an element)  local: {local}"
+                  f"  | {widths} | {other}")
+    if args.summary:
+        for dtype, values in sorted(per_element.items()):
+            values.sort()
+            print(f"{dtype}: {len(values)} register builds, instructions an element median {values[len(values) // 2][0]:.1f},"
+                  f" highest {values[-1][0]:.1f} ({values[-1][1]})")
 
 
 if __name__ == "__main__":

@@ -94,7 +94,7 @@ def _functions(sass: str, op: str) -> dict[str, list[str]]:
         if m:
             current = functions.setdefault(_key(lookup[m.group(1)], op), [])
             continue
-        m = re.search(r"/\*[0-9a-f]{4}\*/\s+(.*?)\s*;", line)
+        m = re.search(r"/\*[0-9a-f]{4,}\*/\s+(.*?)\s*;", line)
         if m and current is not None:
             current.append(re.sub(r"\s+", " ", m.group(1)))
     return functions
