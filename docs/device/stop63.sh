@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Prepared in stop 62 for the next session's device time (not run yet): what stop 62 left unmeasured of template
+# version 46 (opmath's float min and max as min.NaN.f32 / max.NaN.f32, docs/backward.md "Stop 62").
+#   bash docs/device/stop63.sh examples  # first: version 46's examples built side by side and their whole suites,
+#                                        # while b45 and b46 build (carry .whl, .device/b45, .device/b46; ~480 s)
+#   bash docs/device/stop63.sh bwd       # then, warm: b46's CUDA backward and gradcheck suites beside compile's
+#                                        # prewarm, the backward of b45 and b46 timed (float32/float16/bfloat16, rows of
+#                                        # 1024-16384), a second round in the other order (ONE=1: the first only)
+#   bash docs/device/stop63.sh fwd       # the forward of b45 and b46 again, two rounds in opposite order (stop 62's
+#                                        # forward A/B ran one round); fwd_ab.py prints each round's table
+# b45 is version 45, b46 version 46, both with the fused backward, eleven ops: seed 64's r00, r01, r03, r05 (no
+# min or max: the control), r06, r08, r09, r10 and the fixed softmax, lse, range4:
+#   A=r00,r01,r03,r05,r06,r08,r09,r10,softmax,lse,range4
+#   PYTHONPATH=<version 45's kernelgen and templates: git archive ea5821e> python docs/device/rowwise_sweep.py \
+#     generate .device/b45 --seed 64 --count 64 --only $A --backends cuda --backward fused
+#   python docs/device/rowwise_sweep.py generate .device/b46 --seed 64 --count 64 --only $A --backends cuda --backward fused
+W=/tmp/kg63
+. "$(dirname "$0")/stop_common.sh"
+
+for p in b45 b46; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+A=r00,r01,r03,r05,r06,r08,r09,r10,softmax,lse,range4; C=1024,4096,16384; D=float32,float16,bfloat16
+
+case ${1:-bwd} in
+  examples)
+    examples "b45 b46" ;;
+  bwd)
+    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab b4x b45 b46 $A $D $C 300 12
+    cp $W/build_b45.log $W/build_b46.log "$FINAL_OUT/" 2>/dev/null
+    [ -z "${ONE:-}" ] && ORDER="b46 b45" TB=${TB:-200} second_round b4x b45 b46 $A $D $C ;;
+  fwd)
+    t=$(date +%s)
+    for p in b45 b46; do build $W/$p/rsweep-ops; done
+    for i in 0 1 2 3 4 5; do
+      python3 docs/device/rowwise_sweep.py prewarm $W/b45/rsweep-ops --only $A --cols $C --backends cuda --part $i/6 \
+        > /tmp/pw63_$i.log 2>&1 &
+    done
+    wait; echo "built and prewarmed at $(( $(date +%s) - t )) s"
+    for r in 1 2; do
+      [ $r = 1 ] && ORDER="b45 b46" || ORDER="b46 b45"
+      for p in $ORDER; do
+        timeout ${TT:-150} python3 docs/device/rowwise_sweep.py run $W/$p/rsweep-ops --only $A --cols $C --backends cuda \
+          --rounds 1 --json "$FINAL_OUT/fwd_${p}_$r.json" > "$FINAL_OUT/fwd_${p}_$r.log" 2>&1
+        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+      done
+      python3 docs/device/fwd_ab.py "$FINAL_OUT/fwd_b45_$r.json" "$FINAL_OUT/fwd_b46_$r.json" | tail -1
+    done ;;
+esac
