@@ -6,7 +6,8 @@ frame, local-memory instructions, conversions and load widths per kernel (docs/r
 Generates each op with kernelgen (from SRC's templates when given: a checkout of another commit, e.g.
 `git archive HEAD~1 | tar -x -C /tmp/old`), compiles its kernel file for sm_90 with the package's own
 nvcc flags plus `-cubin -Xptxas -v --resource-usage`, disassembles the cubin with cuobjdump (the one
-Triton ships, when the toolkit has none) and prints one line per register-row kernel: template
+Triton ships, when the toolkit has none) and prints one line per register-row kernel (the forward's, and the
+backward's grad_ ones where the op has a fused backward): template
 arguments (dtype, kVec, elements per thread, fixed threads[, block threads]), registers, stack frame,
 spill stores/loads, then SASS counts: all instructions, LDL/STL (local memory: spills), LDG/STG widths,
 PRMT (byte permutes), IMAD.U32/SHF (bfloat16 widening), HADD2.F32 (float16 widening), F2F/F2FP, the
@@ -44,9 +45,10 @@ OPS = {
     "quad4": ("a,c,d,e", "w", "(a * c + d - e) * rsqrt(mean((a * c + d - e) ** 2) + 1e-6) * w"),
 }
 _DTYPES = {"f": "float32", "d": "float64", "N3c104HalfE": "float16", "N3c108BFloat16E": "bfloat16"}
-#: kg::rowwise::rows_kernel<op::Op, dtype, ...> (csrc/kernelgen/rowwise.cuh) or, before template version 11,
-#: op::op_rows_kernel<dtype, ...>.
-_KERNEL = re.compile(r"(long_rows|rows)_kernelI(?:N\d+\w*?2OpE)?(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
+#: kg::rowwise::rows_kernel<op::Op, dtype, ...> (csrc/kernelgen/rowwise.cuh), its cluster_ and long_ kin and the
+#: backward's grad_ ones (op::GradOp), or, before template version 11, op::op_rows_kernel<dtype, ...>.
+_KERNEL = re.compile(r"((?:grad_)?(?:cluster_)?(?:long_rows|rows))_kernelI(?:N\d+\w*?(?:2Op|6GradOp)E)?"
+                     r"(f|d|N3c104HalfE|N3c108BFloat16E)((?:Li-?\d+E)+)")
 _COUNTED = ("LDL", "STL", "LDG", "STG", "PRMT", "IMAD.U32", "SHF", "LOP3", "HADD2.F32", "F2F", "F2FP", "FMNMX", "FSETP",
             "FSEL", "MUFU", "BRA")
 
@@ -168,14 +170,14 @@ def main() -> None:
         print(f"== {op}: {specs[op][2]}")
         for name in sorted(facts):
             vec = name[name.index("<") + 1:-1].split("/")[1]
-            if not args.all and (name.startswith("long") or vec == "1"):
+            if not args.all and ("long" in name or vec == "1"):
                 continue
             f, c = facts[name], counts.get(name, collections.Counter())
             local = " ".join(f"{k} {v}" for k, v in sorted(c.items()) if k.startswith(("LDL", "STL"))) or "none"
             widths = " ".join(f"{k} {v}" for k, v in sorted(c.items()) if k.startswith(("LDG", "STG")))
             other = " ".join(f"{k} {c[k]}" for k in _COUNTED[4:] if c[k])
             each = c["ALL"] / int(name[name.index("<") + 1:-1].split("/")[2])
-            if not name.startswith("long"):
+            if "long" not in name:
                 per_element.setdefault(name[name.index("<") + 1:].split("/")[0], []).append((each, op))
             print(f"  {name:38s} {f.get('registers', '?'):>3} regs  stack {f.get('stack', 0):>4}  spill "
                   f"{f.get('spill_st', 0)}/{f.get('spill_ld', 0)}  SASS {c['ALL']:>5} ({each:.1f} an element)  local: {local}"
