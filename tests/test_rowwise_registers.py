@@ -242,7 +242,7 @@ _ROWS_PTX = re.compile(r"\.entry\s+\w*?\d+rows_kernelIN\d+\w*?2OpE(f|d|N3c104Hal
 def test_a_rows_maximum_and_minimum_in_float_are_one_instruction_each(ptx):
     # opmath's min and max of float take min.NaN.f32 / max.NaN.f32 (sm_80 and later): NaN-propagating, one
     # instruction where a compare-and-select takes three. Three max/min reductions over float16 rows ran
-    # 0.64-0.72x the time with them (seed 64's r10, H200, template version 46, docs/benchmarks.md "Stop 62").
+    # 0.64-0.72x the time with them (seed 64's r10, H200, template version 46, docs/backward.md "Stop 62").
     # float64 keeps the compare-and-select (PTX has no max.NaN.f64).
     for op, instruction in (("softmax", "max.NaN.f32"), ("r13", "min.NaN.f32")):
         bodies: dict[str, list[str]] = {}
