@@ -17,7 +17,7 @@
 #   bash docs/device/stop63.sh wide      # the candidate docs/wip/wide-once-v47.patch (a 2-byte row widened once where
 #                                        # float32's would fit kRowRegisters) against version 46: v46f and w47 built side
 #                                        # by side, w47's CUDA suites beside compile's prewarm, then the forward of both,
-#                                        # two rounds in opposite order (carry .device/v46f, .device/w47)
+#                                        # two rounds in opposite order (forward_rounds; carry .device/v46f, .device/w47)
 #     (B=r00,r01,r03,r05,r06,r07,r08,r09,r10,softmax,lse,range4,log_softmax,layernorm,rmsnorm,resrms; .device/v46f:
 #      python docs/device/rowwise_sweep.py generate .device/v46f --seed 64 --count 64 --only $B --backends cuda
 #      --backward vjp; .device/w47: the same with the patch applied)
@@ -37,22 +37,8 @@ case ${1:-bwd} in
     cp $W/build_b45.log $W/build_b46.log "$FINAL_OUT/" 2>/dev/null
     [ -z "${ONE:-}" ] && ORDER="b46 b45" TB=${TB:-200} second_round b4x b45 b46 $A $D $C ;;
   fwd)
-    t=$(date +%s)
-    for p in b45 b46 v46f w47; do build $W/$p/rsweep-ops; done
-    for i in 0 1 2 3 4 5; do
-      python3 docs/device/rowwise_sweep.py prewarm $W/b45/rsweep-ops --only $A --cols $C --backends cuda --part $i/6 \
-        > /tmp/pw63_$i.log 2>&1 &
-    done
-    wait; echo "built and prewarmed at $(( $(date +%s) - t )) s"
-    for r in 1 2; do
-      [ $r = 1 ] && ORDER="b45 b46" || ORDER="b46 b45"
-      for p in $ORDER; do
-        timeout ${TT:-150} python3 docs/device/rowwise_sweep.py run $W/$p/rsweep-ops --only $A --cols $C --backends cuda \
-          --rounds 1 --json "$FINAL_OUT/fwd_${p}_$r.json" > "$FINAL_OUT/fwd_${p}_$r.log" 2>&1
-        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
-      done
-      python3 docs/device/fwd_ab.py "$FINAL_OUT/fwd_b45_$r.json" "$FINAL_OUT/fwd_b46_$r.json" | tail -1
-    done ;;
+    for p in b45 b46; do (build $W/$p/rsweep-ops) & done; wait
+    forward_rounds fwd b45 b46 $A $C ;;
   wide)
     t=$(date +%s); B=r00,r01,r03,r05,r06,r07,r08,r09,r10,softmax,lse,range4,log_softmax,layernorm,rmsnorm,resrms
     for p in v46f w47; do (build $W/$p/rsweep-ops) & done; wait; echo "built at $(( $(date +%s) - t )) s"
@@ -60,19 +46,6 @@ case ${1:-bwd} in
     (cd $W/w47/rsweep-ops && ls tests/test_*.py | timeout ${TS:-240} xargs -P 8 -I{} sh -c \
        'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" -k cuda > /tmp/w47_$(basename {} .py).log 2>&1; \
         echo "{}: $(tail -1 /tmp/w47_$(basename {} .py).log)" >> '"$FINAL_OUT"'/w47_tests.txt') &
-    for i in 0 1 2 3 4 5; do
-      python3 docs/device/rowwise_sweep.py prewarm $W/v46f/rsweep-ops --only $B --cols $C --backends cuda --part $i/6 \
-        > /tmp/pw63w_$i.log 2>&1 &
-    done
-    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/w47_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" /tmp/w47_*.log | cut -c1-240 | head -10
-    for r in 1 2; do
-      [ $r = 1 ] && ORDER="v46f w47" || ORDER="w47 v46f"
-      for p in $ORDER; do
-        timeout ${TT:-150} python3 docs/device/rowwise_sweep.py run $W/$p/rsweep-ops --only $B --cols $C --backends cuda \
-          --rounds 1 --json "$FINAL_OUT/wide_${p}_$r.json" --build-log $W/build_$p.log > "$FINAL_OUT/wide_${p}_$r.log" 2>&1
-        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
-      done
-      python3 docs/device/fwd_ab.py "$FINAL_OUT/wide_v46f_$r.json" "$FINAL_OUT/wide_w47_$r.json" | tail -1
-    done ;;
+    forward_rounds wide v46f w47 $B $C  # its prewarm waits for the suites too, so neither is timed beside them
+    cat "$FINAL_OUT/w47_tests.txt"; grep -h -E "^(FAILED|ERROR)" /tmp/w47_*.log | cut -c1-240 | head -10 ;;
 esac

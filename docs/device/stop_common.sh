@@ -1,7 +1,7 @@
 # Sourced by the stop scripts (stop51.sh to stop61.sh) after they set W (their scratch folder): the device
 # machine's setup they share, and build DIR (the generated package under DIR, built in place on every core,
 # ptxas's report in $W/build_<name>.log; nothing to do where it is built already), suites, prepared, small_ab,
-# second_round, rounds, toggled and examples (below).
+# second_round, rounds, toggled, forward_rounds and examples (below).
 set -uo pipefail
 FINAL_OUT=${OUT:-/tmp/out}; mkdir -p "$FINAL_OUT"; export PYTHONUNBUFFERED=1 TORCH_CUDA_ARCH_LIST=9.0
 export CXX=/usr/bin/g++ CC=/usr/bin/gcc
@@ -110,6 +110,27 @@ toggled() {
     echo "$mode round $r rc=$?"
   done; unset $var
   python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_$r.txt" "$FINAL_OUT/${tag}_${new}_$r.txt"; done
+}
+
+# forward_rounds TAG OLD NEW OPS COLS: the forward of packages OLD and NEW (under $W, built) against each other:
+# compile's references prewarmed (six processes, from OLD), then two rounds of rowwise_sweep.py run in opposite
+# order (CUDA, float32/float16/bfloat16), $OUT/TAG_<pkg>_<round>.json and .log, and fwd_ab.py's summary a round.
+forward_rounds() {
+  local tag=$1 old=$2 new=$3 ops=$4 cols=$5 t i r p; t=$(date +%s)
+  for ((i = 0; i < 6; i++)); do
+    python3 docs/device/rowwise_sweep.py prewarm $W/$old/rsweep-ops --only $ops --cols $cols --backends cuda \
+      --part $i/6 > $W/prewarm_${tag}_$i.log 2>&1 &
+  done
+  wait; echo "prewarmed at $(( $(date +%s) - t )) s"
+  for r in 1 2; do
+    [ $r = 1 ] && ORDER="$old $new" || ORDER="$new $old"
+    for p in $ORDER; do
+      timeout ${TT:-150} python3 docs/device/rowwise_sweep.py run $W/$p/rsweep-ops --only $ops --cols $cols --backends cuda \
+        --rounds 1 --json "$FINAL_OUT/${tag}_${p}_$r.json" --build-log $W/build_$p.log > "$FINAL_OUT/${tag}_${p}_$r.log" 2>&1
+      echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/fwd_ab.py "$FINAL_OUT/${tag}_${old}_$r.json" "$FINAL_OUT/${tag}_${new}_$r.json" | tail -1
+  done
 }
 
 # example DIR NAME JOBS: the package at DIR built in $W/NAME on JOBS cores (nothing to do where it is built already).
