@@ -356,3 +356,35 @@ def test_rowwise_ptxas_counts_every_instruction_of_long_kernels_and_reads_a_seed
     drawn = ptxas.drawn(64)
     assert drawn["softmax"] == ("x", "", "exp(x - max(x)) / sum(exp(x - max(x)))")
     assert drawn["r10"] == ("x1", "", "x1 * tanh(max(x1 * x1)) * tanh(min(x1 * x1)) - min(x1)")
+
+
+def test_ncu_pair_table_pairs_each_cells_kernels_and_counts_per_element():
+    spec = importlib.util.spec_from_file_location("ncu_pair_table", _PATH.parent / "ncu_pair_table.py")
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n')
+
+    def row(ident, kernel, metric, unit, value):
+        return (f'"{ident}","1","python3","h","{kernel}","1","7","(128, 1, 1)","(16, 1, 1)","0","9.0",'
+                f'"Command line profiler metrics","{metric}","{unit}","{value}"\n')
+
+    ours, theirs = "void kg::<unnamed>::rows_kernel<r00::Op, c10::Half, 8>(const T2 *)", "triton_red_fused_sin_0"
+    n = 2**20
+    csv_text = "==PROF== Connected\n" + head + "".join([
+        row(0, ours, "gpu__time_duration.sum", "ns", "292,128"),
+        row(0, ours, "smsp__inst_executed.sum", "inst", f"{3 * n:,}"),  # 96 instructions an element
+        row(1, theirs, "gpu__time_duration.sum", "us", "239.5"),
+        row(1, theirs, "smsp__inst_executed.sum", "inst", f"{n // 2}"),
+        row(2, ours, "gpu__time_duration.sum", "ms", "0.1"),
+        row(3, theirs, "gpu__time_duration.sum", "ns", "50,000"),
+    ])
+    stderr = f"warm r00 float16 4096: ...\nCELL r00 float16 4096 {n}\nCELL r09 float16 1024 {n}\n"
+    lines = table.table(csv_text, stderr).splitlines()
+    assert len(lines) == 5, lines
+    first, second = lines[1].split(), lines[2].split()
+    assert first[:4] == ["r00", "float16", "4096", "ours"] and first[4:6] == ["292.1", "96.0"], first
+    assert second[:4] == ["r00", "float16", "4096", "compile"] and second[4:6] == ["239.5", "16.0"], second
+    assert lines[3].split()[:5] == ["r09", "float16", "1024", "ours", "100.0"], lines[3]
+    assert lines[4].split()[:5] == ["r09", "float16", "1024", "compile", "50.0"], lines[4]

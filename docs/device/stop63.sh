@@ -26,7 +26,7 @@
 W=/tmp/kg63
 . "$(dirname "$0")/stop_common.sh"
 
-for p in b45 b46 v46f w47; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in b45 b46 v46f w47 n63 c46 c47; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 A=r00,r01,r03,r05,r06,r08,r09,r10,softmax,lse,range4; C=1024,4096,16384; D=float32,float16,bfloat16
 
 case ${1:-bwd} in
@@ -39,6 +39,39 @@ case ${1:-bwd} in
   fwd)
     for p in b45 b46; do (build $W/$p/rsweep-ops) & done; wait
     forward_rounds fwd b45 b46 $A $C ;;
+  ncu)  # the worst cells of version 46's forward under Nsight Compute, ours beside compile's (carry .device/n63:
+        # python docs/device/rowwise_sweep.py generate .device/n63 --seed 64 --count 64 --only r00,r06,r08,r09,range4
+        # --backends cuda --backward vjp); instructions an element per pipe, issue and occupancy (ncu_pair_table.py)
+    build $W/n63/rsweep-ops; cp $W/build_n63.log "$FINAL_OUT/"
+    M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum
+    M=$M,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_lsu.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+    M=$M,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    M=$M,launch__registers_per_thread,launch__block_size,launch__grid_size
+    CELLS=${CELLS:-r00:float16:4096,r00:bfloat16:4096,r00:float32:4096,r09:float16:1024,r09:bfloat16:4096,r06:float32:16384,r08:float32:16384,range4:float16:16384,range4:bfloat16:16384,range4:float32:16384}
+    TORCH_LOGS=output_code timeout ${TN:-400} ncu --profile-from-start off --csv --metrics $M python3 docs/device/ncu_pair.py \
+      $W/n63/rsweep-ops --cells $CELLS > "$FINAL_OUT/ncu.csv" 2> "$FINAL_OUT/ncu_stderr.log"; echo "ncu rc=$?"
+    grep -E "^(warm|CELL)" "$FINAL_OUT/ncu_stderr.log"
+    python3 docs/device/ncu_pair_table.py "$FINAL_OUT/ncu.csv" "$FINAL_OUT/ncu_stderr.log" | tee "$FINAL_OUT/ncu_table.txt" ;;
+  trig)  # opmath's sin and cos declared const in device code (a call repeated with one argument computed once):
+         # c46 (version 46) against c47 (the change), seed 64's r00, r05, r06, r09, r14, r24, r48 with the fused
+         # backward (carry .device/c46, .device/c47; generated as b45/b46 above with --only $G). c47's CUDA
+         # backward and gradcheck suites beside compile's prewarm, the backward of both timed (small_ab), then
+         # the forward of both, one round each way (rowwise_sweep.py run)
+    G=r00,r05,r06,r09,r14,r24,r48
+    K="cuda and (backward or gradcheck)" TB=${TB:-120} small_ab trig c46 c47 $G $D $C 150 12
+    cp $W/build_c46.log $W/build_c47.log "$FINAL_OUT/" 2>/dev/null
+    t=$(date +%s)
+    for ((i = 0; i < 6; i++)); do
+      python3 docs/device/rowwise_sweep.py prewarm $W/c46/rsweep-ops --only $G --cols $C --backends cuda \
+        --part $i/6 > $W/prewarm_trigf_$i.log 2>&1 &
+    done; wait; echo "forward prewarmed in $(( $(date +%s) - t )) s"
+    for p in ${FR:-c46 c47 c47 c46}; do
+      r=1; [ -f "$FINAL_OUT/trigf_${p}_1.json" ] && r=2
+      timeout ${TT:-80} python3 docs/device/rowwise_sweep.py run $W/$p/rsweep-ops --only $G --cols $C --backends cuda \
+        --rounds 1 --json "$FINAL_OUT/trigf_${p}_$r.json" --build-log $W/build_$p.log > "$FINAL_OUT/trigf_${p}_$r.log" 2>&1
+      echo "$p forward round $r rc=$? at $(( $(date +%s) - t )) s"
+    done
+    for r in 1 2; do [ -f "$FINAL_OUT/trigf_c47_$r.json" ] && python3 docs/device/fwd_ab.py "$FINAL_OUT/trigf_c46_$r.json" "$FINAL_OUT/trigf_c47_$r.json" | tail -1; done ;;
   wide)
     t=$(date +%s); B=r00,r01,r03,r05,r06,r07,r08,r09,r10,softmax,lse,range4,log_softmax,layernorm,rmsnorm,resrms
     for p in v46f w47; do (build $W/$p/rsweep-ops) & done; wait; echo "built at $(( $(date +%s) - t )) s"
