@@ -30,6 +30,10 @@ CASES = {
     # Seed 59's r13 of the rowwise sweep: two inputs, no weights, seven backward reductions.
     "r13": ("x1,x2", "", "(x1 + x2) * rsqrt(mean((x1 + x2) * (x1 + x2)) * mean((x1 + x2) * (x1 + x2)) + 1e-06) + "
             "min(x1 - mean((x1 + x2) * (x1 + x2))) + max(x1 + x2)"),
+    # A cosine squared, and its control with the cosine once: the compiler computes cos(x) once in both
+    # (opmath's math functions are declared const in device code).
+    "cos2": ("x", "", "cos(x) * cos(x) * sin(x) - mean(x)"),
+    "cos1": ("x", "", "cos(x) * sin(x) - mean(x)"),
 }
 # kg::rowwise::rows_kernel<op::Op, dtype, kVec, ...> and cluster_rows_kernel<...>, which holds longer rows
 # in a cluster of blocks the same way (the package's csrc/kernelgen/rowwise.cuh).
@@ -251,3 +255,25 @@ def test_a_rows_maximum_and_minimum_in_float_are_one_instruction_each(ptx):
         assert set(bodies) == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, (op, set(bodies))
         for dtype, texts in bodies.items():
             assert all((instruction in text) == (dtype != "d") for text in texts), (op, dtype, instruction)
+
+
+@pytest.mark.build
+def test_a_sine_or_cosine_repeated_in_a_step_is_computed_once(ptx):
+    # sinf and cosf write a local array for arguments beyond 105615 (the Payne-Hanek reduction), so the
+    # compiler does not merge two inlined copies of one call unless opmath declares the function const:
+    # cos(u) * cos(u) in seed 64's r09 then cost a second cosine at every element, and its float16 rows of
+    # 1024 ran at 0.65x of torch.compile on an H200 (template version 46, docs/backward.md "Stop 63"). With
+    # the declaration, the forward of cos(x) * cos(x) * sin(x) - mean(x) has the code of cos(x) * sin(x) -
+    # mean(x) and one multiplication more an element; a second cosine would add about a hundred PTX
+    # instructions an element (its slow path included).
+    def instructions(op: str) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for m in _ROWS_PTX.finditer(ptx(op)):
+            lines = [line for line in m.group(0).splitlines() if line.strip().endswith(";")]
+            found[m.group(1)] = found.get(m.group(1), 0) + len(lines)
+        return found
+
+    twice, once = instructions("cos2"), instructions("cos1")
+    assert set(twice) == set(once) == {"f", "d", "N3c104HalfE", "N3c108BFloat16E"}, (twice, once)
+    for dtype in twice:
+        assert twice[dtype] <= once[dtype] * 1.05, (dtype, twice[dtype], once[dtype])
