@@ -9,7 +9,10 @@
 #              memory than the dense build, and only with KERNELGEN_RESIDENT=1 in the environment (an experiment's
 #              toggle: one build, two launches). Package r48 built, its CUDA suites with the toggle set beside
 #              compile's prewarm, then the forward with the toggle unset and set, two rounds in opposite order, and
-#              fwd_ab.py's summary a round (carry .device/r48; ~350 s).
+#              fwd_ab.py's summary a round (carry .device/r48; ~450 s with MODES's six runs; MODES="off resident long"
+#              for one round). The patch's second toggle, KERNELGEN_FORWARD_LONG=1, sends rows of 8192 and longer to
+#              the multi-pass kernel (32-40 registers, the row read once a pass, as compile's looped kernels at
+#              16384, where ours run float32 r08 and range4 at 48% of the warps against compile's 90%): mode "long".
 #              r48: PYTHONPATH=<HEAD with the patch applied> python docs/device/rowwise_sweep.py generate .device/r48
 #                   --seed 64 --count 64 --only $RO --backends cuda --backward vjp
 #   sanitize   compute-sanitizer memcheck and racecheck over version 47's long-row kernels (sanitize_long.py: rows of
@@ -45,15 +48,20 @@ case ${1:-resident} in
     done
     wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
     cat "$FINAL_OUT/r48_tests.txt"; grep -h -E "^(FAILED|ERROR)" /tmp/r48_*.log | cut -c1-240 | head -10
-    for mode in off on on off; do
+    for mode in ${MODES:-off resident long long resident off}; do
       r=1; [ -f "$FINAL_OUT/res_${mode}_1.json" ] && r=2
-      if [ $mode = on ]; then export KERNELGEN_RESIDENT=1; else unset KERNELGEN_RESIDENT; fi
+      unset KERNELGEN_RESIDENT KERNELGEN_FORWARD_LONG
+      [ $mode = resident ] && export KERNELGEN_RESIDENT=1
+      [ $mode = long ] && export KERNELGEN_FORWARD_LONG=1
       timeout ${TT:-70} python3 docs/device/rowwise_sweep.py run $W/r48/rsweep-ops --only $RO --cols $C --backends cuda \
         --rounds 1 --json "$FINAL_OUT/res_${mode}_$r.json" --build-log $W/build_r48.log > "$FINAL_OUT/res_${mode}_$r.log" 2>&1
       echo "$mode round $r rc=$? at $(( $(date +%s) - t )) s"
     done
-    unset KERNELGEN_RESIDENT
-    for r in 1 2; do python3 docs/device/fwd_ab.py "$FINAL_OUT/res_off_$r.json" "$FINAL_OUT/res_on_$r.json" | tail -1; done ;;
+    unset KERNELGEN_RESIDENT KERNELGEN_FORWARD_LONG
+    for r in 1 2; do for mode in resident long; do
+      [ -f "$FINAL_OUT/res_${mode}_$r.json" ] && echo "round $r, $mode against the launch as it is: $(python3 \
+        docs/device/fwd_ab.py "$FINAL_OUT/res_off_$r.json" "$FINAL_OUT/res_${mode}_$r.json" | tail -1)"
+    done; done ;;
   sanitize)
     t=$(date +%s)
     build $W/s47/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"
