@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Prepared in stop 62 for the next session's device time (not run yet): what stop 62 left unmeasured of template
-# version 46 (opmath's float min and max as min.NaN.f32 / max.NaN.f32, docs/backward.md "Stop 62").
+# Prepared in stop 62 and run in stop 63 (docs/results/stop63/run_info.txt has each call as run, with OUT pointing at
+# a folder that the call then tarred into the real $OUT): what stop 62 left unmeasured of template version 46
+# (opmath's float min and max as min.NaN.f32 / max.NaN.f32, docs/backward.md "Stop 62"), and stop 63's ncu and trig.
+# The wide phase's patch (docs/wip/wide-once-v47.patch) is in git history at 2309bd1.
 #   bash docs/device/stop63.sh examples  # first: version 46's examples built side by side and their whole suites,
 #                                        # while b45 and b46 build (carry .whl, .device/b45, .device/b46; ~480 s)
 #   bash docs/device/stop63.sh bwd       # then, warm: b46's CUDA backward and gradcheck suites beside compile's
