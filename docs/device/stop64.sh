@@ -15,6 +15,8 @@
 #              16384, where ours run float32 r08 and range4 at 48% of the warps against compile's 90%): mode "long".
 #              r48: PYTHONPATH=<HEAD with the patch applied> python docs/device/rowwise_sweep.py generate .device/r48
 #                   --seed 64 --count 64 --only $RO --backends cuda --backward vjp
+#   ncu        after resident, warm: the cells the two toggles target under Nsight Compute, each launch beside
+#              compile's kernel (instructions an element, issue slots, warps active, registers; ~150 s)
 #   sanitize   compute-sanitizer memcheck and racecheck over version 47's long-row kernels (sanitize_long.py: rows of
 #              65536-262147, float32 and bfloat16) and every backward launch shape (sanitize_backward.py), six ops with
 #              the fused backward: seed 64's r03 (four inputs, two weights), r05 (a weight inside a reduction), r10
@@ -62,6 +64,25 @@ case ${1:-resident} in
       [ -f "$FINAL_OUT/res_${mode}_$r.json" ] && echo "round $r, $mode against the launch as it is: $(python3 \
         docs/device/fwd_ab.py "$FINAL_OUT/res_off_$r.json" "$FINAL_OUT/res_${mode}_$r.json" | tail -1)"
     done; done ;;
+  ncu)  # after resident (warm, r48 built): the cells the resident build targets under Nsight Compute, the launch as it
+        # is (off) and with KERNELGEN_RESIDENT=1 (resident), each beside compile's kernel (ncu_pair_table.py)
+    build $W/r48/rsweep-ops
+    M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum
+    M=$M,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_lsu.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
+    M=$M,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
+    M=$M,launch__registers_per_thread,launch__block_size,launch__grid_size
+    CELLS=${CELLS:-r00:float16:4096,r00:bfloat16:1024,r01:float16:1024,r03:bfloat16:1024,softmax:float16:4096,r08:float32:16384,range4:float32:16384}
+    for mode in off resident long; do
+      unset KERNELGEN_RESIDENT KERNELGEN_FORWARD_LONG
+      [ $mode = resident ] && export KERNELGEN_RESIDENT=1
+      [ $mode = long ] && export KERNELGEN_FORWARD_LONG=1
+      timeout ${TN:-200} ncu --profile-from-start off --csv --metrics $M python3 docs/device/ncu_pair.py \
+        $W/r48/rsweep-ops --cells $CELLS > "$FINAL_OUT/ncu_$mode.csv" 2> "$FINAL_OUT/ncu_${mode}_stderr.log"
+      echo "ncu $mode rc=$?"
+      python3 docs/device/ncu_pair_table.py "$FINAL_OUT/ncu_$mode.csv" "$FINAL_OUT/ncu_${mode}_stderr.log" \
+        | tee "$FINAL_OUT/ncu_${mode}_table.txt"
+    done
+    unset KERNELGEN_RESIDENT KERNELGEN_FORWARD_LONG ;;
   sanitize)
     t=$(date +%s)
     build $W/s47/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"
