@@ -31,7 +31,7 @@ CASES = {
     "r13": ("x1,x2", "", "(x1 + x2) * rsqrt(mean((x1 + x2) * (x1 + x2)) * mean((x1 + x2) * (x1 + x2)) + 1e-06) + "
             "min(x1 - mean((x1 + x2) * (x1 + x2))) + max(x1 + x2)"),
     # A cosine squared, and its control with the cosine once: the compiler computes cos(x) once in both
-    # (opmath's math functions are declared const in device code).
+    # (opmath's sin and cos are declared const in device code).
     "cos2": ("x", "", "cos(x) * cos(x) * sin(x) - mean(x)"),
     "cos1": ("x", "", "cos(x) * sin(x) - mean(x)"),
 }
@@ -262,7 +262,7 @@ def test_a_sine_or_cosine_repeated_in_a_step_is_computed_once(ptx):
     # sinf and cosf write a local array for arguments beyond 105615 (the Payne-Hanek reduction), so the
     # compiler does not merge two inlined copies of one call unless opmath declares the function const:
     # cos(u) * cos(u) in seed 64's r09 then cost a second cosine at every element, and its float16 rows of
-    # 1024 ran at 0.65x of torch.compile on an H200 (template version 46, docs/backward.md "Stop 63"). With
+    # 1024 ran at 0.66x of torch.compile on an H200 (template version 46, docs/backward.md "Stop 63"). With
     # the declaration, the forward of cos(x) * cos(x) * sin(x) - mean(x) has the code of cos(x) * sin(x) -
     # mean(x) and one multiplication more an element; a second cosine would add about a hundred PTX
     # instructions an element (its slow path included).
