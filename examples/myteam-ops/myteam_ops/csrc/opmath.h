@@ -252,8 +252,8 @@ OPMATH_FN fast_float sqrt(fast_float x) { return sqrt(x.v); }
 OPMATH_FN fast_float rsqrt(fast_float x) { return rsqrt(x.v); }
 OPMATH_FN fast_float tanh(fast_float x) { return ::tanhf(x.v); }
 OPMATH_FN fast_float abs(fast_float x) { return ::fabsf(x.v); }
-OPMATH_TRIG_FN fast_float sin(fast_float x) { return ::sinf(x.v); }
-OPMATH_TRIG_FN fast_float cos(fast_float x) { return ::cosf(x.v); }
+OPMATH_FN fast_float sin(fast_float x) { return sin(x.v); }
+OPMATH_FN fast_float cos(fast_float x) { return cos(x.v); }
 OPMATH_FN fast_float erf(fast_float x) { return ::erff(x.v); }
 OPMATH_FN fast_float pow(fast_float x, fast_float y) { return fast_pow(x.v, y.v); }
 OPMATH_FN fast_float pow(fast_float x, float y) { return fast_pow(x.v, y); }
