@@ -4,6 +4,7 @@ ncu locks the clocks to base (its default --clock-control), so its times are lon
 them as a ratio of the two kernels, not as the sweep's figures.
 
     python docs/device/ncu_pair_table.py ncu.csv ncu_stderr.log
+    python docs/device/ncu_pair_table.py --metrics     # the metrics to profile, for ncu --metrics
 """
 
 from __future__ import annotations
@@ -95,6 +96,9 @@ def table(csv_text: str, stderr: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = sys.argv[1:] if argv is None else argv
+    if args == ["--metrics"]:  # the list to give ncu --metrics: the metrics the table reads
+        print(",".join(COLUMNS))
+        return
     print(table(Path(args[0]).read_text(), Path(args[1]).read_text()))
 
 

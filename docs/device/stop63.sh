@@ -45,10 +45,7 @@ case ${1:-bwd} in
         # python docs/device/rowwise_sweep.py generate .device/n63 --seed 64 --count 64 --only r00,r06,r08,r09,range4
         # --backends cuda --backward vjp); instructions an element per pipe, issue and occupancy (ncu_pair_table.py)
     build $W/n63/rsweep-ops; cp $W/build_n63.log "$FINAL_OUT/"
-    M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum
-    M=$M,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_lsu.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
-    M=$M,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
-    M=$M,launch__registers_per_thread,launch__block_size,launch__grid_size
+    M=$(python3 docs/device/ncu_pair_table.py --metrics)
     CELLS=${CELLS:-r00:float16:4096,r00:bfloat16:4096,r00:float32:4096,r09:float16:1024,r09:bfloat16:4096,r06:float32:16384,r08:float32:16384,range4:float16:16384,range4:bfloat16:16384,range4:float32:16384}
     TORCH_LOGS=output_code timeout ${TN:-400} ncu --profile-from-start off --csv --metrics $M python3 docs/device/ncu_pair.py \
       $W/n63/rsweep-ops --cells $CELLS > "$FINAL_OUT/ncu.csv" 2> "$FINAL_OUT/ncu_stderr.log"; echo "ncu rc=$?"

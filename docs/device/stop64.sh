@@ -67,10 +67,7 @@ case ${1:-resident} in
   ncu)  # after resident (warm, r48 built): the cells the resident build targets under Nsight Compute, the launch as it
         # is (off) and with KERNELGEN_RESIDENT=1 (resident), each beside compile's kernel (ncu_pair_table.py)
     build $W/r48/rsweep-ops
-    M=gpu__time_duration.sum,smsp__inst_executed.sum,sm__inst_executed_pipe_fma.sum,sm__inst_executed_pipe_alu.sum
-    M=$M,sm__inst_executed_pipe_xu.sum,sm__inst_executed_pipe_lsu.sum,smsp__issue_active.avg.pct_of_peak_sustained_active
-    M=$M,sm__warps_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed
-    M=$M,launch__registers_per_thread,launch__block_size,launch__grid_size
+    M=$(python3 docs/device/ncu_pair_table.py --metrics)
     CELLS=${CELLS:-r00:float16:4096,r00:bfloat16:1024,r01:float16:1024,r03:bfloat16:1024,softmax:float16:4096,r08:float32:16384,range4:float32:16384}
     for mode in off resident long; do
       unset KERNELGEN_RESIDENT KERNELGEN_FORWARD_LONG
