@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in stop 63 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
-# archive (the device tool returns at most 8 files), as stop 63 did:
+# Prepared in stop 63 and run in stop 64 (docs/results/stop64/run_info.txt has each call as run; a call's OUT pointed at
+# /tmp/o, which the call then tarred into the real $OUT):
 #   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o bash docs/device/stop64.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
 #
 #   resident   the candidate docs/wip/resident-v48.patch: the forward's register kernel gains a build whose row takes a
@@ -34,7 +34,7 @@
 W=/tmp/kg64
 . "$(dirname "$0")/stop_common.sh"
 
-for p in r48 s47; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in r48 s47 f65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 RO=r00,r01,r03,r05,r06,r07,r08,r10,softmax,rmsnorm,layernorm,range4,lse,log_softmax,resrms; C=1024,4096,16384
 
 case ${1:-resident} in
@@ -92,4 +92,32 @@ case ${1:-resident} in
         $W/s47/rsweep-ops --ops $S --dtypes float32,bfloat16 > "$FINAL_OUT/backward_$tool.log" 2>&1
       echo "backward $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/backward_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
     done ;;
+  fresh)  # GPU truth at version 47 on a draw no template was tuned on (carry .device/f65: python
+          # docs/device/rowwise_sweep.py generate .device/f65 --seed 65 --count 64 --only r00,...,r09 --backward fused;
+          # both backends): built, every op's whole GPU suite (not large) beside compile's prewarm for the forward
+          # sweep and for forward+backward, then fresh_time
+    t=$(date +%s)
+    build $W/f65/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_f65.log "$FINAL_OUT/"
+    (cd $W/f65/rsweep-ops && ls tests/test_*.py | timeout ${TS:-330} xargs -P 8 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" > /tmp/f65_$(basename {} .py).log 2>&1; \
+        echo "{}: $(tail -1 /tmp/f65_$(basename {} .py).log)"' | sort > "$FINAL_OUT/f65_tests.txt") &
+    for ((i = 0; i < 4; i++)); do
+      python3 docs/device/rowwise_sweep.py prewarm $W/f65/rsweep-ops --cols 1024,4096,16384 --part $i/4 \
+        > $W/prewarm_f65_$i.log 2>&1 &
+    done
+    for ((i = 0; i < 3; i++)); do
+      python3 docs/device/backward_bench.py $W/f65/rsweep-ops --dtypes float32,float16,bfloat16 --cols 1024,4096,16384 \
+        --prewarm --part $i/3 > $W/prewarm_f65b_$i.log 2>&1 &
+    done
+    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/f65_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" /tmp/f65_*.log | cut -c1-240 | head -12 ;;
+  fresh_time)  # after fresh, warm: the forward sweep (both backends, three dtypes, rows of 1024-16384) and
+               # forward+backward against compile (every op with a generated backward), one round each
+    t=$(date +%s); build $W/f65/rsweep-ops
+    timeout ${TT:-300} python3 docs/device/rowwise_sweep.py run $W/f65/rsweep-ops --cols 1024,4096,16384 --rounds 1 \
+      --json "$FINAL_OUT/f65_fwd.json" --build-log $W/build_f65.log > "$FINAL_OUT/f65_fwd.log" 2>&1
+    echo "forward rc=$? at $(( $(date +%s) - t )) s"; sed -n '/^backend /,$p' "$FINAL_OUT/f65_fwd.log" | head -40
+    timeout ${TB:-240} python3 docs/device/backward_bench.py $W/f65/rsweep-ops --dtypes float32,float16,bfloat16 \
+      --cols 1024,4096,16384 --rounds 1 --against compile --json "$FINAL_OUT/f65_bwd.json" > "$FINAL_OUT/f65_bwd.txt" 2>&1
+    echo "fwd+bwd rc=$? at $(( $(date +%s) - t )) s"; tail -30 "$FINAL_OUT/f65_bwd.txt" ;;
 esac

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Prepared in stop 64 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
+# archive (the device tool returns at most 8 files):
+#   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o bash docs/device/stop65.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
+#
+#   tbwd      first: template version 48 (a Triton backward whose kernel of one program a row spills at both warps takes
+#             the long kernel's passes) against version 47 on the ten Triton ops of seed 65, which stop 64 measured at
+#             4-12% of a copy in the backward at rows of 16384 (r03_tl, r04_tl, r06_tl). t47 and t48 built, t48's
+#             CUDA backward and gradcheck suites beside compile's prewarm, both timed (forward+backward and the
+#             backward alone, float32/float16/bfloat16, rows of 1024-16384), then a second round in the other order
+#             (carry .device/t47, .device/t48; ~420 s; ONE=1: the first round only).
+#               T=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
+#               .device/t47: PYTHONPATH=<version 47: git archive aa496d3 | tar x -C /tmp/v47> python
+#                 docs/device/rowwise_sweep.py generate .device/t47 --seed 65 --count 64 --only r00,...,r09
+#                 --backends triton --backward fused
+#               .device/t48: the same at version 48 (HEAD)
+#   suites    the whole GPU suites (not large) of seed 65's twenty ops at version 48 (carry .device/g65: python
+#             docs/device/rowwise_sweep.py generate .device/g65 --seed 65 --count 64 --only r00,...,r09 --backward
+#             fused). Stop 64's run of them (and stop 62's of seed 64) printed nothing: every file was still running
+#             at 330-480 s, each stopped in the CPU float64 cases of its long rows (test_matches_reference
+#             [float64-cpu-262144] for the four-input ops), which take 2 s a file on the dev machine. Here each pytest
+#             has one CPU thread (twelve processes of sixteen threads each on sixteen cores is the suspect), and
+#             faulthandler prints the stack of any test that runs past 120 s, so a stall names its line.
+#   examples  version 48's examples built side by side and their whole suites (myteam-ops' softmax_tl and layernorm_tl
+#             take the new launch; carry .whl: the cutlass wheel, python3 -m pip download --no-deps nvidia-cutlass
+#             -d .whl with the device README's platform flags)
+W=/tmp/kg65
+. "$(dirname "$0")/stop_common.sh"
+
+for p in t47 t48 g65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+T=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384; D=float32,float16,bfloat16
+
+case ${1:-tbwd} in
+  tbwd)
+    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tb t47 t48 $T $D $C 300 16
+    [ -z "${ONE:-}" ] && ORDER="t48 t47" TB=${TB:-200} second_round tb t47 t48 $T $D $C ;;
+  suites)
+    t=$(date +%s)
+    build $W/g65/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_g65.log "$FINAL_OUT/"
+    (cd $W/g65/rsweep-ops && ls tests/test_*.py | OMP_NUM_THREADS=1 timeout ${TS:-480} xargs -P 12 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfE -o faulthandler_timeout=120 {} -m "not large" \
+          > '"$FINAL_OUT"'/g65_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$FINAL_OUT"'/g65_$(basename {} .py).log)"' \
+       | sort > "$FINAL_OUT/g65_tests.txt")
+    echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/g65_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/g65_test_*.log | cut -c1-240 | head -12
+    grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT"/g65_test_*.log | head -20 ;;
+  examples)
+    examples "" ;;
+esac
