@@ -1,5 +1,6 @@
 """What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident); from
-it, the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps); and, for
+it, the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps), and the
+same choice for the backward's kernel of one program a row (one_row_warps); and, for
 the backward of an op with weights, the splits of the rows for the weights' kernel (splits) and the column sum that
 adds up the partial sums of the weights' gradients (column_sum).
 
@@ -91,6 +92,28 @@ def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: i
     if wide_spills == 0:
         return wider
     return warps if spills == 0 else None
+
+
+def one_row_warps(kernel, args: list, options: dict, device: torch.device) -> int | None:
+    """The warps to launch ``kernel`` with (a backward kernel of one program a row, the row in registers), or None
+    where it should not be launched: options' num_warps where its compiled code spills nothing there, else twice as
+    many (at most 32: each thread holds half as many elements) where those spill nothing, else None, and the caller
+    takes the long kernel, whose passes stream the row in chunks. A row's values spilled to local memory are
+    written and read again for every element: on an H200, at rows of 16384, three of seed 65's Triton ops whose
+    backward spilled 1.5-2.3 KB a thread (docs/device/triton_spills.py) ran their backward at 4-12% of a copy.
+    ``args`` and ``options`` are as resident() takes them, the row length last. Where it is a symbol
+    (torch.compile's dynamic shapes, nothing can be compiled ahead) or the compiled kernel's counts are unknown
+    (resident's (0, 1)), options' warps."""
+    warps = options["num_warps"]
+    if not isinstance(args[-1], int):
+        return warps
+    held, spills = resident(kernel, args, options, device)
+    if held == 0 or spills == 0:
+        return warps
+    wider = min(32, 2 * warps)
+    if wider > warps and resident(kernel, args, {**options, "num_warps": wider}, device)[1] == 0:
+        return wider
+    return None
 
 
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:

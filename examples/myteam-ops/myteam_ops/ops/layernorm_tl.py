@@ -21,6 +21,8 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
+# The warps of the backward's kernel of one program a row, or the long kernel where it spills.
+from .._triton_rowwise import one_row_warps as _one_row_warps
 
 # How the weights' gradients split the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
@@ -476,7 +478,8 @@ if TRITON_AVAILABLE:
 # The longest row the backward holds in registers. Its kernel keeps 10 row-sized values live at once (the
 # gradient, the inputs and weights, the shared terms, the reductions' arguments): past about 12 of them a row
 # of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
-# registers falls with their number, and longer rows take the long kernel.
+# registers falls with their number, and longer rows take the long kernel. The launch then reads what the kernel
+# compiled for the row length spills (_one_row_warps): the count is an estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 # The backward's launch: BLOCK and warps as the forward's; rows in registers take the rows kernel, as many
 # programs as the GPU holds, where its compiled code spills nothing, else one program a row; those, and longer
@@ -533,7 +536,10 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
     opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
     # On the inputs' GPU, on its current stream (see _layernorm_tl_launch).
     with torch.cuda.device(x.device):
-        if cols <= _MAX_BACKWARD_BLOCK:
+        # Rows up to _MAX_BACKWARD_BLOCK stay in registers, unless the kernel compiled for them spills; the long
+        # kernel's passes take the others.
+        long = cols > _MAX_BACKWARD_BLOCK
+        if not long:
             block = triton.next_power_of_2(cols)
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
             # How many programs of the rows kernel the GPU holds at once, and what it spills, from the kernel
@@ -551,11 +557,15 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
                 wrap(_layernorm_tl_backward_rows_kernel)[(programs,)](
                     _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, **launch)
             else:
-                stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
-                wrap(_layernorm_tl_backward_kernel)[(rows,)](
-                    _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **launch)
-                partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
-        else:
+                warps = _one_row_warps(_layernorm_tl_backward_kernel, [_grad.dtype] * 5 + [opmath] + [1] * 1 + [cols],
+                                       launch, _grad.device)
+                long = warps is None
+                if not long:
+                    stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
+                    wrap(_layernorm_tl_backward_kernel)[(rows,)](
+                        _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **{**launch, "num_warps": warps})
+                    partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
+        if long:
             stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
             wrap(_layernorm_tl_backward_long_kernel)[(rows,)](
                 _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, BLOCK=_LONG_BLOCK, ACC=acc,
