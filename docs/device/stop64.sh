@@ -3,7 +3,7 @@
 # /tmp/o, which the call then tarred into the real $OUT):
 #   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o bash docs/device/stop64.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
 #
-#   resident   the candidate docs/wip/resident-v48.patch: the forward's register kernel gains a build whose row takes a
+#   resident   the candidate docs/wip/resident-v48.patch (removed after the run; in git history at aa496d3): the forward's register kernel gains a build whose row takes a
 #              quarter of kRowRegisters and whose registers are capped at 32 (__launch_bounds__(512, 4): every warp
 #              of an SM resident, as torch.compile's kernels are), taken where ptxas fitted it without more local
 #              memory than the dense build, and only with KERNELGEN_RESIDENT=1 in the environment (an experiment's
