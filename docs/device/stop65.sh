@@ -14,6 +14,14 @@
 #                 docs/device/rowwise_sweep.py generate .device/t47 --seed 65 --count 64 --only r00,...,r09
 #                 --backends triton --backward fused
 #               .device/t48: the same at version 48 (HEAD)
+#   wide      after tbwd, warm: the candidate docs/wip/wide-backward-v49.patch against version 48 on the same ops:
+#             where one program of the backward's register kernel fills an SM without spilling (the rows kernel
+#             at rows of 4096: 215-255 registers at 8 warps), twice the warps if they spill nothing, the forward's
+#             rule (rows_warps). Stop 64's Triton forward+backward at 4096 reached compile in 9 of 30 cells.
+#             t48w built, its CUDA backward and gradcheck suites beside the prewarm, t48 and t48w timed, a second
+#             round in the other order (carry .device/t48w: PYTHONPATH=<HEAD with the patch applied> python
+#             docs/device/rowwise_sweep.py generate .device/t48w ... as t48).
+#   Priorities for 30 minutes: tbwd, suites, wide; examples if time is left.
 #   suites    the whole GPU suites (not large) of seed 65's twenty ops at version 48 (carry .device/g65: python
 #             docs/device/rowwise_sweep.py generate .device/g65 --seed 65 --count 64 --only r00,...,r09 --backward
 #             fused). Stop 64's run of them (and stop 62's of seed 64) printed nothing: every file was still running
@@ -27,13 +35,16 @@
 W=/tmp/kg65
 . "$(dirname "$0")/stop_common.sh"
 
-for p in t47 t48 g65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in t47 t48 t48w g65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 T=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384; D=float32,float16,bfloat16
 
 case ${1:-tbwd} in
   tbwd)
     K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tb t47 t48 $T $D $C 300 16
     [ -z "${ONE:-}" ] && ORDER="t48 t47" TB=${TB:-200} second_round tb t47 t48 $T $D $C ;;
+  wide)
+    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tw t48 t48w $T $D $C 300 16
+    [ -z "${ONE:-}" ] && ORDER="t48w t48" TB=${TB:-200} second_round tw t48 t48w $T $D $C ;;
   suites)
     t=$(date +%s)
     build $W/g65/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_g65.log "$FINAL_OUT/"
