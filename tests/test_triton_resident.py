@@ -29,6 +29,19 @@ def _shared(tmp_path):
         sys.path.remove(str(tmp_path / "held-ops"))
 
 
+def _counts(monkeypatch, shared, at_16, spills_at_32):
+    """Stands in for the compiled kernel's counts: resident() answers at_16 (programs held, bytes spilled) at 16
+    warps and (66, spills_at_32) at 32. Returns the list of the warps it was asked about, in order."""
+    asked = []
+
+    def resident(kernel, args, options, device):
+        asked.append(options["num_warps"])
+        return at_16 if options["num_warps"] == 16 else (66, spills_at_32)
+
+    monkeypatch.setattr(shared, "resident", resident)
+    return asked
+
+
 @pytest.mark.parametrize("at_16, spills_at_32, warps", [
     ((264, 0), 0, 16),   # two programs an SM at 16 warps: they hide each other's latency, 16 stay
     ((132, 0), 0, 32),   # one program an SM, and 32 warps do not spill: 32
@@ -39,13 +52,7 @@ def _shared(tmp_path):
 def test_the_forward_takes_32_warps_only_where_16_leave_one_program_an_sm_and_32_do_not_spill(
         tmp_path, monkeypatch, at_16, spills_at_32, warps):
     shared = _shared(tmp_path)
-    asked = []
-
-    def resident(kernel, args, options, device):
-        asked.append(options["num_warps"])
-        return at_16 if options["num_warps"] == 16 else (66, spills_at_32)
-
-    monkeypatch.setattr(shared, "resident", resident)
+    asked = _counts(monkeypatch, shared, at_16, spills_at_32)
     monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
     options = {"BLOCK": 16384, "ACC": None, "num_warps": 16}
     assert shared.rows_warps(object(), [torch.bfloat16, torch.bfloat16, 16384], options, torch.device("cuda", 0), 32) == warps
@@ -86,13 +93,7 @@ def test_a_triton_that_does_not_report_registers_takes_the_second_pass(tmp_path)
 def test_the_backward_of_one_program_a_row_takes_the_long_kernel_where_it_spills_at_both_warps(
         tmp_path, monkeypatch, at_16, spills_at_32, warps):
     shared = _shared(tmp_path)
-    asked = []
-
-    def resident(kernel, args, options, device):
-        asked.append(options["num_warps"])
-        return at_16 if options["num_warps"] == 16 else (66, spills_at_32)
-
-    monkeypatch.setattr(shared, "resident", resident)
+    asked = _counts(monkeypatch, shared, at_16, spills_at_32)
     options = {"BLOCK": 16384, "ACC": None, "num_warps": 16}
     assert shared.one_row_warps(object(), [torch.bfloat16] * 3 + [1, 16384], options, torch.device("cuda", 0)) == warps
     assert options["num_warps"] == 16
