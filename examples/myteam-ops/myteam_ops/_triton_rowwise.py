@@ -100,7 +100,7 @@ def one_row_warps(kernel, args: list, options: dict, device: torch.device) -> in
     many (at most 32: each thread holds half as many elements) where those spill nothing, else None, and the caller
     takes the long kernel, whose passes stream the row in chunks. A row's values spilled to local memory are
     written and read again for every element: on an H200, at rows of 16384, three of seed 65's Triton ops whose
-    backward spilled 1.5-2.3 KB a thread (docs/device/triton_spills.py) ran their backward at 4-12% of a copy.
+    backward spilled 1.6-3.7 KB a thread (docs/device/triton_spills.py) ran their backward at 4-12% of a copy.
     ``args`` and ``options`` are as resident() takes them, the row length last. Where it is a symbol
     (torch.compile's dynamic shapes, nothing can be compiled ahead) or the compiled kernel's counts are unknown
     (resident's (0, 1)), options' warps."""
