@@ -153,10 +153,10 @@ from .nodes import Num, RowRef, Var
 #:    once (nvcc merges repeated exp, log, tanh on its own, not sinf/cosf, whose slow path writes a local array):
 #:    seed 64's r09 (cos(u) * cos(u)) forward 0.75-0.86x the time in float16/bfloat16, r06 0.91-0.93x, none of 63
 #:    cells slower; the backward of 63 cells a median 1.000, 4 faster (0.93-0.95), none slower (H200, stop 63).
-#: 48: a Triton rowwise backward whose kernel of one program a row spills at its warps and at twice as many takes the
-#:    long kernel's passes instead (_triton_rowwise.one_row_warps, as the forward's rows_warps): seed 65's r03_tl,
-#:    r04_tl and r06_tl spilled 1.6-3.7 KB a thread at rows of 16384 and ran their backward at 4-12% of a copy,
-#:    fwd+bwd 0.24-0.59x of compile (H200, stop 64, version 47); version 48 not yet timed on a GPU.
+#: 48: a Triton rowwise backward whose kernel of one program a row spills more than 256 bytes a thread at its warps
+#:    and at twice as many takes the long kernel's passes instead (_triton_rowwise.one_row_warps, as the forward's
+#:    rows_warps): seed 65's r03_tl and r06_tl spilled 1.6-2.3 KB a thread at rows of 16384 and ran their backward
+#:    at 4-14% of a copy, fwd+bwd 0.24-0.55x of compile (H200, stop 64, version 47); not yet timed on a GPU.
 TEMPLATE_VERSION = "48"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The

@@ -86,8 +86,10 @@ def test_a_triton_that_does_not_report_registers_takes_the_second_pass(tmp_path)
 
 @pytest.mark.parametrize("at_16, spills_at_32, warps", [
     ((264, 0), 0, 16),      # no spill at the launch's warps: they stay, and nothing more is compiled
+    ((264, 96), 1246, 16),  # a spill within SPILL_TOLERATED: the warps stay (seed 65's r06_tl spills 4 B at 1024)
     ((264, 2306), 1246, None),  # spills at 16 and at 32 warps (seed 65's r03_tl at 16384): the long kernel
-    ((132, 96), 0, 32),     # spills at 16, not at 32: 32
+    ((132, 960), 0, 32),    # spills at 16, not at 32: 32
+    ((132, 960), 200, 32),  # spills at 16, within the tolerance at 32: 32
     ((0, 1), 1, 16),        # a Triton that does not report registers: the warps the row length chose
 ])
 def test_the_backward_of_one_program_a_row_takes_the_long_kernel_where_it_spills_at_both_warps(
@@ -97,7 +99,7 @@ def test_the_backward_of_one_program_a_row_takes_the_long_kernel_where_it_spills
     options = {"BLOCK": 16384, "ACC": None, "num_warps": 16}
     assert shared.one_row_warps(object(), [torch.bfloat16] * 3 + [1, 16384], options, torch.device("cuda", 0)) == warps
     assert options["num_warps"] == 16
-    assert asked == ([16] if at_16[1] == 0 or at_16[0] == 0 else [16, 32])
+    assert asked == ([16] if at_16[1] <= shared.SPILL_TOLERATED or at_16[0] == 0 else [16, 32])
 
 
 def test_the_backward_of_one_program_a_row_compiles_nothing_for_a_symbolic_row_length(tmp_path, monkeypatch):
