@@ -13,7 +13,7 @@ The op's _MAX_BACKWARD_BLOCK, if it has one, is printed beside it.
 prints instead, for every op with a generated backward, the kernel its backward launch takes at each row length
 (BLOCK) and dtype under template version 48's rule, from the same counts: the rows kernel (the weights' sums on
 chip) where it spills nothing, else the kernel of one program a row at its warps or twice as many where it spills
-at most 256 bytes a thread (_triton_rowwise.one_row_warps, SPILL_TOLERATED), else the long kernel; rows longer
+at most the package's SPILL_TOLERATED bytes a thread (_triton_rowwise.one_row_warps), else the long kernel; rows longer
 than _MAX_BACKWARD_BLOCK take the long one.
 """
 
@@ -71,12 +71,13 @@ def backward_choice(triton, tl, module, name: str, block: int, dtype: str, cuda_
             return f"rows {warps}w {regs}r"
     one_row = getattr(module, f"_{name}_backward_kernel")
     regs, spilled = compile_counts(triton, tl, one_row, block, dtype, warps, cuda_home)
-    if spilled <= 256:
+    tolerated = importlib.import_module(module.__name__.rsplit(".", 2)[0] + "._triton_rowwise").SPILL_TOLERATED
+    if spilled <= tolerated:
         return f"one-row {warps}w {regs}r" + (f" {spilled} B spilled" if spilled else "")
     wider = min(32, 2 * warps)
     if wider > warps:
         wide_regs, wide_spilled = compile_counts(triton, tl, one_row, block, dtype, wider, cuda_home)
-        if wide_spilled <= 256:
+        if wide_spilled <= tolerated:
             return f"one-row {wider}w {wide_regs}r" + (f" {wide_spilled} B spilled" if wide_spilled else "")
     return f"long ({spilled} B spilled at {warps}w)"
 
