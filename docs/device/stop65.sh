@@ -36,15 +36,15 @@ W=/tmp/kg65
 . "$(dirname "$0")/stop_common.sh"
 
 for p in t47 t48 t48w g65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
-T=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384; D=float32,float16,bfloat16
+TL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384; D=float32,float16,bfloat16
 
 case ${1:-tbwd} in
   tbwd)
-    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tb t47 t48 $T $D $C 300 16
-    [ -z "${ONE:-}" ] && ORDER="t48 t47" TB=${TB:-200} second_round tb t47 t48 $T $D $C ;;
+    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tb t47 t48 $TL $D $C 300 16
+    [ -z "${ONE:-}" ] && ORDER="t48 t47" TB=${TB:-200} second_round tb t47 t48 $TL $D $C ;;
   wide)
-    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tw t48 t48w $T $D $C 300 16
-    [ -z "${ONE:-}" ] && ORDER="t48w t48" TB=${TB:-200} second_round tw t48 t48w $T $D $C ;;
+    K="cuda and (backward or gradcheck)" TB=${TB:-200} small_ab tw t48 t48w $TL $D $C 300 16
+    [ -z "${ONE:-}" ] && ORDER="t48w t48" TB=${TB:-200} second_round tw t48 t48w $TL $D $C ;;
   suites)
     t=$(date +%s)
     build $W/g65/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_g65.log "$FINAL_OUT/"
@@ -55,6 +55,20 @@ case ${1:-tbwd} in
     echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/g65_tests.txt"
     grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/g65_test_*.log | cut -c1-240 | head -12
     grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT"/g65_test_*.log | head -20 ;;
+  kernels)
+    # Where the Triton backward's time goes, kernel by kernel, beside compile's forward+backward; Inductor's
+    # generated code comes back for reading (stop 65: tbwd's first call showed version 48's long kernel no
+    # faster than the spilling one, both 3-12% of a copy at rows of 16384).
+    t=$(date +%s); export TORCHINDUCTOR_CACHE_DIR=$W/inductor
+    build $W/t48/rsweep-ops
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/t48/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+        --prewarm --part $i/5 > $W/prewarm_k_$i.log 2>&1 &
+    done; wait; echo "prewarmed at $(( $(date +%s) - t )) s"
+    timeout ${TK:-240} python3 docs/device/backward_kernels.py $W/t48/rsweep-ops --ops $TL --dtypes bfloat16,float32 \
+      --cols $C > "$FINAL_OUT/kernels_t48.txt" 2>&1; echo "kernels rc=$? at $(( $(date +%s) - t )) s"
+    (cd $W/inductor && find . -name "*.py" -size -200k | tar czf "$FINAL_OUT/inductor_code.tgz" -T -)
+    grep "^==" "$FINAL_OUT/kernels_t48.txt" | head -60 ;;
   examples)
     examples "" ;;
 esac
