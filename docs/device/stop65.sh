@@ -69,6 +69,17 @@ case ${1:-tbwd} in
       --cols $C > "$FINAL_OUT/kernels_t48.txt" 2>&1; echo "kernels rc=$? at $(( $(date +%s) - t )) s"
     (cd $W/inductor && find . -name "*.py" -size -200k | tar czf "$FINAL_OUT/inductor_code.tgz" -T -)
     grep "^==" "$FINAL_OUT/kernels_t48.txt" | head -60 ;;
+  paths)
+    # Every kernel the Triton backward could take at rows of 4096 and 16384, forced and timed, with this GPU's
+    # Triton's counts (kernels showed r03_tl's one-row kernel kept at 16384 and run at 3-8% of a copy).
+    t=$(date +%s); build $W/t48/rsweep-ops
+    for ((i = 0; i < 8; i++)); do
+      python3 docs/device/backward_paths.py $W/t48/rsweep-ops --ops ${OPS:-$TL} --compile-only --part $i/8 \
+        > $W/paths_compile_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/paths_compile_*.log | head
+    timeout ${TK:-300} python3 docs/device/backward_paths.py $W/t48/rsweep-ops --ops ${OPS:-$TL} \
+      > "$FINAL_OUT/paths_t48.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
+    cat "$FINAL_OUT/paths_t48.txt" ;;
   examples)
     examples "" ;;
 esac

@@ -1,0 +1,124 @@
+"""Each kernel the Triton rowwise backward could take, forced in turn and timed, with the compiled kernels' registers
+and spills as this GPU's Triton reports them (stop 65: at rows of 16384 the launch kept r03_tl's kernel of one
+program a row, which ran at 3-8% of a copy, where the dev machine's Triton predicted the long kernel).
+
+    python docs/device/backward_paths.py PACKAGE_DIR --ops r03_tl,r06_tl [--dtypes bfloat16,float32]
+                                         [--cols 4096,16384] [--size 67108864] [--compile-only --part i/n]
+
+Paths, each by patching the op module's globals for its calls:
+  auto       what the launch takes by itself; the resident() answers it read are printed (kernel, warps,
+             programs held, bytes spilled a thread)
+  rows       the rows kernel (as many programs as the GPU holds, weights summed on chip): resident() answers
+             "spills nothing"
+  one@W      the kernel of one program a row at W warps (the launch's warps and twice them, at most 32)
+  long       the long kernel's passes (_MAX_BACKWARD_BLOCK lowered below the row)
+Each timed with triton.testing.do_bench (median, <op>_backward alone, every gradient asked for) against a copy of
+the backward's bytes. --compile-only calls each path once (fills Triton's cache on disk; n processes side by
+side with --part). It asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from backward_bench import import_package
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("package", type=Path)
+    parser.add_argument("--ops", required=True)
+    parser.add_argument("--dtypes", default="bfloat16,float32")
+    parser.add_argument("--cols", default="4096,16384")
+    parser.add_argument("--size", type=int, default=2**26)
+    parser.add_argument("--compile-only", action="store_true")
+    parser.add_argument("--part", default="0/1")
+    args = parser.parse_args(argv)
+
+    import torch
+    from triton.testing import do_bench
+
+    kinds, package, namespace = import_package(args.package)
+    shared = importlib.import_module(f"{package.__name__}._triton_rowwise")
+    cells = [(op, d, int(c)) for op in args.ops.split(",") for d in args.dtypes.split(",") for c in args.cols.split(",")]
+    part, parts = (int(v) for v in args.part.split("/"))
+    cells = cells[part::parts] if args.compile_only else cells
+    seen: list[str] = []
+    real_resident = shared.resident
+
+    def recording(kernel, kargs, options, device):
+        held, spills = real_resident(kernel, kargs, options, device)
+        seen.append(f"{kernel.__name__.split('_backward_')[-1]}@{options['num_warps']}w: {held} held, {spills} B")
+        return held, spills
+
+    for name, dtype_name, cols in cells:
+        module = importlib.import_module(f"{package.__name__}.ops.{name}")
+        backward = getattr(getattr(torch.ops, namespace), f"{name}_backward").default
+        n_weights = kinds.get(name, ("rowwise", 0))[1]
+        n_args = module.reference.__code__.co_argcount
+        n_inputs = n_args - n_weights
+        dtype = getattr(torch, dtype_name)
+        shape = (args.size // cols, cols)
+        gen = torch.Generator("cuda").manual_seed(args.size)
+        xs = [torch.empty(shape, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=gen) for _ in range(n_inputs)]
+        xs += [torch.empty(cols, dtype=dtype, device="cuda").uniform_(0.5, 1.5, generator=gen) for _ in range(n_weights)]
+        g = torch.empty(shape, dtype=dtype, device="cuda").normal_(generator=gen)
+        base_warps = 16 if cols >= 8192 else (8 if cols >= 2048 else 4)
+        originals = {k: getattr(module, k) for k in ("_resident", "_one_row_warps", "_MAX_BACKWARD_BLOCK")}
+
+        def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals):
+            patch = dict(originals)
+            if path == "auto":
+                shared.resident = recording
+                patch["_resident"] = recording
+            elif path == "rows":
+                patch["_resident"] = lambda *a: (real_resident(*a)[0], 0)
+            elif path.startswith("one@"):
+                warps = int(path[4:])
+                patch["_resident"] = lambda *a: (real_resident(*a)[0], 1)
+                patch["_one_row_warps"] = lambda *a, warps=warps: warps
+            elif path == "long":
+                patch["_MAX_BACKWARD_BLOCK"] = 0
+            for key, value in patch.items():
+                setattr(module, key, value)
+            try:
+                return backward(g, *xs, [True] * n)
+            finally:
+                shared.resident = real_resident
+                for key, value in originals.items():
+                    setattr(module, key, value)
+
+        paths = ["auto", "rows", f"one@{base_warps}", f"one@{min(32, 2 * base_warps)}", "long"]
+        if args.compile_only:
+            for path in paths:
+                try:
+                    run(path)
+                except Exception as error:  # a build that cannot compile (out of resources) is reported, not fatal
+                    print(f"{name} {dtype_name} {cols} {path}: {type(error).__name__}: {str(error)[:120]}")
+            torch.cuda.synchronize()
+            print(f"compiled {name} {dtype_name} {cols}", flush=True)
+            continue
+        seen.clear()
+        run("auto")
+        auto_seen = "; ".join(dict.fromkeys(seen))
+        moved = (2 * n_inputs + 1) * args.size * dtype.itemsize
+        src = torch.empty(moved // dtype.itemsize // 2, dtype=dtype, device="cuda")
+        dst = torch.empty_like(src)
+        copy = do_bench(lambda dst=dst, src=src: dst.copy_(src), warmup=10, rep=40, return_mode="median")
+        figures = []
+        for path in paths:
+            try:
+                ms = do_bench(lambda path=path: run(path), warmup=5, rep=40, return_mode="median")
+                figures.append(f"{path} {1000 * ms:7.1f} us {100 * copy / ms:3.0f}%")
+            except Exception as error:
+                figures.append(f"{path} {type(error).__name__}")
+        print(f"{name:8s} {dtype_name:9s} {cols:6d} | {' | '.join(figures)} | counts: {auto_seen}", flush=True)
+        del xs, g, src, dst
+
+
+if __name__ == "__main__":
+    main()
