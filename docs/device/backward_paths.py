@@ -5,13 +5,15 @@ program a row, which ran at 3-8% of a copy, where the dev machine's Triton predi
     python docs/device/backward_paths.py PACKAGE_DIR --ops r03_tl,r06_tl [--dtypes bfloat16,float32]
                                          [--cols 4096,16384] [--size 67108864] [--compile-only --part i/n]
 
-Paths, each by patching the op module's globals for its calls:
+Paths, each by patching the op module's globals for its calls (rows up to the op's _MAX_BACKWARD_BLOCK; longer
+rows take the long kernel whatever the patch):
   auto       what the launch takes by itself; the resident() answers it read are printed (kernel, warps,
              programs held, bytes spilled a thread)
-  rows       the rows kernel (as many programs as the GPU holds, weights summed on chip): resident() answers
-             "spills nothing"
-  one@W      the kernel of one program a row at W warps (the launch's warps and twice them, at most 32)
+  rows@W     the rows kernel (as many programs as the GPU holds at W warps, weights summed on chip), for ops
+             with weights: _backward_fit answers W for it
+  one@W      the kernel of one program a row at W warps: _backward_fit answers None for the rows kernel, W for it
   long       the long kernel's passes (_MAX_BACKWARD_BLOCK lowered below the row)
+W: the launch's warps for the row and twice them (at most 32).
 Each timed with triton.testing.do_bench (median, <op>_backward alone, every gradient asked for) against a copy of
 the backward's bytes. --compile-only calls each path once (fills Triton's cache on disk; n processes side by
 side with --part). It asserts nothing.
@@ -67,20 +69,24 @@ def main(argv: list[str] | None = None) -> None:
         xs = [torch.empty(shape, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=gen) for _ in range(n_inputs)]
         xs += [torch.empty(cols, dtype=dtype, device="cuda").uniform_(0.5, 1.5, generator=gen) for _ in range(n_weights)]
         g = torch.empty(shape, dtype=dtype, device="cuda").normal_(generator=gen)
-        base_warps = 16 if cols >= 8192 else (8 if cols >= 2048 else 4)
-        originals = {k: getattr(module, k) for k in ("_resident", "_one_row_warps", "_MAX_BACKWARD_BLOCK")}
+        base_warps = module._num_warps(1 << (cols - 1).bit_length())
+        originals = {k: getattr(module, k) for k in ("_backward_fit", "_MAX_BACKWARD_BLOCK")}
+
+        def forced(kernel, kargs, options, device, prefetches=False, rows_warps=None, one_warps=None):
+            if kernel.__name__.endswith("_rows_kernel"):
+                if rows_warps is None:
+                    return None
+                return rows_warps, real_resident(kernel, kargs, {**options, "num_warps": rows_warps}, device)[0]
+            return one_warps, 1
 
         def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals):
             patch = dict(originals)
             if path == "auto":
                 shared.resident = recording
-                patch["_resident"] = recording
-            elif path == "rows":
-                patch["_resident"] = lambda *a: (real_resident(*a)[0], 0)
+            elif path.startswith("rows@"):
+                patch["_backward_fit"] = lambda *a, w=int(path[5:]), **kw: forced(*a, **kw, rows_warps=w)
             elif path.startswith("one@"):
-                warps = int(path[4:])
-                patch["_resident"] = lambda *a: (real_resident(*a)[0], 1)
-                patch["_one_row_warps"] = lambda *a, warps=warps: warps
+                patch["_backward_fit"] = lambda *a, w=int(path[4:]), **kw: forced(*a, **kw, one_warps=w)
             elif path == "long":
                 patch["_MAX_BACKWARD_BLOCK"] = 0
             for key, value in patch.items():
@@ -92,7 +98,12 @@ def main(argv: list[str] | None = None) -> None:
                 for key, value in originals.items():
                     setattr(module, key, value)
 
-        paths = ["auto", "rows", f"one@{base_warps}", f"one@{min(32, 2 * base_warps)}", "long"]
+        wide = min(32, 2 * base_warps)
+        paths = ["auto"]
+        if cols <= module._MAX_BACKWARD_BLOCK:
+            if n_weights:
+                paths += [f"rows@{base_warps}", f"rows@{wide}"]
+            paths += [f"one@{base_warps}", f"one@{wide}", "long"]
         if args.compile_only:
             for path in paths:
                 try:

@@ -35,7 +35,7 @@
 W=/tmp/kg65
 . "$(dirname "$0")/stop_common.sh"
 
-for p in t47 t48 t48w g65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in t47 t48 t48w t49 f66 f67 x49 g65; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 TL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384; D=float32,float16,bfloat16
 
 case ${1:-tbwd} in
@@ -80,6 +80,61 @@ case ${1:-tbwd} in
     timeout ${TK:-300} python3 docs/device/backward_paths.py $W/t48/rsweep-ops --ops ${OPS:-$TL} \
       > "$FINAL_OUT/paths_t48.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
     cat "$FINAL_OUT/paths_t48.txt" ;;
+  v49)
+    # Template version 49 (one rule for the backward's register kernels, _triton_rowwise.backward_fit: twice the
+    # warps where one program fills an SM, 128 bytes of spills tolerated) on seed 65 (the ops it was fitted to,
+    # .device/t49) and seed 66 (ten fresh ones, .device/f66: rowwise_sweep.py generate .device/f66 --seed 66
+    # --count 64 --only r00,...,r09 --backends triton --backward fused): every path forced and timed beside the
+    # launch's own choice, then seed 66's forward+backward against compile (float32, bfloat16).
+    t=$(date +%s); build $W/t49/rsweep-ops; build $W/f66/rsweep-ops
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f66/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+        --prewarm --part $i/5 > $W/prewarm_f66_$i.log 2>&1 &
+    done
+    for ((i = 0; i < 6; i++)); do
+      python3 docs/device/backward_paths.py $W/t49/rsweep-ops --ops $TL --compile-only --part $i/6 > $W/pc49_$i.log 2>&1 &
+      python3 docs/device/backward_paths.py $W/f66/rsweep-ops --ops $TL --cols $C --compile-only --part $i/6 > $W/pc66_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/pc*.log | head
+    timeout ${TK:-150} python3 docs/device/backward_paths.py $W/f66/rsweep-ops --ops $TL --cols $C \
+      > "$FINAL_OUT/paths_f66.txt" 2>&1; echo "paths f66 rc=$? at $(( $(date +%s) - t )) s"
+    timeout ${TK:-100} python3 docs/device/backward_paths.py $W/t49/rsweep-ops --ops $TL \
+      > "$FINAL_OUT/paths_t49.txt" 2>&1; echo "paths t49 rc=$? at $(( $(date +%s) - t )) s"
+    timeout ${TB:-200} python3 docs/device/backward_bench.py $W/f66/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+      --rounds 1 --against compile --json "$FINAL_OUT/f66_bwd.json" > "$FINAL_OUT/f66_bwd.txt" 2>&1
+    echo "f66 bench rc=$? at $(( $(date +%s) - t )) s"; tail -25 "$FINAL_OUT/f66_bwd.txt" ;;
+  final)
+    # Version 49 as committed (SPILL_TOLERATED 64; the rows kernel, which prefetches its next row, widened only
+    # where it spills) on seed 67 (ten fresh ops, .device/f67, generated as f66 with --seed 67) and on the
+    # examples' expressions (.device/x49: --only softmax,log_softmax,rmsnorm,layernorm,resrms,csilu): every path
+    # forced and timed beside the launch's own choice, then seed 67's forward+backward against compile.
+    t=$(date +%s); X=softmax_tl,log_softmax_tl,rmsnorm_tl,layernorm_tl,resrms_tl,csilu_tl
+    build $W/f67/rsweep-ops; build $W/x49/rsweep-ops
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f67/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+        --prewarm --part $i/5 > $W/prewarm_f67_$i.log 2>&1 &
+    done
+    for ((i = 0; i < 6; i++)); do
+      python3 docs/device/backward_paths.py $W/f67/rsweep-ops --ops $TL --cols $C --compile-only --part $i/6 > $W/pc67_$i.log 2>&1 &
+      python3 docs/device/backward_paths.py $W/x49/rsweep-ops --ops $X --cols $C --compile-only --part $i/6 > $W/pcx_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/pc*.log | head
+    timeout 100 python3 docs/device/backward_paths.py $W/f67/rsweep-ops --ops $TL --cols $C \
+      > "$FINAL_OUT/paths_f67.txt" 2>&1; echo "paths f67 rc=$? at $(( $(date +%s) - t )) s"
+    timeout 60 python3 docs/device/backward_paths.py $W/x49/rsweep-ops --ops $X --cols $C \
+      > "$FINAL_OUT/paths_x49.txt" 2>&1; echo "paths x49 rc=$? at $(( $(date +%s) - t )) s"
+    timeout ${TB:-170} python3 docs/device/backward_bench.py $W/f67/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+      --rounds 1 --against compile --json "$FINAL_OUT/f67_bwd.json" > "$FINAL_OUT/f67_bwd.txt" 2>&1
+    echo "f67 bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f67_bwd.txt" ;;
+  p8192)
+    # The last seconds: rows of 8192 and 16384 for the ops with weights (where the rows kernel competes), every
+    # path forced (final's forced paths failed on a keyword the launch passes).
+    t=$(date +%s); X=rmsnorm_tl,resrms_tl,layernorm_tl; Y=r01_tl,r02_tl,r04_tl,r06_tl,r08_tl,r09_tl
+    for ((i = 0; i < 8; i++)); do
+      python3 docs/device/backward_paths.py $W/f67/rsweep-ops --ops $Y --cols 8192,16384 --compile-only --part $i/8 > $W/pq67_$i.log 2>&1 &
+      python3 docs/device/backward_paths.py $W/x49/rsweep-ops --ops $X --cols 8192,16384 --compile-only --part $i/8 > $W/pqx_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"
+    timeout 25 python3 docs/device/backward_paths.py $W/x49/rsweep-ops --ops $X --cols 8192,16384 > "$FINAL_OUT/p8192_x49.txt" 2>&1
+    timeout 30 python3 docs/device/backward_paths.py $W/f67/rsweep-ops --ops $Y --cols 8192,16384 > "$FINAL_OUT/p8192_f67.txt" 2>&1
+    echo "done at $(( $(date +%s) - t )) s"; grep -hv "Warn\|_warn" "$FINAL_OUT"/p8192_*.txt | cut -c1-300 ;;
   examples)
     examples "" ;;
 esac
