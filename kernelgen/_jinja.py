@@ -156,8 +156,14 @@ from .nodes import Num, RowRef, Var
 #: 48: a Triton rowwise backward whose kernel of one program a row spills more than 256 bytes a thread at its warps
 #:    and at twice as many takes the long kernel's passes instead (_triton_rowwise.one_row_warps, as the forward's
 #:    rows_warps): seed 65's r03_tl and r06_tl spilled 1.6-2.3 KB a thread at rows of 16384 and ran their backward
-#:    at 4-14% of a copy, fwd+bwd 0.24-0.55x of compile (H200, stop 64, version 47); not yet timed on a GPU.
-TEMPLATE_VERSION = "48"
+#:    at 4-14% of a copy, fwd+bwd 0.24-0.55x of compile (H200, stop 64, version 47). On the H200 (stop 65) it did
+#:    not pay: that GPU's Triton spilled 182 bytes at 32 warps, within 256, and kept the kernel (2.5-2.9 ms).
+#: 49: one rule for the Triton backward's register kernels (_triton_rowwise.backward_fit), fitted to every path
+#:    forced and timed on an H200 (docs/device/backward_paths.py, stop 65): 64 bytes of spills tolerated (16 for
+#:    the rows kernel past rows of 4096), twice the warps where one program fills an SM (the rows kernel, which
+#:    prefetches, only where it spills). Backward alone at rows of 4096, seed 65: r02_tl-r04_tl and r06_tl
+#:    1.3-2.2x faster; rows of 16384: r03_tl 2.4-2.9x, r06_tl 3.6-4.6x faster.
+TEMPLATE_VERSION = "49"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -1,6 +1,6 @@
-"""The Triton rowwise launches read how many programs of a kernel the GPU holds from the compiled kernel
-(_triton_rowwise.resident): the backward's rows kernel, and the forward's warps at its longest rows
-(rows_warps). Where Triton does not report that, both must still run."""
+"""The Triton rowwise launches read how many programs of a kernel the GPU holds, and what it spills, from the compiled
+kernel (_triton_rowwise.resident): the forward's warps at its longest rows (rows_warps) and the backward's register
+kernels (backward_fit). Where Triton does not report that, both must still run."""
 
 from __future__ import annotations
 
@@ -84,25 +84,52 @@ def test_a_triton_that_does_not_report_registers_takes_the_second_pass(tmp_path)
     assert Kernel.calls == 1  # compiled once, the answer kept
 
 
-@pytest.mark.parametrize("at_16, spills_at_32, warps", [
-    ((264, 0), 0, 16),      # no spill at the launch's warps: they stay, and nothing more is compiled
-    ((264, 96), 1246, 16),  # a spill within SPILL_TOLERATED: the warps stay (seed 65's r06_tl spills 4 B at 1024)
-    ((264, 2306), 1246, None),  # spills at 16 and at 32 warps (seed 65's r03_tl at 16384): the long kernel
-    ((132, 960), 0, 32),    # spills at 16, not at 32: 32
-    ((132, 960), 200, 32),  # spills at 16, within the tolerance at 32: 32
-    ((0, 1), 1, 16),        # a Triton that does not report registers: the warps the row length chose
+def _fit_counts(monkeypatch, shared, narrow, wide):
+    """Stands in for the compiled kernel's counts: resident() answers narrow (programs held, bytes spilled a thread)
+    at the launch's warps and wide at twice them. Returns the list of the warps it was asked about, in order."""
+    asked = []
+
+    def resident(kernel, args, options, device):
+        asked.append(options["num_warps"])
+        return narrow if len(asked) == 1 else wide
+
+    monkeypatch.setattr(shared, "resident", resident)
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+    return asked
+
+
+@pytest.mark.parametrize("block, warps, prefetches, narrow, wide, fit", [
+    # the kernel of one program a row (no prefetch)
+    (4096, 8, False, (264, 0), None, (8, 264)),         # two programs an SM and no spill: the warps stay
+    (4096, 8, False, (132, 0), (132, 0), (16, 132)),    # one program fills an SM: twice the warps
+    (4096, 8, False, (132, 8), (132, 120), (8, 132)),   # ... unless they spill more than tolerated
+    (1024, 4, False, (528, 8), None, (4, 528)),         # a spill within the tolerance: the warps stay
+    (4096, 8, False, (264, 200), (132, 40), (16, 132)),  # spills: twice the warps, within the tolerance
+    (4096, 8, False, (264, 200), (132, 100), None),     # spills at both: the next kernel
+    (16384, 16, False, (264, 324), (264, 182), None),   # seed 65's r03_tl bfloat16 on the H200: the long kernel
+    (16384, 32, False, (132, 100), None, None),         # 32 warps at most: nothing wider to try
+    # the rows kernel (it prefetches its next row)
+    (4096, 8, True, (132, 0), None, (8, 132)),          # no spill: the prefetch hides the latency, the warps stay
+    (4096, 8, True, (132, 8), (132, 8), (16, 132)),     # a spill: twice the warps
+    (4096, 8, True, (264, 60), None, (8, 264)),         # two programs an SM, a spill within the tolerance: the warps stay
+    (4096, 8, True, (132, 60), (132, 90), (8, 132)),    # within the tolerance, twice the warps are not: the warps stay
+    (16384, 16, True, (132, 104), (132, 58), None),     # rmsnorm_tl bfloat16 on the H200: past 4096, 16 bytes at most
+    (8192, 16, True, (132, 12), (132, 16), (32, 132)),  # layernorm_tl float32 at 8192: within 16 bytes
+    # unknown counts (a Triton that does not report them): the warps, and no programs
+    (4096, 8, True, (0, 1), None, (8, 0)),
+    (4096, 8, False, (0, 1), None, (8, 0)),
 ])
-def test_the_backward_of_one_program_a_row_takes_the_long_kernel_where_it_spills_at_both_warps(
-        tmp_path, monkeypatch, at_16, spills_at_32, warps):
+def test_the_backward_register_kernels_fit(tmp_path, monkeypatch, block, warps, prefetches, narrow, wide, fit):
     shared = _shared(tmp_path)
-    asked = _counts(monkeypatch, shared, at_16, spills_at_32)
-    options = {"BLOCK": 16384, "ACC": None, "num_warps": 16}
-    assert shared.one_row_warps(object(), [torch.bfloat16] * 3 + [1, 16384], options, torch.device("cuda", 0)) == warps
-    assert options["num_warps"] == 16
-    assert asked == ([16] if at_16[1] <= shared.SPILL_TOLERATED or at_16[0] == 0 else [16, 32])
+    asked = _fit_counts(monkeypatch, shared, narrow, wide)
+    options = {"BLOCK": block, "ACC": None, "num_warps": warps}
+    assert shared.backward_fit(object(), [torch.bfloat16] * 3 + [1, block], options, torch.device("cuda", 0),
+                               prefetches=prefetches) == fit
+    assert options["num_warps"] == warps  # the caller's options are not changed
+    assert asked == ([warps] if wide is None else [warps, 2 * warps])
 
 
-def test_the_backward_of_one_program_a_row_compiles_nothing_for_a_symbolic_row_length(tmp_path, monkeypatch):
+def test_the_backward_register_kernels_compile_nothing_for_a_symbolic_row_length(tmp_path, monkeypatch):
     # Under torch.compile's dynamic shapes the row length is a SymInt: no kernel can be compiled ahead.
     shared = _shared(tmp_path)
 
@@ -114,7 +141,8 @@ def test_the_backward_of_one_program_a_row_compiles_nothing_for_a_symbolic_row_l
     class Symbolic:  # stands in for a SymInt, which is not an int
         pass
 
-    assert shared.one_row_warps(object(), [torch.float32, Symbolic()], {"num_warps": 8}, torch.device("cuda", 0)) == 8
+    options = {"BLOCK": 1024, "num_warps": 8}
+    assert shared.backward_fit(object(), [torch.float32, Symbolic()], options, torch.device("cuda", 0)) == (8, 0)
 
 
 class _Recorder:
@@ -156,22 +184,22 @@ def launch_ops(tmp_path_factory):
 
 
 @pytest.mark.parametrize("weights", [True, False], ids=["weights", "no_weights"])
-@pytest.mark.parametrize("one_row", [16, None], ids=["fits", "spills"])
-def test_the_backward_launch_takes_the_long_kernel_where_the_row_kernel_spills(launch_ops, monkeypatch, weights, one_row):
-    # The launch's choice, run on CPU tensors with the kernels recorded instead of launched: where the rows
-    # kernel (weights only) and the kernel of one program a row both spill (one_row_warps answers None), the long
-    # kernel takes rows of 16384; otherwise the kernel of one program a row, at the warps one_row_warps chose.
+@pytest.mark.parametrize("rows_fit, one_row", [(None, (32, 132)), (None, None), ((32, 132), None), ((16, 0), (32, 132))],
+                         ids=["one_row_fits", "spills", "rows_kernel_fits", "counts_unknown"])
+def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, monkeypatch, weights, rows_fit, one_row):
+    # The launch's choice, run on CPU tensors with the kernels recorded instead of launched: the rows kernel (weights
+    # only) where backward_fit answers it a fit with programs, at its warps and on as many programs; else the kernel
+    # of one program a row at the warps backward_fit answers; else (None) the long kernel's passes.
     name = "nrm" if weights else "ctr"
     module = launch_ops[name]
     asked = []
 
-    def one_row_warps(kernel, args, options, device):
-        asked.append((kernel, args, options))
-        return one_row
+    def backward_fit(kernel, args, options, device, prefetches=False):
+        asked.append((kernel, args, options, prefetches))
+        return rows_fit if kernel.__name__.endswith("_rows_kernel") else one_row
 
-    monkeypatch.setattr(module, "_one_row_warps", one_row_warps)
+    monkeypatch.setattr(module, "_backward_fit", backward_fit)
     if weights:
-        monkeypatch.setattr(module, "_resident", lambda kernel, args, options, device: (132, 512))  # the rows kernel spills
         monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
         monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
@@ -183,8 +211,17 @@ def test_the_backward_launch_takes_the_long_kernel_where_the_row_kernel_spills(l
     assert len(grads) == len(needs)
     launched = [kernel for kernel, *_ in wrap.launches]
 
-    kernel, args, options = asked[0]
-    assert kernel is getattr(module, f"_{name}_backward_kernel")
+    if weights:
+        kernel, args, options, prefetches = asked.pop(0)
+        assert kernel is module._nrm_backward_rows_kernel and prefetches
+        names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC")]
+        assert len(args) == len(names) and args[-1] == 16384 and options["BLOCK"] == 16384
+        if rows_fit is not None and rows_fit[1] > 0:
+            assert not asked and launched == ["_nrm_backward_rows_kernel", "_column_sum_kernel"][:1]
+            assert wrap.launches[0][1] == (3,) and wrap.launches[0][3]["num_warps"] == rows_fit[0]  # min(rows, held)
+            return
+    kernel, args, options, prefetches = asked[0]
+    assert kernel is getattr(module, f"_{name}_backward_kernel") and not prefetches
     # the arguments compiled for are the kernel's, in order: a dtype per tensor (the per-row values in op math), the
     # flags, the row length
     names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC")]
@@ -195,5 +232,5 @@ def test_the_backward_launch_takes_the_long_kernel_where_the_row_kernel_spills(l
         assert launched[0] == f"_{name}_backward_long_kernel"
         assert wrap.launches[0][3]["BLOCK"] == module._LONG_BLOCK
     else:
-        assert launched[0] == f"_{name}_backward_kernel" and wrap.launches[0][3]["num_warps"] == one_row
+        assert launched[0] == f"_{name}_backward_kernel" and wrap.launches[0][3]["num_warps"] == one_row[0]
     assert launched[1:] == ([f"_{name}_weight_grad_kernel"] if weights else [])

@@ -11,10 +11,11 @@ The op's _MAX_BACKWARD_BLOCK, if it has one, is printed beside it.
     python docs/device/triton_spills.py PACKAGE_DIR --backward-choice [--blocks 1024,4096,16384]
 
 prints instead, for every op with a generated backward, the kernel its backward launch takes at each row length
-(BLOCK) and dtype under template version 48's rule, from the same counts: the rows kernel (the weights' sums on
-chip) where it spills nothing, else the kernel of one program a row at its warps or twice as many where it spills
-at most the package's SPILL_TOLERATED bytes a thread (_triton_rowwise.one_row_warps), else the long kernel; rows longer
-than _MAX_BACKWARD_BLOCK take the long one.
+(BLOCK) and dtype, from the same counts, by the package's own rule (_triton_rowwise.backward_fit): the rows kernel
+(the weights' sums on chip), else the kernel of one program a row, else the long kernel; rows longer than
+_MAX_BACKWARD_BLOCK take the long one. This machine's Triton need not be the GPU's: on stop 65's H200 its counts
+differed (r03_tl's kernel of one program a row at rows of 16384 spilled 182 bytes there at 32 warps, 1.2 KB here),
+and docs/device/backward_paths.py prints the GPU's own.
 """
 
 from __future__ import annotations
@@ -60,26 +61,36 @@ def compile_counts(triton, tl, kernel, block: int, dtype: str, warps: int, cuda_
 
 
 def backward_choice(triton, tl, module, name: str, block: int, dtype: str, cuda_home: str) -> str:
-    """The kernel version 48's backward launch takes for rows of ``block`` elements of ``dtype``."""
+    """The kernel the backward launch takes for rows of ``block`` elements of ``dtype``: the package's own rule
+    (_triton_rowwise.backward_fit), asked with this machine's counts and an H100's or H200's SMs (132 of 2048
+    threads and 65536 registers each) in place of the GPU's."""
     if block > module._MAX_BACKWARD_BLOCK:
         return "long (row length)"
-    warps = module._num_warps(block)
+    shared = importlib.import_module(module.__name__.rsplit(".", 2)[0] + "._triton_rowwise")
+    counts = {}
+
+    def resident(kernel, args, options, device):
+        warps = options["num_warps"]
+        regs, spilled = compile_counts(triton, tl, kernel, block, dtype, warps, cuda_home)
+        counts[kernel] = f"{warps}w {regs}r" + (f" {spilled} B spilled" if spilled else "")
+        registers = -(-max(regs, 1) * 32 // 256) * 256
+        return max(1, min(2048 // (32 * warps), 65536 // (registers * warps))) * 132, spilled
+
+    shared.resident = resident
+    shared._sm_count = lambda device: 132
+    options = {"BLOCK": block, "num_warps": module._num_warps(block)}
     rows_kernel = getattr(module, f"_{name}_backward_rows_kernel", None)
     if rows_kernel is not None:
-        regs, spilled = compile_counts(triton, tl, rows_kernel, block, dtype, warps, cuda_home)
-        if spilled == 0:
-            return f"rows {warps}w {regs}r"
+        fit = shared.backward_fit(rows_kernel, [block], options, None, prefetches=True)
+        if fit is not None:
+            resident(rows_kernel, [block], {**options, "num_warps": fit[0]}, None)
+            return f"rows {counts[rows_kernel]}"
     one_row = getattr(module, f"_{name}_backward_kernel")
-    regs, spilled = compile_counts(triton, tl, one_row, block, dtype, warps, cuda_home)
-    tolerated = importlib.import_module(module.__name__.rsplit(".", 2)[0] + "._triton_rowwise").SPILL_TOLERATED
-    if spilled <= tolerated:
-        return f"one-row {warps}w {regs}r" + (f" {spilled} B spilled" if spilled else "")
-    wider = min(32, 2 * warps)
-    if wider > warps:
-        wide_regs, wide_spilled = compile_counts(triton, tl, one_row, block, dtype, wider, cuda_home)
-        if wide_spilled <= tolerated:
-            return f"one-row {wider}w {wide_regs}r" + (f" {wide_spilled} B spilled" if wide_spilled else "")
-    return f"long ({spilled} B spilled at {warps}w)"
+    fit = shared.backward_fit(one_row, [block], options, None)
+    if fit is None:
+        return f"long ({counts[one_row]})"
+    resident(one_row, [block], {**options, "num_warps": fit[0]}, None)
+    return f"one-row {counts[one_row]}"
 
 
 def main() -> None:
@@ -88,7 +99,7 @@ def main() -> None:
     parser.add_argument("--kernels", default="backward_kernel")
     parser.add_argument("--blocks", default="4096,8192,16384")
     parser.add_argument("--backward-choice", action="store_true",
-                        help="the kernel each backward launch takes (version 48's rule), instead of the counts")
+                        help="the kernel each backward launch takes (the package's rule), instead of the counts")
     args = parser.parse_args()
     import triton
     import triton.language as tl

@@ -1,6 +1,6 @@
 """What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident); from
 it, the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps), and the
-same choice for the backward's kernel of one program a row (one_row_warps); and, for
+same choice for the backward's register kernels (backward_fit); and, for
 the backward of an op with weights, the splits of the rows for the weights' kernel (splits) and the column sum that
 adds up the partial sums of the weights' gradients (column_sum).
 
@@ -94,32 +94,52 @@ def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: i
     return warps if spills == 0 else None
 
 
-# The bytes a thread of a backward register kernel may spill before the long kernel takes its rows: a few spilled
-# values cost less than the long kernel's second and third reads of the row (the CUDA backward measured the
-# multi-pass kernel faster only where its register build spilled about 300 bytes or more, stops 59-60).
-SPILL_TOLERATED = 256
+# The bytes a thread of a backward register kernel may spill before the next kernel takes its rows. On an H200
+# (docs/device/backward_paths.py, stop 65: seeds 65, 66 and 67 and the examples' expressions), kernels of one program
+# a row spilling 38-52 bytes at rows of 8192 held their own, and those spilling 108-434 bytes at rows of 16384 ran
+# 1.6-4x slower than the long kernel's passes, which re-read the row from L2; rows kernels spilling 4-90 bytes at
+# rows of 4096 ran up to 2.1x faster than the kernel of one program a row, which spilled nothing but leaves the
+# weights' gradients to a second read of the rows. The CUDA backward's multi-pass kernel won only past about 300
+# bytes (stops 59-60): a Triton kernel spills row-sized values, written and read again for every element.
+SPILL_TOLERATED = 64
+# The rows kernel at rows longer than 4096 (16 warps or more): there, spilling 44-104 bytes, it ran 1.3-1.5x slower
+# than the kernel of one program a row in 6 of 6 cells, and spilling 2-16 bytes as fast or faster (3 cells).
+ROWS_SPILL_TOLERATED_LONG = 16
 
 
-def one_row_warps(kernel, args: list, options: dict, device: torch.device) -> int | None:
-    """The warps to launch ``kernel`` with (a backward kernel of one program a row, the row in registers), or None
-    where it should not be launched: options' num_warps where its compiled code spills at most SPILL_TOLERATED bytes
-    a thread there, else twice as many (at most 32: each thread holds half as many elements) where those do, else
-    None, and the caller takes the long kernel, whose passes stream the row in chunks. A row's values spilled to
-    local memory are written and read again for every element: on an H200, at rows of 16384, two of seed 65's
-    Triton ops whose backward spilled 1.6-2.3 KB a thread (docs/device/triton_spills.py) ran it at 4-14% of a copy.
+def backward_fit(kernel, args: list, options: dict, device: torch.device, prefetches: bool = False) -> tuple[int, int] | None:
+    """The warps to launch ``kernel`` with (a backward register kernel: the rows kernel, which ``prefetches`` each
+    next row, or the kernel of one program a row) and how many of its programs the GPU then holds, or None where
+    it should not be launched. With the bytes a thread may spill (SPILL_TOLERATED; ROWS_SPILL_TOLERATED_LONG for
+    the rows kernel at rows longer than 4096):
+      * twice options' warps (at most 32), each thread holding half as many elements, where they spill no more
+        than tolerated and at options' warps either the kernel spills more than that, or one program fills an SM
+        (its warps are all an SM has to hide the loads' latency with, and the row's reductions stall them all)
+        unless the kernel prefetches its next row and spills nothing. On an H200 at rows of 4096 (stop 65): the
+        kernel of one program a row ran 4-44% faster at 16 warps than at 8 in 22 of 24 cells of seeds 65 and 66;
+        the rows kernel, 1.3-1.8x faster in 7 of 10 cells where it spilled at 8 warps, and 5-24% slower in 3 of 4
+        where it spilled nothing;
+      * else options' warps, where it spills no more than tolerated there;
+      * else None: the caller takes the next kernel (the kernel of one program a row after the rows kernel, the
+        long kernel's passes after that).
     ``args`` and ``options`` are as resident() takes them, the row length last. Where it is a symbol
-    (torch.compile's dynamic shapes, nothing can be compiled ahead) or the compiled kernel's counts are unknown
-    (resident's (0, 1)), options' warps."""
+    (torch.compile's dynamic shapes: nothing can be compiled ahead) or the compiled kernel's counts are unknown
+    (resident's (0, 1)), options' warps and 0 programs: the caller then takes the kernel that needs no count."""
     warps = options["num_warps"]
     if not isinstance(args[-1], int):
-        return warps
+        return warps, 0
     held, spills = resident(kernel, args, options, device)
-    if held == 0 or spills <= SPILL_TOLERATED:
-        return warps
+    if held == 0:
+        return warps, 0
+    tolerated = ROWS_SPILL_TOLERATED_LONG if prefetches and options["BLOCK"] > 4096 else SPILL_TOLERATED
     wider = min(32, 2 * warps)
-    if wider > warps and resident(kernel, args, {**options, "num_warps": wider}, device)[1] <= SPILL_TOLERATED:
-        return wider
-    return None
+    fits = spills <= tolerated
+    crowded = held <= _sm_count(device) and not (prefetches and spills == 0)
+    if wider > warps and (crowded or not fits):
+        wide_held, wide_spills = resident(kernel, args, {**options, "num_warps": wider}, device)
+        if wide_spills <= tolerated:
+            return wider, wide_held
+    return (warps, held) if fits else None
 
 
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:

@@ -21,12 +21,11 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
-# The warps of the backward's kernel of one program a row, or the long kernel where it spills.
-from .._triton_rowwise import one_row_warps as _one_row_warps
+# The warps of the backward's register kernels, or the next kernel where they spill.
+from .._triton_rowwise import backward_fit as _backward_fit
 
 # How the weights' gradients split the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
-from .._triton_rowwise import resident as _resident
 from .._triton_rowwise import splits as _splits
 
 try:
@@ -479,10 +478,10 @@ if TRITON_AVAILABLE:
 # gradient, the inputs and weights, the shared terms, the reductions' arguments): past about 12 of them a row
 # of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
 # registers falls with their number, and longer rows take the long kernel. The launch then reads what the kernel
-# compiled for the row length spills (_one_row_warps): the count is an estimate, the compiled kernel is not.
+# compiled for the row length spills (_backward_fit): the count is an estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 # The backward's launch: BLOCK and warps as the forward's; rows in registers take the rows kernel, as many
-# programs as the GPU holds, where its compiled code spills nothing, else one program a row; those, and longer
+# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row; those, and longer
 # rows, then take the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The column sum adds the
 # weights' partial sums.
 
@@ -542,28 +541,27 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
         if not long:
             block = triton.next_power_of_2(cols)
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
-            # How many programs of the rows kernel the GPU holds at once, and what it spills, from the kernel
-            # compiled (once, not launched) for these dtypes and this row length: the gradient, the inputs, the
-            # weights and the inputs' gradients; the weights' partial sums; the flags; rows (16 stands in: it
-            # only bounds the loop) and cols. Under torch.compile's dynamic shapes, where the row length is a
-            # symbol, nothing can be compiled ahead, and the rows take the kernel of one program a row.
-            held, spills = 0, 1
-            if isinstance(cols, int):
-                held, spills = _resident(_layernorm_tl_backward_rows_kernel, [_grad.dtype] * 5 + [opmath] * 2 + [1] * 1 + [16, cols],
-                                         launch, _grad.device)
-            if spills == 0:
+            # The rows kernel's warps and how many of its programs the GPU holds at once, from the kernel compiled
+            # (once, not launched) for these dtypes and this row length: the gradient, the inputs, the weights and
+            # the inputs' gradients; the weights' partial sums; the flags; rows (16 stands in: it only bounds the
+            # loop) and cols. Under torch.compile's dynamic shapes, where the row length is a symbol, nothing can
+            # be compiled ahead (0 programs), and the rows take the kernel of one program a row.
+            fit = _backward_fit(_layernorm_tl_backward_rows_kernel, [_grad.dtype] * 5 + [opmath] * 2 + [1] * 1 + [16, cols],
+                                launch, _grad.device, prefetches=True)
+            if fit is not None and fit[1] > 0:
+                launch["num_warps"], held = fit
                 programs = min(rows, held)
                 partials = [torch.empty((programs, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
                 wrap(_layernorm_tl_backward_rows_kernel)[(programs,)](
                     _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, **launch)
             else:
-                warps = _one_row_warps(_layernorm_tl_backward_kernel, [_grad.dtype] * 5 + [opmath] + [1] * 1 + [cols],
-                                       launch, _grad.device)
-                long = warps is None
+                fit = _backward_fit(_layernorm_tl_backward_kernel, [_grad.dtype] * 5 + [opmath] + [1] * 1 + [cols],
+                                    launch, _grad.device)
+                long = fit is None
                 if not long:
                     stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
                     wrap(_layernorm_tl_backward_kernel)[(rows,)](
-                        _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **{**launch, "num_warps": warps})
+                        _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **{**launch, "num_warps": fit[0]})
                     partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
         if long:
             stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)

@@ -21,8 +21,8 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
-# The warps of the backward's kernel of one program a row, or the long kernel where it spills.
-from .._triton_rowwise import one_row_warps as _one_row_warps
+# The warps of the backward's register kernels, or the next kernel where they spill.
+from .._triton_rowwise import backward_fit as _backward_fit
 
 try:
     import triton
@@ -343,7 +343,7 @@ if TRITON_AVAILABLE:
 # gradient, the inputs and weights, the shared terms, the reductions' arguments): past about 12 of them a row
 # of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
 # registers falls with their number, and longer rows take the long kernel. The launch then reads what the kernel
-# compiled for the row length spills (_one_row_warps): the count is an estimate, the compiled kernel is not.
+# compiled for the row length spills (_backward_fit): the count is an estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 # The backward's launch: BLOCK and warps as the forward's; one program a row.
 
@@ -380,12 +380,12 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
         if not long:
             block = triton.next_power_of_2(cols)
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
-            warps = _one_row_warps(_softmax_tl_backward_kernel, [_grad.dtype] * 3 + [1] * 1 + [cols],
-                                   launch, _grad.device)
-            long = warps is None
+            fit = _backward_fit(_softmax_tl_backward_kernel, [_grad.dtype] * 3 + [1] * 1 + [cols],
+                                launch, _grad.device)
+            long = fit is None
             if not long:
                 wrap(_softmax_tl_backward_kernel)[(rows,)](
-                    _grad_contig, x_contig, *outs, *flags, cols, **{**launch, "num_warps": warps})
+                    _grad_contig, x_contig, *outs, *flags, cols, **{**launch, "num_warps": fit[0]})
         if long:
             wrap(_softmax_tl_backward_long_kernel)[(rows,)](
                 _grad_contig, x_contig, *outs, *flags, cols, BLOCK=_LONG_BLOCK, ACC=acc, num_warps=_num_warps(_LONG_BLOCK))

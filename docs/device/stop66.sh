@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Prepared in stop 65 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
+# archive (the device tool returns at most 8 files), and bound it below the call's limit so the archive is made:
+#   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o timeout 540 bash docs/device/stop66.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
+#
+# Priorities for 30 minutes: fresh, then examples, then suites.
+#   fresh     template version 49's final rule on a draw it was not fitted to: seed 68's r00-r09, Triton
+#             (.device/f68: python docs/device/rowwise_sweep.py generate .device/f68 --seed 68 --count 64 --only
+#             r00,...,r09 --backends triton --backward fused), every backward path forced beside the launch's choice
+#             at rows of 1024-16384 (backward_paths.py), then forward+backward against compile (float32, bfloat16);
+#             ~280 s. Read it with replay_fit.py (docs/device/README.md) and backward_bench's summary.
+#   examples  version 49's examples built side by side and their whole suites (myteam-ops' softmax_tl and
+#             layernorm_tl take backward_fit; carry .whl: the cutlass wheel, python3 -m pip download --no-deps
+#             nvidia-cutlass -d .whl with the device README's platform flags).
+#   suites    the whole GPU suites (not large) of seed 68's ten Triton ops, one CPU thread a process (stops 62 and 64
+#             stalled with twelve processes of sixteen threads on sixteen cores) and faulthandler's stack at 120 s.
+W=/tmp/kg66
+. "$(dirname "$0")/stop_common.sh"
+
+for p in f68; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+TL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384
+
+case ${1:-fresh} in
+  fresh)
+    t=$(date +%s); build $W/f68/rsweep-ops
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f68/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+        --prewarm --part $i/5 > $W/prewarm_f68_$i.log 2>&1 &
+    done
+    for ((i = 0; i < 8; i++)); do
+      python3 docs/device/backward_paths.py $W/f68/rsweep-ops --ops $TL --cols $C,8192 --compile-only --part $i/8 \
+        > $W/pc68_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/pc68_*.log | head
+    timeout 120 python3 docs/device/backward_paths.py $W/f68/rsweep-ops --ops $TL --cols $C,8192 \
+      > "$FINAL_OUT/paths_f68.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
+    timeout 200 python3 docs/device/backward_bench.py $W/f68/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+      --rounds 1 --against compile --json "$FINAL_OUT/f68_bwd.json" > "$FINAL_OUT/f68_bwd.txt" 2>&1
+    echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f68_bwd.txt" ;;
+  examples)
+    examples "" ;;
+  suites)
+    t=$(date +%s); build $W/f68/rsweep-ops
+    (cd $W/f68/rsweep-ops && ls tests/test_*.py | OMP_NUM_THREADS=1 timeout ${TS:-420} xargs -P 12 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfE -o faulthandler_timeout=120 {} -m "not large" \
+          > '"$FINAL_OUT"'/f68_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$FINAL_OUT"'/f68_$(basename {} .py).log)"' \
+       | sort > "$FINAL_OUT/f68_tests.txt")
+    echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/f68_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/f68_test_*.log | cut -c1-240 | head -12
+    grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT"/f68_test_*.log | head -20 ;;
+esac
