@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in stop 64 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
+# Prepared in stop 64, run in stop 65 (tbwd, kernels, paths, v49, final, p8192; wide and suites were not run: version
+# 49 replaced the wide candidate, whose patch is in git history at 77858bb). Wrap each call so that $OUT returns one
 # archive (the device tool returns at most 8 files):
 #   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o bash docs/device/stop65.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
 #
@@ -48,13 +49,7 @@ case ${1:-tbwd} in
   suites)
     t=$(date +%s)
     build $W/g65/rsweep-ops; echo "built at $(( $(date +%s) - t )) s"; cp $W/build_g65.log "$FINAL_OUT/"
-    (cd $W/g65/rsweep-ops && ls tests/test_*.py | OMP_NUM_THREADS=1 timeout ${TS:-480} xargs -P 12 -I{} sh -c \
-       'python3 -m pytest -q -p no:cacheprovider -rfE -o faulthandler_timeout=120 {} -m "not large" \
-          > '"$FINAL_OUT"'/g65_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$FINAL_OUT"'/g65_$(basename {} .py).log)"' \
-       | sort > "$FINAL_OUT/g65_tests.txt")
-    echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/g65_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/g65_test_*.log | cut -c1-240 | head -12
-    grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT"/g65_test_*.log | head -20 ;;
+    TS=${TS:-480} whole_suites g65 ;;
   kernels)
     # Where the Triton backward's time goes, kernel by kernel, beside compile's forward+backward; Inductor's
     # generated code comes back for reading (stop 65: tbwd's first call showed version 48's long kernel no

@@ -40,11 +40,5 @@ case ${1:-fresh} in
     examples "" ;;
   suites)
     t=$(date +%s); build $W/f68/rsweep-ops
-    (cd $W/f68/rsweep-ops && ls tests/test_*.py | OMP_NUM_THREADS=1 timeout ${TS:-420} xargs -P 12 -I{} sh -c \
-       'python3 -m pytest -q -p no:cacheprovider -rfE -o faulthandler_timeout=120 {} -m "not large" \
-          > '"$FINAL_OUT"'/f68_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$FINAL_OUT"'/f68_$(basename {} .py).log)"' \
-       | sort > "$FINAL_OUT/f68_tests.txt")
-    echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/f68_tests.txt"
-    grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/f68_test_*.log | cut -c1-240 | head -12
-    grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT"/f68_test_*.log | head -20 ;;
+    TS=${TS:-420} whole_suites f68 ;;
 esac

@@ -161,3 +161,17 @@ examples() {
   for n in ex_rms ex_mul ex_team; do grep -h -E "^(FAILED|ERROR)" $W/test_$n.log | cut -c1-200 | head -5; done
   grep -h -E "^SKIPPED" $W/test_ex_*.log | cut -c1-160 | sort | uniq -c | sort -rn | head -8
 }
+
+# whole_suites PKG: the whole GPU suites (not large) of package PKG (under $W, built), twelve files side by side, one
+# CPU thread a process (stops 62 and 64 stalled with twelve processes of sixteen threads on sixteen cores) and
+# faulthandler's stack for any test past 120 s; logs $OUT/PKG_test_<file>.log, a line a file in $OUT/PKG_tests.txt.
+whole_suites() {
+  local pkg=$1 t; t=$(date +%s)
+  (cd $W/$pkg/rsweep-ops && ls tests/test_*.py | OMP_NUM_THREADS=1 timeout ${TS:-480} xargs -P 12 -I{} sh -c \
+     'python3 -m pytest -q -p no:cacheprovider -rfE -o faulthandler_timeout=120 {} -m "not large" \
+        > '"$FINAL_OUT/$pkg"'_$(basename {} .py).log 2>&1; echo "{}: $(tail -1 '"$FINAL_OUT/$pkg"'_$(basename {} .py).log)"' \
+     | sort > "$FINAL_OUT/${pkg}_tests.txt")
+  echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/${pkg}_tests.txt"
+  grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT/$pkg"_test_*.log | cut -c1-240 | head -12
+  grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT/$pkg"_test_*.log | head -20
+}
