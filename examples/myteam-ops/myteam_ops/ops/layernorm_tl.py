@@ -481,9 +481,9 @@ if TRITON_AVAILABLE:
 # compiled for the row length spills (_backward_fit): the count is an estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 # The backward's launch: BLOCK and warps as the forward's; rows in registers take the rows kernel, as many
-# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row; those, and longer
-# rows, then take the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The column sum adds the
-# weights' partial sums.
+# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row;
+# those, and longer rows, then take the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The
+# column sum adds the weights' partial sums.
 
 # On an H100 (docs/device/weight_tile.py), 64 x 64 at 4 warps is the fastest of the tiles tried for a LayerNorm
 # in float32 and bfloat16 at rows of 1024 to 16384.
