@@ -14,6 +14,9 @@ rows take the long kernel whatever the patch):
   one@W      the kernel of one program a row at W warps: _backward_fit answers None for the rows kernel, W for it
   long       the long kernel's passes (_MAX_BACKWARD_BLOCK lowered below the row)
 W: the launch's warps for the row and twice them (at most 32).
+--lift raises the op's _MAX_BACKWARD_BLOCK to the row for every path but long (auto included): what the launch
+would take, and what each register kernel costs, if the compiled kernel's counts alone bounded the rows in
+registers (design.md lesson 45) rather than the count of row-sized values.
 Each timed with triton.testing.do_bench (median, <op>_backward alone, every gradient asked for) against a copy of
 the backward's bytes. --compile-only calls each path once (fills Triton's cache on disk; n processes side by
 side with --part). It asserts nothing.
@@ -39,6 +42,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=2**26)
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--part", default="0/1")
+    parser.add_argument("--lift", action="store_true", help="_MAX_BACKWARD_BLOCK raised to the row (but for long)")
     args = parser.parse_args(argv)
 
     import torch
@@ -79,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
                 return rows_warps, real_resident(kernel, kargs, {**options, "num_warps": rows_warps}, device)[0]
             return one_warps, 1
 
-        def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals):
+        def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals, cols=cols):
             patch = dict(originals)
             if path == "auto":
                 shared.resident = recording
@@ -87,7 +91,9 @@ def main(argv: list[str] | None = None) -> None:
                 patch["_backward_fit"] = lambda *a, w=int(path[5:]), **kw: forced(*a, **kw, rows_warps=w)
             elif path.startswith("one@"):
                 patch["_backward_fit"] = lambda *a, w=int(path[4:]), **kw: forced(*a, **kw, one_warps=w)
-            elif path == "long":
+            if args.lift and path != "long":
+                patch["_MAX_BACKWARD_BLOCK"] = max(cols, originals["_MAX_BACKWARD_BLOCK"])
+            if path == "long":
                 patch["_MAX_BACKWARD_BLOCK"] = 0
             for key, value in patch.items():
                 setattr(module, key, value)
@@ -100,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
 
         wide = min(32, 2 * base_warps)
         paths = ["auto"]
-        if cols <= module._MAX_BACKWARD_BLOCK:
+        if cols <= module._MAX_BACKWARD_BLOCK or args.lift:
             if n_weights:
                 paths += [f"rows@{base_warps}", f"rows@{wide}"]
             paths += [f"one@{base_warps}", f"one@{wide}", "long"]

@@ -7,8 +7,10 @@
 #   fresh     template version 49's final rule on a draw it was not fitted to: seed 68's r00-r09, Triton
 #             (.device/f68: python docs/device/rowwise_sweep.py generate .device/f68 --seed 68 --count 64 --only
 #             r00,...,r09 --backends triton --backward fused), every backward path forced beside the launch's choice
-#             at rows of 1024-16384 (backward_paths.py), then forward+backward against compile (float32, bfloat16);
-#             ~280 s. Read it with replay_fit.py (docs/device/README.md) and backward_bench's summary.
+#             at rows of 1024-16384 (backward_paths.py), the same at 16384 with _MAX_BACKWARD_BLOCK lifted (--lift:
+#             would the compiled kernel's counts alone choose better than the count of row-sized values?), then
+#             forward+backward against compile (float32, bfloat16); ~350 s (a lifted kernel that spills kilobytes
+#             compiles slowly: the lifted phase is cut at its timeouts). Read it with replay_fit.py (docs/device/README.md) and backward_bench's summary.
 #   examples  version 49's examples built side by side and their whole suites (myteam-ops' softmax_tl and
 #             layernorm_tl take backward_fit; carry .whl: the cutlass wheel, python3 -m pip download --no-deps
 #             nvidia-cutlass -d .whl with the device README's platform flags).
@@ -33,6 +35,14 @@ case ${1:-fresh} in
     done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/pc68_*.log | head
     timeout 120 python3 docs/device/backward_paths.py $W/f68/rsweep-ops --ops $TL --cols $C,8192 \
       > "$FINAL_OUT/paths_f68.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
+    # the rows past _MAX_BACKWARD_BLOCK (most ops of two or more inputs at 16384 take the long kernel by a count of
+    # row-sized values): every register path forced there, and what backward_fit would take (--lift)
+    for ((i = 0; i < 8; i++)); do
+      timeout 120 python3 docs/device/backward_paths.py $W/f68/rsweep-ops --ops $TL --cols 16384 --lift --compile-only --part $i/8 \
+        > $W/pl68_$i.log 2>&1 &
+    done; wait; echo "lifted compiled at $(( $(date +%s) - t )) s"
+    timeout 60 python3 docs/device/backward_paths.py $W/f68/rsweep-ops --ops $TL --cols 16384 --lift \
+      > "$FINAL_OUT/paths_f68_lift.txt" 2>&1; echo "lifted paths rc=$? at $(( $(date +%s) - t )) s"
     timeout 200 python3 docs/device/backward_bench.py $W/f68/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
       --rounds 1 --against compile --json "$FINAL_OUT/f68_bwd.json" > "$FINAL_OUT/f68_bwd.txt" 2>&1
     echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f68_bwd.txt" ;;
