@@ -43,7 +43,11 @@ def choose(fit, times: dict, held: dict, cols: int) -> str:
     """The path a rule takes: fit(kind, warps, counts) answers like backward_fit."""
     if not any(name != "auto" for name in times):
         return "auto"  # rows past the op's _MAX_BACKWARD_BLOCK: the long kernel whatever the rule
-    warps = 4 if cols <= 1024 else 8 if cols <= 4096 else 16
+    # the launch's warps for the row (the op's _num_warps): the least of those backward_paths.py forced (it forces
+    # them and twice them) or, where its forced paths failed, of those the launch asked counts at
+    warps = min([int(name.split("@")[1]) for name in times if "@" in name] or [w for _, w in held] or [0])
+    if warps == 0:
+        raise Missing("the launch's warps")
     weights = any(name.startswith("rows@") for name in times)
     if weights:
         answer = fit("rows_kernel", warps, held, cols, True)
