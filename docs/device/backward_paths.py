@@ -13,6 +13,9 @@ rows take the long kernel whatever the patch):
              with weights: _backward_fit answers W for it
   one@W      the kernel of one program a row at W warps: _backward_fit answers None for the rows kernel, W for it
   long       the long kernel's passes (_MAX_BACKWARD_BLOCK lowered below the row)
+  long:BxW   (--long) the long kernel at chunks of B elements and W warps, the module's cache hints; long:BxW:h
+             with the hints (evict_last, then evict_first) and long:BxW:n without, whatever the dtype; at every
+             row length, the rows past _MAX_BACKWARD_BLOCK included (their launch's _long_backward patched)
 W: the launch's warps for the row and twice them (at most 32).
 --lift raises the op's _MAX_BACKWARD_BLOCK to the row for every path but long (auto included): what the launch
 would take, and what each register kernel costs, if the compiled kernel's counts alone bounded the rows in
@@ -43,6 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--part", default="0/1")
     parser.add_argument("--lift", action="store_true", help="_MAX_BACKWARD_BLOCK raised to the row (but for long)")
+    parser.add_argument("--long", default="", help="long-kernel shapes to time, e.g. 4096x8,1024x8:h,1024x8:n")
     args = parser.parse_args(argv)
 
     import torch
@@ -74,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         xs += [torch.empty(cols, dtype=dtype, device="cuda").uniform_(0.5, 1.5, generator=gen) for _ in range(n_weights)]
         g = torch.empty(shape, dtype=dtype, device="cuda").normal_(generator=gen)
         base_warps = module._num_warps(1 << (cols - 1).bit_length())
-        originals = {k: getattr(module, k) for k in ("_backward_fit", "_MAX_BACKWARD_BLOCK")}
+        originals = {k: getattr(module, k) for k in ("_backward_fit", "_MAX_BACKWARD_BLOCK", "_long_backward")
+                     if hasattr(module, k)}
 
         def forced(kernel, kargs, options, device, prefetches=False, rows_warps=None, one_warps=None):
             if kernel.__name__.endswith("_rows_kernel"):
@@ -93,8 +98,20 @@ def main(argv: list[str] | None = None) -> None:
                 patch["_backward_fit"] = lambda *a, w=int(path[4:]), **kw: forced(*a, **kw, one_warps=w)
             if args.lift and path != "long":
                 patch["_MAX_BACKWARD_BLOCK"] = max(cols, originals["_MAX_BACKWARD_BLOCK"])
-            if path == "long":
+            if path == "long" or path.startswith("long:"):
                 patch["_MAX_BACKWARD_BLOCK"] = 0
+            if path.startswith("long:"):
+                shape, _, hint = path[5:].partition(":")
+                block, warps = (int(v) for v in shape.split("x"))
+
+                def shaped(of, block=block, warps=warps, hint=hint, real=originals["_long_backward"]):
+                    launch = {**real(of), "BLOCK": block, "num_warps": warps}
+                    if hint:
+                        on = hint == "h"
+                        launch.update(KEEP="evict_last" if on else "", STREAM="evict_first" if on else "")
+                    return launch
+
+                patch["_long_backward"] = shaped
             for key, value in patch.items():
                 setattr(module, key, value)
             try:
@@ -110,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
             if n_weights:
                 paths += [f"rows@{base_warps}", f"rows@{wide}"]
             paths += [f"one@{base_warps}", f"one@{wide}", "long"]
+        paths += [f"long:{shape}" for shape in args.long.split(",") if shape]
         if args.compile_only:
             for path in paths:
                 try:

@@ -19,7 +19,7 @@
 W=/tmp/kg66
 . "$(dirname "$0")/stop_common.sh"
 
-for p in f68; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in f68 f68b f69; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 TL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384
 
 case ${1:-fresh} in
@@ -46,6 +46,37 @@ case ${1:-fresh} in
     timeout 200 python3 docs/device/backward_bench.py $W/f68/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
       --rounds 1 --against compile --json "$FINAL_OUT/f68_bwd.json" > "$FINAL_OUT/f68_bwd.txt" 2>&1
     echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f68_bwd.txt" ;;
+  long)
+    # the backward's long kernel at other chunks and warps, with and without cache hints (.device/f68b: seed 68 at
+    # the template with _long_backward; 4096x8:n is the launch before it)
+    t=$(date +%s); [ -d $W/f68b ] || cp -r .device/f68b $W/f68b; build $W/f68b/rsweep-ops
+    S=4096x8:n,4096x8:h,2048x8:n,1024x8:n,1024x8:h,1024x4:n,2048x16:n,2048x16:h,4096x32:n
+    for ((i = 0; i < 8; i++)); do
+      timeout 200 python3 docs/device/backward_paths.py $W/f68b/rsweep-ops --ops $TL --cols 16384,65536 --long $S \
+        --compile-only --part $i/8 > $W/plong_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/plong_*.log | head
+    timeout 200 python3 docs/device/backward_paths.py $W/f68b/rsweep-ops --ops $TL --cols 16384,65536 --long $S \
+      > "$FINAL_OUT/paths_long.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
+    K="cuda and backward" suites long f68b r01_tl,r05_tl,r07_tl 100 3 ;;
+  verify)
+    # template version 50 on a draw it was not fitted to: seed 69's r00-r09, Triton (.device/f69: rowwise_sweep.py
+    # generate .device/f69 --seed 69 ...); the long backward's launch against the one before it (4096x8:n) at rows
+    # of 16384 and 65536, forward+backward against compile, and the backward suites of four ops
+    t=$(date +%s); [ -d $W/f69 ] || cp -r .device/f69 $W/f69; build $W/f69/rsweep-ops
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f69/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+        --prewarm --part $i/5 > $W/prewarm_f69_$i.log 2>&1 &
+    done
+    for ((i = 0; i < 6; i++)); do
+      timeout 200 python3 docs/device/backward_paths.py $W/f69/rsweep-ops --ops $TL --cols 16384,65536 --long 4096x8:n \
+        --compile-only --part $i/6 > $W/pv69_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/pv69_*.log | head
+    timeout 120 python3 docs/device/backward_paths.py $W/f69/rsweep-ops --ops $TL --cols 16384,65536 --long 4096x8:n \
+      > "$FINAL_OUT/paths_f69.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
+    timeout 200 python3 docs/device/backward_bench.py $W/f69/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+      --rounds 1 --against compile --json "$FINAL_OUT/f69_bwd.json" > "$FINAL_OUT/f69_bwd.txt" 2>&1
+    echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f69_bwd.txt"
+    K="cuda and backward" suites v69 f69 r00_tl,r03_tl,r05_tl,r08_tl 110 4 ;;
   examples)
     examples "" ;;
   suites)
