@@ -163,7 +163,11 @@ from .nodes import Num, RowRef, Var
 #:    the rows kernel past rows of 4096), twice the warps where one program fills an SM (the rows kernel, which
 #:    prefetches, only where it spills). Backward alone at rows of 4096, seed 65: r02_tl-r04_tl and r06_tl
 #:    1.3-2.2x faster; rows of 16384: r03_tl 2.4-2.9x, r06_tl 3.6-4.6x faster.
-TEMPLATE_VERSION = "49"
+#: 50: the Triton backward's long kernel holds 4 elements a thread (float32 4096 at 32 warps; 2-byte types 2048 at
+#:    16 warps with the forward's cache hints) instead of 16 (4096 at 8 warps, 128-244 registers): seed 68's ten
+#:    expressions at rows of 16384 and 65536, 1.23x faster in float32 and 1.10-1.16x in bfloat16 (geometric means,
+#:    H200, stop 66, docs/results/stop66/paths_long.txt).
+TEMPLATE_VERSION = "50"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -765,7 +765,8 @@ for dtype, acc in ((torch.float32, tl.float32),):
             args, grad = suite.backward_args((3, cols), dtype, "cpu", seed=cols)
             dx = torch.full_like(args[0], nan)
             stats = torch.full((3 * 64,), nan, dtype=dtype)  # room for the row's per-row values, whatever their number
-            kernel[(3,)](grad, *args, dx, stats, 1, cols, BLOCK=block, ACC=acc)
+            hints = mod._long_backward(dtype) if kernel is mod._rw_tl_backward_long_kernel else {"BLOCK": block}
+            kernel[(3,)](grad, *args, dx, stats, 1, cols, ACC=acc, **{k: v for k, v in hints.items() if k != "num_warps"})
             partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]  # two splits: rows 0-1 and row 2
             mod._rw_tl_weight_grad_kernel[(triton.cdiv(cols, 64), 2)](grad, *args, stats, *partials, 3, cols, 2,
                                                                      BLOCK_R=64, BLOCK_C=64, ACC=acc)

@@ -114,7 +114,8 @@ for case in ("plain", "rising"):
         args[0] = args[0] + torch.linspace(0, 40, 20000)
     dxs = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
     stats = [torch.full((3 * 64,), float("nan"))] if n_w else []
-    getattr(mod, f"_{op}_backward_long_kernel")[(3,)](grad, *args, *dxs, *stats, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32)
+    getattr(mod, f"_{op}_backward_long_kernel")[(3,)](grad, *args, *dxs, *stats, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32,
+                                                      KEEP="", STREAM="")
     weight_grads = []
     if n_w:
         partials = [torch.full((1, 20000), float("nan")) for _ in range(n_w)]

@@ -383,11 +383,13 @@ if TRITON_AVAILABLE:
 
     # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
     # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
-    # the gradients. Loads that a pass does not use are dropped by the compiler. A row
+    # the gradients. Loads that a pass does not use are dropped by the compiler. The passes before the last load
+    # the row with KEEP and the last with STREAM, as the forward's (_long_backward says for which dtypes). A row
     # cannot stay on chip here, so the weights' gradients take a kernel of their own: the row's per-row values
     # go to _stats (rows, 4), where _layernorm_tl_weight_grad_kernel reads them.
     @triton.jit(do_not_specialize=["_need0"])
-    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         base = row * cols
         _n = cols
@@ -397,8 +399,8 @@ if TRITON_AVAILABLE:
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
             w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
             b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
             _a0 = x
@@ -412,8 +414,8 @@ if TRITON_AVAILABLE:
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
             w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
             b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
             _a1 = (x - _r0) * (x - _r0)
@@ -425,14 +427,15 @@ if TRITON_AVAILABLE:
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
             w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
             b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
             _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
             _t1 = x - _r0
             if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1).to(_d0_ptr.dtype.element_ty), mask=mask)
+                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1).to(_d0_ptr.dtype.element_ty), mask=mask,
+                         eviction_policy=STREAM)
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
         tl.store(_stats_ptr + row * 4 + 0, _r0)
         tl.store(_stats_ptr + row * 4 + 1, _r1)
@@ -480,6 +483,23 @@ if TRITON_AVAILABLE:
 # registers falls with their number, and longer rows take the long kernel. The launch then reads what the kernel
 # compiled for the row length spills (_backward_fit): the count is an estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
+
+# The backward's long kernel keeps BLOCK lanes of a running value for each reduction of a pass, beside the pass's
+# shared terms, so its registers grow with the elements a thread holds. At 16 a thread (4096 elements, 8 warps)
+# seed 68's ten expressions took 128-244 registers, one 8-warp program an SM; at 4 a thread, 32-95. On an H200
+# (docs/results/stop66/paths_long.txt, rows of 16384 and 65536), 4 a thread ran 1.23x faster (geometric mean) in
+# float32 at 4096 elements and 32 warps, and 1.10-1.16x in float16/bfloat16 at 2048 and 16 with the cache hints
+# (the passes before the last keep the row in L2, the last streams it). float32's shape was timed without them.
+_LONG_BACKWARD = {2: (2048, 16), 4: (4096, 32), 8: (4096, 32)}
+
+
+def _long_backward(dtype: torch.dtype) -> dict:
+    """The backward's long kernel's launch for rows of ``dtype``: its chunk (BLOCK), warps and cache hints."""
+    block, warps = _LONG_BACKWARD[dtype.itemsize]
+    hints = {"KEEP": "evict_last", "STREAM": "evict_first"} if dtype.itemsize == 2 else {"KEEP": "", "STREAM": ""}
+    return {"BLOCK": block, "num_warps": warps, **hints}
+
+
 # The backward's launch: BLOCK and warps as the forward's; rows in registers take the rows kernel, as many
 # programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row;
 # those, and longer rows, then take the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The
@@ -566,8 +586,8 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
         if long:
             stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
             wrap(_layernorm_tl_backward_long_kernel)[(rows,)](
-                _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, BLOCK=_LONG_BLOCK, ACC=acc,
-                num_warps=_num_warps(_LONG_BLOCK))
+                _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, ACC=acc,
+                **_long_backward(_grad.dtype))
             partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
         if not any(_needs[1:]):
             return [g for g, need in zip(outs, _needs) if need]

@@ -299,9 +299,11 @@ if TRITON_AVAILABLE:
 
     # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
     # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
-    # the gradients. Loads that a pass does not use are dropped by the compiler.
+    # the gradients. Loads that a pass does not use are dropped by the compiler. The passes before the last load
+    # the row with KEEP and the last with STREAM, as the forward's (_long_backward says for which dtypes).
     @triton.jit(do_not_specialize=["_need0"])
-    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         base = row * cols
         _n = cols
@@ -312,8 +314,8 @@ if TRITON_AVAILABLE:
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
             _a0 = x
             # max(x) and, in the same pass, sum(exp(x - max(x))), sum(_grad * exp(x - max(x))):
             # each lane adds its terms at its own running maximum _m, and rescales what it has added by
@@ -331,11 +333,12 @@ if TRITON_AVAILABLE:
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
             _t0 = tl.exp(x - _r0)
             if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask)
+                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0).to(_d0_ptr.dtype.element_ty), mask=mask,
+                         eviction_policy=STREAM)
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
 
 
@@ -345,6 +348,23 @@ if TRITON_AVAILABLE:
 # registers falls with their number, and longer rows take the long kernel. The launch then reads what the kernel
 # compiled for the row length spills (_backward_fit): the count is an estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
+
+# The backward's long kernel keeps BLOCK lanes of a running value for each reduction of a pass, beside the pass's
+# shared terms, so its registers grow with the elements a thread holds. At 16 a thread (4096 elements, 8 warps)
+# seed 68's ten expressions took 128-244 registers, one 8-warp program an SM; at 4 a thread, 32-95. On an H200
+# (docs/results/stop66/paths_long.txt, rows of 16384 and 65536), 4 a thread ran 1.23x faster (geometric mean) in
+# float32 at 4096 elements and 32 warps, and 1.10-1.16x in float16/bfloat16 at 2048 and 16 with the cache hints
+# (the passes before the last keep the row in L2, the last streams it). float32's shape was timed without them.
+_LONG_BACKWARD = {2: (2048, 16), 4: (4096, 32), 8: (4096, 32)}
+
+
+def _long_backward(dtype: torch.dtype) -> dict:
+    """The backward's long kernel's launch for rows of ``dtype``: its chunk (BLOCK), warps and cache hints."""
+    block, warps = _LONG_BACKWARD[dtype.itemsize]
+    hints = {"KEEP": "evict_last", "STREAM": "evict_first"} if dtype.itemsize == 2 else {"KEEP": "", "STREAM": ""}
+    return {"BLOCK": block, "num_warps": warps, **hints}
+
+
 # The backward's launch: BLOCK and warps as the forward's; one program a row.
 
 
@@ -388,7 +408,7 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
                     _grad_contig, x_contig, *outs, *flags, cols, **{**launch, "num_warps": fit[0]})
         if long:
             wrap(_softmax_tl_backward_long_kernel)[(rows,)](
-                _grad_contig, x_contig, *outs, *flags, cols, BLOCK=_LONG_BLOCK, ACC=acc, num_warps=_num_warps(_LONG_BLOCK))
+                _grad_contig, x_contig, *outs, *flags, cols, ACC=acc, **_long_backward(_grad.dtype))
     return [g for g, need in zip(outs, _needs) if need]
 
 
