@@ -77,6 +77,38 @@ case ${1:-fresh} in
       --rounds 1 --against compile --json "$FINAL_OUT/f69_bwd.json" > "$FINAL_OUT/f69_bwd.txt" 2>&1
     echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f69_bwd.txt"
     K="cuda and backward" suites v69 f69 r00_tl,r03_tl,r05_tl,r08_tl 110 4 ;;
+  fwd)
+    # the forward's register kernel at 16 and 32 warps against its long kernel at rows of 16384, seeds 68 and 69
+    # (docs/device/forward_paths.py): the data for a spill tolerance in rows_warps
+    t=$(date +%s)
+    for p in f68b f69; do [ -d $W/$p ] || cp -r .device/$p $W/$p; done
+    for p in f68b f69; do for ((i = 0; i < 8; i++)); do
+      timeout 150 python3 docs/device/forward_paths.py $W/$p/rsweep-ops --ops $TL --dtypes bfloat16,float16,float32 \
+        --compile-only --part $i/8 > $W/fp_${p}_$i.log 2>&1 &
+    done; done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/fp_*.log | head
+    for p in f68b f69; do
+      timeout 90 python3 docs/device/forward_paths.py $W/$p/rsweep-ops --ops $TL --dtypes bfloat16,float16,float32 \
+        > "$FINAL_OUT/fpaths_$p.txt" 2>&1; echo "$p rc=$? at $(( $(date +%s) - t )) s"
+    done ;;
+  check)
+    # template version 51 on draws it was not fitted to (seeds 70 and 71, .device/f70 and f71 as f69): the forward's
+    # paths at rows of 16384 (the spill tolerance), then the long backward against the launch before version 50
+    t=$(date +%s)
+    for p in f70 f71; do [ -d $W/$p ] || cp -r .device/$p $W/$p; done
+    for p in f70 f71; do for ((i = 0; i < 5; i++)); do
+      timeout 100 python3 docs/device/forward_paths.py $W/$p/rsweep-ops --ops $TL --dtypes bfloat16,float16 \
+        --compile-only --part $i/5 > $W/fc_${p}_$i.log 2>&1 &
+    done; done
+    for ((i = 0; i < 6; i++)); do
+      timeout 150 python3 docs/device/backward_paths.py $W/f70/rsweep-ops --ops $TL --cols 16384,65536 --long 4096x8:n \
+        --compile-only --part $i/6 > $W/pc70_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/fc_*.log $W/pc70_*.log | head
+    for p in f70 f71; do
+      timeout 60 python3 docs/device/forward_paths.py $W/$p/rsweep-ops --ops $TL --dtypes bfloat16,float16 \
+        > "$FINAL_OUT/fpaths_$p.txt" 2>&1; echo "$p rc=$? at $(( $(date +%s) - t )) s"
+    done
+    timeout 90 python3 docs/device/backward_paths.py $W/f70/rsweep-ops --ops $TL --cols 16384,65536 --long 4096x8:n \
+      > "$FINAL_OUT/paths_f70.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s" ;;
   examples)
     examples "" ;;
   suites)
