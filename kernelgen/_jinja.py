@@ -167,7 +167,10 @@ from .nodes import Num, RowRef, Var
 #:    16 warps with the forward's cache hints) instead of 16 (4096 at 8 warps, 128-244 registers): seed 68's ten
 #:    expressions at rows of 16384 and 65536, 1.23x faster in float32 and 1.10-1.16x in bfloat16 (geometric means,
 #:    H200, stop 66, docs/results/stop66/paths_long.txt).
-TEMPLATE_VERSION = "50"
+#: 51: the Triton forward's rows kernel at rows of 16384 keeps its registers where it spills at most 16 bytes a
+#:    thread (_triton_rowwise.FORWARD_SPILL_TOLERATED; it took the long kernel on any spill): seeds 68-69 in
+#:    float16/bfloat16 on an H200 (stop 66), 1.28-1.39x faster in 6 of the 10 cells it changes, 1.05-1.08x slower in 2.
+TEMPLATE_VERSION = "51"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

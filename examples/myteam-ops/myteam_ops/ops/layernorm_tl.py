@@ -248,9 +248,9 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
         block = triton.next_power_of_2(cols)
         warps = _forward_warps(block, out.dtype)
         if block == _MAX_BLOCK and warps < 32 and isinstance(cols, int):
-            # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 do not
-            # spill, and the long kernel where both spill (_rows_warps), read from the kernel compiled
-            # (once, not launched) for these dtypes. Under torch.compile's dynamic shapes, where the row
+            # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 spill
+            # little, and the long kernel where both spill more (_rows_warps), read from the kernel
+            # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes, where the row
             # length is a symbol, it keeps 16.
             warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols],
                                 dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
