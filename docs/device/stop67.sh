@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Prepared in stop 66 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
+# archive, bounded below the call's limit so the archive is made:
+#   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o timeout 540 bash docs/device/stop67.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
+# Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+#
+# Priorities for 30 minutes: sanitize, fresh, examples.
+#   sanitize  compute-sanitizer memcheck and racecheck over template version 51's Triton long-row kernels: the
+#             forward's (sanitize_long.py, rows of 65536-262147) and every backward launch shape (sanitize_backward.py:
+#             version 50's long backward at 2048x16 with the cache hints and 4096x32), seed 72's r00_tl, r03_tl,
+#             r05_tl (weights) and r09_tl, float32 and bfloat16 (.device/f72: python docs/device/rowwise_sweep.py
+#             generate .device/f72 --seed 72 --count 64 --only r00,...,r09 --backends triton --backward fused).
+#   fresh     seed 72 (drawn for this check, no rule was fitted to it) at version 51: forward+backward against
+#             compile (float32, bfloat16, rows of 1024-16384), the forward's paths at 16384 (forward_paths.py, the
+#             16-byte tolerance) and the long backward against the launch before version 50 (backward_paths.py
+#             --long 4096x8:n) at 16384 and 65536; then the backward suites of four ops.
+#   examples  version 51's examples built side by side and their whole suites (carry .whl: the cutlass wheel).
+W=/tmp/kg67
+. "$(dirname "$0")/stop_common.sh"
+
+for p in f72; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+TL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024,4096,16384
+
+case ${1:-sanitize} in
+  sanitize)
+    t=$(date +%s); build $W/f72/rsweep-ops
+    S=r00_tl,r03_tl,r05_tl,r09_tl
+    for tool in memcheck racecheck; do
+      timeout ${TZ:-120} compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_long.py \
+        $W/f72/rsweep-ops --ops $S > "$FINAL_OUT/long_$tool.log" 2>&1
+      echo "long $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/long_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
+      timeout ${TZ:-120} compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/f72/rsweep-ops --ops $S --dtypes float32,bfloat16 > "$FINAL_OUT/backward_$tool.log" 2>&1
+      echo "backward $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/backward_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
+    done ;;
+  fresh)
+    t=$(date +%s); build $W/f72/rsweep-ops
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f72/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+        --prewarm --part $i/5 > $W/prewarm_f72_$i.log 2>&1 &
+    done
+    for ((i = 0; i < 4; i++)); do
+      timeout 150 python3 docs/device/backward_paths.py $W/f72/rsweep-ops --ops $TL --cols 16384,65536 --long 4096x8:n \
+        --compile-only --part $i/4 > $W/pc72_$i.log 2>&1 &
+      timeout 100 python3 docs/device/forward_paths.py $W/f72/rsweep-ops --ops $TL --dtypes bfloat16,float16 \
+        --compile-only --part $i/4 > $W/fc72_$i.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/pc72_*.log $W/fc72_*.log | head
+    timeout 60 python3 docs/device/forward_paths.py $W/f72/rsweep-ops --ops $TL --dtypes bfloat16,float16 \
+      > "$FINAL_OUT/fpaths_f72.txt" 2>&1; echo "forward paths rc=$? at $(( $(date +%s) - t )) s"
+    timeout 90 python3 docs/device/backward_paths.py $W/f72/rsweep-ops --ops $TL --cols 16384,65536 --long 4096x8:n \
+      > "$FINAL_OUT/paths_f72.txt" 2>&1; echo "paths rc=$? at $(( $(date +%s) - t )) s"
+    timeout 200 python3 docs/device/backward_bench.py $W/f72/rsweep-ops --ops $TL --dtypes float32,bfloat16 --cols $C \
+      --rounds 1 --against compile --json "$FINAL_OUT/f72_bwd.json" > "$FINAL_OUT/f72_bwd.txt" 2>&1
+    echo "bench rc=$? at $(( $(date +%s) - t )) s"; tail -16 "$FINAL_OUT/f72_bwd.txt"
+    K="cuda and backward" suites v72 f72 r01_tl,r04_tl,r06_tl,r07_tl 100 4 ;;
+  examples)
+    examples "" ;;
+esac
