@@ -27,24 +27,18 @@ side with --part). It asserts nothing.
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package
+from paths_common import cells, compile_paths, op_arguments, time_paths
+from paths_common import parser as make_parser
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("package", type=Path)
-    parser.add_argument("--ops", required=True)
-    parser.add_argument("--dtypes", default="bfloat16,float32")
-    parser.add_argument("--cols", default="4096,16384")
-    parser.add_argument("--size", type=int, default=2**26)
-    parser.add_argument("--compile-only", action="store_true")
-    parser.add_argument("--part", default="0/1")
+    parser = make_parser(__doc__, "bfloat16,float32", "4096,16384")
     parser.add_argument("--lift", action="store_true", help="_MAX_BACKWARD_BLOCK raised to the row (but for long)")
     parser.add_argument("--long", default="", help="long-kernel shapes to time, e.g. 4096x8,1024x8:h,1024x8:n")
     args = parser.parse_args(argv)
@@ -54,9 +48,6 @@ def main(argv: list[str] | None = None) -> None:
 
     kinds, package, namespace = import_package(args.package)
     shared = importlib.import_module(f"{package.__name__}._triton_rowwise")
-    cells = [(op, d, int(c)) for op in args.ops.split(",") for d in args.dtypes.split(",") for c in args.cols.split(",")]
-    part, parts = (int(v) for v in args.part.split("/"))
-    cells = cells[part::parts] if args.compile_only else cells
     seen: list[str] = []
     real_resident = shared.resident
 
@@ -65,18 +56,15 @@ def main(argv: list[str] | None = None) -> None:
         seen.append(f"{kernel.__name__.split('_backward_')[-1]}@{options['num_warps']}w: {held} held, {spills} B")
         return held, spills
 
-    for name, dtype_name, cols in cells:
+    for name, dtype_name, cols in cells(args):
         module = importlib.import_module(f"{package.__name__}.ops.{name}")
         backward = getattr(getattr(torch.ops, namespace), f"{name}_backward").default
         n_weights = kinds.get(name, ("rowwise", 0))[1]
         n_args = module.reference.__code__.co_argcount
-        n_inputs = n_args - n_weights
         dtype = getattr(torch, dtype_name)
-        shape = (args.size // cols, cols)
-        gen = torch.Generator("cuda").manual_seed(args.size)
-        xs = [torch.empty(shape, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=gen) for _ in range(n_inputs)]
-        xs += [torch.empty(cols, dtype=dtype, device="cuda").uniform_(0.5, 1.5, generator=gen) for _ in range(n_weights)]
-        g = torch.empty(shape, dtype=dtype, device="cuda").normal_(generator=gen)
+        xs, n_inputs = op_arguments(torch, module, n_weights, dtype, args.size, cols)
+        g = torch.empty((args.size // cols, cols), dtype=dtype, device="cuda").normal_(
+            generator=torch.Generator("cuda").manual_seed(args.size + 1))
         base_warps = module._num_warps(1 << (cols - 1).bit_length())
         originals = {k: getattr(module, k) for k in ("_backward_fit", "_MAX_BACKWARD_BLOCK", "_long_backward")
                      if hasattr(module, k)}
@@ -129,30 +117,14 @@ def main(argv: list[str] | None = None) -> None:
             paths += [f"one@{base_warps}", f"one@{wide}", "long"]
         paths += [f"long:{shape}" for shape in args.long.split(",") if shape]
         if args.compile_only:
-            for path in paths:
-                try:
-                    run(path)
-                except Exception as error:  # a build that cannot compile (out of resources) is reported, not fatal
-                    print(f"{name} {dtype_name} {cols} {path}: {type(error).__name__}: {str(error)[:120]}")
-            torch.cuda.synchronize()
-            print(f"compiled {name} {dtype_name} {cols}", flush=True)
+            compile_paths(torch, run, paths, f"{name} {dtype_name} {cols}")
             continue
         seen.clear()
         run("auto")
         auto_seen = "; ".join(dict.fromkeys(seen))
-        moved = (2 * n_inputs + 1) * args.size * dtype.itemsize
-        src = torch.empty(moved // dtype.itemsize // 2, dtype=dtype, device="cuda")
-        dst = torch.empty_like(src)
-        copy = do_bench(lambda dst=dst, src=src: dst.copy_(src), warmup=10, rep=40, return_mode="median")
-        figures = []
-        for path in paths:
-            try:
-                ms = do_bench(lambda path=path: run(path), warmup=5, rep=40, return_mode="median")
-                figures.append(f"{path} {1000 * ms:7.1f} us {100 * copy / ms:3.0f}%")
-            except Exception as error:
-                figures.append(f"{path} {type(error).__name__}")
-        print(f"{name:8s} {dtype_name:9s} {cols:6d} | {' | '.join(figures)} | counts: {auto_seen}", flush=True)
-        del xs, g, src, dst
+        figures = time_paths(torch, do_bench, run, paths, (2 * n_inputs + 1) * args.size * dtype.itemsize, dtype)
+        print(f"{name:8s} {dtype_name:9s} {cols:6d} | {figures} | counts: {auto_seen}", flush=True)
+        del xs, g
 
 
 if __name__ == "__main__":

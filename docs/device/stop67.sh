@@ -24,15 +24,7 @@ TL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl; C=1024
 case ${1:-sanitize} in
   sanitize)
     t=$(date +%s); build $W/f72/rsweep-ops
-    S=r00_tl,r03_tl,r05_tl,r09_tl
-    for tool in memcheck racecheck; do
-      timeout ${TZ:-120} compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_long.py \
-        $W/f72/rsweep-ops --ops $S > "$FINAL_OUT/long_$tool.log" 2>&1
-      echo "long $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/long_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
-      timeout ${TZ:-120} compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
-        $W/f72/rsweep-ops --ops $S --dtypes float32,bfloat16 > "$FINAL_OUT/backward_$tool.log" 2>&1
-      echo "backward $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/backward_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
-    done ;;
+    sanitize f72 r00_tl,r03_tl,r05_tl,r09_tl ;;
   fresh)
     t=$(date +%s); build $W/f72/rsweep-ops
     for ((i = 0; i < 5; i++)); do

@@ -175,3 +175,18 @@ whole_suites() {
   grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT/$pkg"_test_*.log | cut -c1-240 | head -12
   grep -h -A3 "Timeout (0:02:00)" "$FINAL_OUT/$pkg"_test_*.log | head -20
 }
+
+# sanitize PKG OPS: compute-sanitizer memcheck and racecheck over package PKG's (under $W, built) long-row forward
+# kernels (sanitize_long.py) and every backward launch shape (sanitize_backward.py) of OPS, float32 and bfloat16;
+# logs $OUT/{long,backward}_{memcheck,racecheck}.log, a line each with the sanitizer's summary.
+sanitize() {
+  local pkg=$1 ops=$2 t tool script; t=$(date +%s)
+  for tool in memcheck racecheck; do
+    for script in long backward; do
+      timeout ${TZ:-120} compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_$script.py \
+        $W/$pkg/rsweep-ops --ops $ops $([ $script = backward ] && echo --dtypes float32,bfloat16) \
+        > "$FINAL_OUT/${script}_$tool.log" 2>&1
+      echo "$script $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/${script}_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
+    done
+  done
+}

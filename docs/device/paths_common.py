@@ -1,0 +1,64 @@
+"""What docs/device/backward_paths.py and forward_paths.py share: their common arguments, the cells (op, dtype, row
+length) a process takes, each op's arguments on the GPU, and a cell's paths compiled or timed."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def parser(doc: str, dtypes: str, cols: str) -> argparse.ArgumentParser:
+    """The arguments both tools take: the package, --ops, --dtypes, --cols, --size, --compile-only and --part."""
+    made = argparse.ArgumentParser(description=doc.splitlines()[0])
+    made.add_argument("package", type=Path)
+    made.add_argument("--ops", required=True)
+    made.add_argument("--dtypes", default=dtypes)
+    made.add_argument("--cols", default=cols)
+    made.add_argument("--size", type=int, default=2**26)
+    made.add_argument("--compile-only", action="store_true")
+    made.add_argument("--part", default="0/1")
+    return made
+
+
+def cells(args) -> list[tuple[str, str, int]]:
+    """Every (op, dtype, row length) of the arguments; with --compile-only, every n-th from i of --part i/n."""
+    every = [(op, d, int(c)) for op in args.ops.split(",") for d in args.dtypes.split(",") for c in args.cols.split(",")]
+    part, parts = (int(v) for v in args.part.split("/"))
+    return every[part::parts] if args.compile_only else every
+
+
+def op_arguments(torch, module, n_weights: int, dtype, size: int, cols: int) -> tuple[list, int]:
+    """The op's inputs (rows of ``cols``, ``size`` elements in all, uniform in [0.5, 2.5)) and weights (one row,
+    uniform in [0.5, 1.5)) on the GPU, from a generator seeded with ``size``, and the number of inputs."""
+    n_inputs = module.reference.__code__.co_argcount - n_weights
+    shape = (size // cols, cols)
+    gen = torch.Generator("cuda").manual_seed(size)
+    xs = [torch.empty(shape, dtype=dtype, device="cuda").uniform_(0.5, 2.5, generator=gen) for _ in range(n_inputs)]
+    xs += [torch.empty(cols, dtype=dtype, device="cuda").uniform_(0.5, 1.5, generator=gen) for _ in range(n_weights)]
+    return xs, n_inputs
+
+
+def compile_paths(torch, run, paths: list[str], label: str) -> None:
+    """Each path called once (Triton's cache on disk filled); a build that cannot compile is reported, not fatal."""
+    for path in paths:
+        try:
+            run(path)
+        except Exception as error:
+            print(f"{label} {path}: {type(error).__name__}: {str(error)[:120]}")
+    torch.cuda.synchronize()
+    print(f"compiled {label}", flush=True)
+
+
+def time_paths(torch, do_bench, run, paths: list[str], moved: int, dtype) -> str:
+    """Each path's median time (do_bench) and its share of a copy of ``moved`` bytes, joined for one line."""
+    src = torch.empty(moved // dtype.itemsize // 2, dtype=dtype, device="cuda")
+    dst = torch.empty_like(src)
+    copy = do_bench(lambda: dst.copy_(src), warmup=10, rep=40, return_mode="median")
+    figures = []
+    for path in paths:
+        try:
+            ms = do_bench(lambda path=path: run(path), warmup=5, rep=40, return_mode="median")
+            figures.append(f"{path} {1000 * ms:7.1f} us {100 * copy / ms:3.0f}%")
+        except Exception as error:
+            figures.append(f"{path} {type(error).__name__}")
+    return " | ".join(figures)
