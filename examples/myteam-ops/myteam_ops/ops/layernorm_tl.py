@@ -250,8 +250,8 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
         if block == _MAX_BLOCK and warps < 32 and isinstance(cols, int):
             # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 spill
             # little, and the long kernel where both spill more (_rows_warps), read from the kernel
-            # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes, where the row
-            # length is a symbol, it keeps 16.
+            # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes,
+            # where the row length is a symbol, it keeps 16.
             warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols],
                                 dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
     if cols > _MAX_BLOCK or warps is None:
@@ -486,10 +486,11 @@ _MAX_BACKWARD_BLOCK = 16384
 
 # The backward's long kernel keeps BLOCK lanes of a running value for each reduction of a pass, beside the pass's
 # shared terms, so its registers grow with the elements a thread holds. At 16 a thread (4096 elements, 8 warps)
-# seed 68's ten expressions took 128-244 registers, one 8-warp program an SM; at 4 a thread, 32-95. On an H200
-# (docs/results/stop66/paths_long.txt, rows of 16384 and 65536), 4 a thread ran 1.23x faster (geometric mean) in
-# float32 at 4096 elements and 32 warps, and 1.10-1.16x in float16/bfloat16 at 2048 and 16 with the cache hints
-# (the passes before the last keep the row in L2, the last streams it). float32's shape was timed without them.
+# ten expressions drawn from the grammar took 128-244 registers, one 8-warp program an SM; at 4 a thread, 32-95.
+# On an H200 (kernelgen's docs/results/stop66/paths_long.txt, rows of 16384 and 65536), 4 a thread ran 1.23x
+# faster (geometric mean) in float32 at 4096 elements and 32 warps, and 1.10-1.16x in float16/bfloat16 at 2048
+# and 16 with the cache hints (the passes before the last keep the row in L2, the last streams it). float32's
+# shape was timed without them.
 _LONG_BACKWARD = {2: (2048, 16), 4: (4096, 32), 8: (4096, 32)}
 
 
@@ -500,10 +501,11 @@ def _long_backward(dtype: torch.dtype) -> dict:
     return {"BLOCK": block, "num_warps": warps, **hints}
 
 
-# The backward's launch: BLOCK and warps as the forward's; rows in registers take the rows kernel, as many
+# The backward's launch: rows in registers, at the forward's BLOCK and warps, take the rows kernel, as many
 # programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row;
-# those, and longer rows, then take the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The
-# column sum adds the weights' partial sums.
+# longer rows take the long kernel at _long_backward's chunk and warps. Those of one program a row then take
+# the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The column sum adds the weights' partial
+# sums.
 
 # On an H100 (docs/device/weight_tile.py), 64 x 64 at 4 warps is the fastest of the tiles tried for a LayerNorm
 # in float32 and bfloat16 at rows of 1024 to 16384.
