@@ -199,10 +199,15 @@ _LONG_FORWARD_BYTES = 16384
 
 def _long_forward(dtype: torch.dtype) -> tuple[int, dict[str, str]]:
     """The long forward kernel's chunk (elements) and its cache hints (KEEP, STREAM) for rows of ``dtype``."""
-    block = max(_LONG_BLOCK, _LONG_FORWARD_BYTES // dtype.itemsize)
+    return max(_LONG_BLOCK, _LONG_FORWARD_BYTES // dtype.itemsize), _cache_hints(dtype)
+
+
+def _cache_hints(dtype: torch.dtype) -> dict[str, str]:
+    """The long kernels' cache hints (KEEP: the passes before the last, STREAM: the last and the stores): the
+    2-byte types keep the row in L2 between passes; float32 and float64 take none."""
     if dtype.itemsize == 2:
-        return block, {"KEEP": "evict_last", "STREAM": "evict_first"}
-    return block, {"KEEP": "", "STREAM": ""}
+        return {"KEEP": "evict_last", "STREAM": "evict_first"}
+    return {"KEEP": "", "STREAM": ""}
 
 
 def _num_warps(block: int, most: int = 16) -> int:
@@ -497,8 +502,7 @@ _LONG_BACKWARD = {2: (2048, 16), 4: (4096, 32), 8: (4096, 32)}
 def _long_backward(dtype: torch.dtype) -> dict:
     """The backward's long kernel's launch for rows of ``dtype``: its chunk (BLOCK), warps and cache hints."""
     block, warps = _LONG_BACKWARD[dtype.itemsize]
-    hints = {"KEEP": "evict_last", "STREAM": "evict_first"} if dtype.itemsize == 2 else {"KEEP": "", "STREAM": ""}
-    return {"BLOCK": block, "num_warps": warps, **hints}
+    return {"BLOCK": block, "num_warps": warps, **_cache_hints(dtype)}
 
 
 # The backward's launch: rows in registers, at the forward's BLOCK and warps, take the rows kernel, as many
