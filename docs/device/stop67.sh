@@ -47,4 +47,55 @@ case ${1:-sanitize} in
     K="cuda and backward" suites v72 f72 r01_tl,r04_tl,r06_tl,r07_tl 100 4 ;;
   examples)
     examples "" ;;
+  rest)
+    # The backward sanitizers' ops that sanitize's 120 s did not reach (memcheck: r05_tl, r09_tl; racecheck:
+    # r09_tl), beside the examples' whole suites (the suites time nothing).
+    t=$(date +%s); build $W/f72/rsweep-ops
+    (for tool in memcheck racecheck; do
+      ops=r09_tl; [ $tool = memcheck ] && ops=r05_tl,r09_tl
+      timeout 240 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/f72/rsweep-ops --ops $ops --dtypes float32,bfloat16 > "$FINAL_OUT/backward_${tool}_rest.log" 2>&1
+      echo "backward $tool $ops: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/backward_${tool}_rest.log" | tail -1) at $(( $(date +%s) - t )) s"
+    done) &
+    examples ""; wait ;;
+  kernels)
+    # Where seed 72's worst backwards at rows of 16384 spend their time, kernel by kernel, beside compile's
+    # forward+backward (backward_kernels.py), in one process (a kernel's time is its own GPU's).
+    t=$(date +%s); build $W/f72/rsweep-ops
+    timeout 420 python3 docs/device/backward_kernels.py $W/f72/rsweep-ops --ops r03_tl,r08_tl,r07_tl,r02_tl,r06_tl,r00_tl \
+      --dtypes bfloat16,float32 --cols 16384 --steps 10 > "$FINAL_OUT/kernels_f72.txt" 2>&1
+    echo "kernels rc=$? at $(( $(date +%s) - t )) s" ;;
+  tiles)
+    # The weights' kernel at other tiles (weight_tile.py: the whole backward, _WEIGHT_TILE set on the module), seed 72's
+    # ten ops at rows of 16384: compiled first, five processes at 2^24 elements, then timed one op at a time at 2^26.
+    t=$(date +%s); build $W/f72/rsweep-ops
+    TILES=64x64x4,16x64x4,32x64x8,16x128x4,16x128x8,8x128x4
+    NW="r00_tl:1 r01_tl:2 r02_tl:2 r03_tl:3 r04_tl:3 r05_tl:3 r06_tl:3 r07_tl:1 r08_tl:3 r09_tl:2"
+    i=0; for ow in $NW; do
+      timeout 150 python3 docs/device/weight_tile.py $W/f72/rsweep-ops --op ${ow%%:*} --weights ${ow##*:} --tiles $TILES \
+        --cols 16384 --size 16777216 > $W/tiles_warm_${ow%%:*}.log 2>&1 &
+      i=$((i + 1)); [ $((i % 5)) = 0 ] && wait
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/tiles_warm_*.log | head -3
+    for ow in $NW; do
+      timeout 60 python3 docs/device/weight_tile.py $W/f72/rsweep-ops --op ${ow%%:*} --weights ${ow##*:} --tiles $TILES \
+        --cols 16384 2>&1 | grep -v Warn >> "$FINAL_OUT/tiles_f72.txt"
+    done; echo "timed at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/tiles_f72.txt" ;;
+  counts)
+    # The GPU's counts of the weights' kernel at the two tiles that split tiles' cells (weight_counts.py), seeds 72 and
+    # 71; then seed 71's weighted ops timed at both (a draw the tiles phase did not see).
+    for p in f71; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+    t=$(date +%s); build $W/f72/rsweep-ops; build $W/f71/rsweep-ops
+    TILES=64x64x4,16x64x4
+    NW="r01_tl:2 r02_tl:1 r03_tl:3 r04_tl:1 r05_tl:3 r06_tl:1 r07_tl:2 r08_tl:2"
+    python3 docs/device/weight_counts.py $W/f72/rsweep-ops --tiles $TILES > "$FINAL_OUT/counts_f72.txt" 2>&1 &
+    python3 docs/device/weight_counts.py $W/f71/rsweep-ops --tiles $TILES > "$FINAL_OUT/counts_f71.txt" 2>&1 &
+    for ow in $NW; do
+      timeout 100 python3 docs/device/weight_tile.py $W/f71/rsweep-ops --op ${ow%%:*} --weights ${ow##*:} --tiles $TILES \
+        --cols 16384 --size 16777216 > $W/tiles_warm71_${ow%%:*}.log 2>&1 &
+    done; wait; echo "compiled at $(( $(date +%s) - t )) s"; grep -h Error $W/tiles_warm71_*.log | head -3
+    cat "$FINAL_OUT/counts_f72.txt" "$FINAL_OUT/counts_f71.txt" | grep -v Warn
+    for ow in $NW; do
+      timeout 40 python3 docs/device/weight_tile.py $W/f71/rsweep-ops --op ${ow%%:*} --weights ${ow##*:} --tiles $TILES \
+        --cols 16384 2>&1 | grep -v Warn >> "$FINAL_OUT/tiles_f71.txt"
+    done; echo "timed at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/tiles_f71.txt" ;;
 esac

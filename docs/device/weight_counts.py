@@ -1,0 +1,62 @@
+"""The GPU's own registers, spills and resident programs of a package's Triton weight-gradient kernels
+(_<op>_weight_grad_kernel) at several tiles, through the package's _triton_rowwise.resident (the kernel compiled,
+not launched), at the arguments the backward's launch passes for rows of --cols at --size elements.
+
+    python docs/device/weight_counts.py PACKAGE_DIR [--tiles 64x64x4,16x64x4] [--cols 16384] [--ops r00_tl,...]
+
+One line per op and dtype. It asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import sys
+from pathlib import Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("package", type=Path)
+    parser.add_argument("--tiles", default="64x64x4,16x64x4")
+    parser.add_argument("--cols", type=int, default=16384)
+    parser.add_argument("--size", type=int, default=2**26)
+    parser.add_argument("--dtypes", default="float32,bfloat16")
+    parser.add_argument("--ops", default="")
+    args = parser.parse_args()
+    import torch
+    import triton
+    import triton.language as tl
+
+    sys.path.insert(0, str(args.package))
+    name = next(line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
+                if line.startswith("package:"))
+    shared = importlib.import_module(f"{name}._triton_rowwise")
+    ops = importlib.import_module(f"{name}.ops")
+    device = torch.device("cuda", torch.cuda.current_device())
+    rows = args.size // args.cols
+    for info in pkgutil.iter_modules(ops.__path__):
+        if args.ops and info.name not in args.ops.split(","):
+            continue
+        module = importlib.import_module(f"{name}.ops.{info.name}")
+        kernel = getattr(module, f"_{info.name}_weight_grad_kernel", None)
+        if kernel is None:
+            continue
+        names = kernel.arg_names
+        partials = sum(1 for a in names if a.startswith("_p") and a.endswith("_ptr"))
+        columns = sum(1 for a in names if a.endswith("_ptr")) - 2 - partials  # less _grad and _stats
+        for dtype in [getattr(torch, d) for d in args.dtypes.split(",")]:
+            cells = []
+            for text in args.tiles.split(","):
+                tile_rows, tile_cols, warps = (int(v) for v in text.split("x"))
+                _, per_split = shared.splits(device, rows, triton.cdiv(args.cols, tile_cols), tile_rows)
+                launch = [dtype] * (1 + columns) + [torch.float32] * (1 + partials) + [rows, args.cols, per_split]
+                options = dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=tl.float32, num_warps=warps)
+                held, spilled = shared.resident(kernel, launch, options, device)
+                cells.append(f"{text}: {held} held, {spilled} B")
+            print(f"{info.name} {str(dtype)[6:]:9s} {args.cols}: " + "; ".join(cells), flush=True)
+
+
+if __name__ == "__main__":
+    main()
