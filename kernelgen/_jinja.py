@@ -170,7 +170,10 @@ from .nodes import Num, RowRef, Var
 #: 51: the Triton forward's rows kernel at rows of 16384 keeps its registers where it spills at most 16 bytes a
 #:    thread (_triton_rowwise.FORWARD_SPILL_TOLERATED; it took the long kernel on any spill): seeds 68-69 in
 #:    float16/bfloat16 on an H200 (stop 66), 1.28-1.39x faster in 6 of the 10 cells it changes, 1.05-1.08x slower in 2.
-TEMPLATE_VERSION = "51"
+#: 52: the Triton backward's weights' kernel takes a tile of 16 x 64 where its 64 x 64 build spills more than 16 bytes
+#:    a thread (_triton_rowwise.weight_tile): seed 72 at rows of 16384 on an H200 (stop 67), r03_tl 1.74-1.97x faster,
+#:    r05_tl and r08_tl float32 1.13-1.14x, r08_tl bfloat16 0.97x; the cells spilling 8 bytes or less keep 64 x 64.
+TEMPLATE_VERSION = "52"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -3,7 +3,7 @@ first), then the output elementwise over the row, and every form of them the tem
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -315,18 +315,23 @@ def cluster_pairs(stages: Sequence[_Stage], kept: int | None = None) -> list[tup
     return pairs
 
 
-def long_passes(stages: Sequence[_Stage], walk: Walk = _walk, online: bool = True) -> list[list[int]]:
+def long_passes(stages: Sequence[_Stage], walk: Walk = _walk, online: bool = True,
+                known: Collection[int] = ()) -> list[list[int]]:
     """The passes over a row of the long kernels, which stream the row from memory once per pass: each
     reduction of ``stages`` in the first pass after those whose results it reads, so independent reductions
     share a pass (``max(x) - min(x)``: one pass, not two). With ``online`` (the Triton kernels), an
     :class:`OnlineSum` joins its maximum's pass where the rest of what it reads is known by then (softmax and
     logsumexp: one pass, then the output's); the CUDA multi-pass kernel does not rescale a sum, and passes
-    ``online=False``."""
+    ``online=False``. A stage in ``known`` (a per-row value the kernel loads: the forward's, saved) takes no pass,
+    and the stages that read it may take the first."""
     level: list[int] = []
     for index, stage in enumerate(stages):
+        if index in known:
+            level.append(-1)
+            continue
         reads = {node.index for node in walk(stage.arg) if isinstance(node, RowRef)}
         paired = online_sum(stages, index, walk) if online else None
-        if paired is not None:
+        if paired is not None and paired.max_index not in known:
             others = reads - {paired.max_index}
             if all(level[k] < level[paired.max_index] for k in others):
                 level.append(level[paired.max_index])
@@ -346,13 +351,13 @@ def pass_of(stages: Sequence[_Stage], walk: Walk = _walk) -> list[int]:
 
 
 def pass_forms(stages: Sequence[_Stage], columns: Sequence[str], emit_triton: Callable[[Node], str],
-               walk: Walk = _walk) -> list[dict[str, Any]]:
+               walk: Walk = _walk, known: Collection[int] = ()) -> list[dict[str, Any]]:
     """:func:`long_passes` as the Triton long kernels need them: per pass its ``reductions``, the ``columns``
     they read, and its online sums (``online``: sum -> its maximum; ``sums``: maximum -> its sums;
     ``factors``: sum -> the rest of its term, printed by ``emit_triton``, or None; ``before_sum``: sum -> the lines
     its term needs computed first, which the caller fills in, empty here)."""
     passes = []
-    for members in long_passes(stages, walk):
+    for members in long_passes(stages, walk, known=known):
         online = {k: found for k in members if (found := online_sum(stages, k, walk)) is not None and found.max_index in members}
         used = {node.name for k in members for node in walk(stages[k].arg) if isinstance(node, Var)}
         passes.append({

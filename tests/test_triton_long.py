@@ -44,6 +44,24 @@ def test_long_passes(source, inputs, weights, passes):
     assert _passes(source, inputs, weights) == passes
 
 
+@pytest.mark.parametrize("source, inputs, known, passes", [
+    # per-row values loaded (the forward's, saved) take no pass, and what reads them may take the first
+    ("exp(x - max(x)) / sum(exp(x - max(x)))", "x", [0], [[1]]),
+    ("(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5)", "x", [0], [[1]]),
+    ("(x - mean(x)) * rsqrt(mean((x - mean(x)) ** 2) + 1e-5)", "x", [0, 1], []),
+    ("x * sum(x - mean(x)) + max(y)", "x,y", [0], [[1, 2]]),
+    ("x * sum(x - mean(x)) + max(y)", "x,y", [2], [[0], [1]]),
+])
+def test_long_passes_with_known_stages(source, inputs, known, passes):
+    from kernelgen.rowplan import pass_forms
+    parsed = parse(source, tuple(inputs.split(",")), rowwise=True)
+    stages = plan(parsed.tree).reductions
+    assert long_passes(stages, known=known) == passes
+    forms = pass_forms(stages, inputs.split(","), str, known=known)
+    assert [p["reductions"] for p in forms] == passes
+    assert all(not p["online"] for p in forms)  # a sum whose maximum is known is a plain sum
+
+
 def test_an_online_sum_names_its_maximum_and_the_rest_of_its_term():
     parsed = parse("exp(x - max(x)) * w * y / sum(w * exp(x - max(x)) * y)", ("x", "y"), weights=("w",), rowwise=True)
     stages = plan(parsed.tree).reductions
@@ -116,18 +134,21 @@ for case in ("plain", "rising"):
     stats = [torch.full((3 * 64,), float("nan"))] if n_w else []
     getattr(mod, f"_{op}_backward_long_kernel")[(3,)](grad, *args, *dxs, *stats, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32,
                                                       KEEP="", STREAM="")
-    weight_grads = []
-    if n_w:
-        partials = [torch.full((1, 20000), float("nan")) for _ in range(n_w)]
-        getattr(mod, f"_{op}_weight_grad_kernel")[(triton.cdiv(20000, 64), 1)](grad, *args, stats[0], *partials, 3, 20000, 3,
-                                                                              BLOCK_R=64, BLOCK_C=64, ACC=tl.float32)
-        for partial in partials:
-            weight_grads.append(torch.full((20000,), float("nan")))
-            shared._column_sum_kernel[(triton.cdiv(20000, 32),)](partial, weight_grads[-1], 1, 20000, BLOCK_P=128, BLOCK_C=32)
-    try:
-        suite.assert_gradients_match(dxs + weight_grads, grad, args)
-    except AssertionError as err:
-        failures.append(f"backward {case}: {str(err)[:200]}")
+    # the weights' kernel at both of its tiles (_triton_rowwise.weight_tile): the wide one, and the narrow one taken
+    # where the wide one spills
+    for tile_rows, tile_cols, _ in ([shared.WEIGHT_TILE, shared.WEIGHT_TILE_NARROW] if n_w else [(0, 0, 0)]):
+        weight_grads = []
+        if n_w:
+            partials = [torch.full((1, 20000), float("nan")) for _ in range(n_w)]
+            getattr(mod, f"_{op}_weight_grad_kernel")[(triton.cdiv(20000, tile_cols), 1)](
+                grad, *args, stats[0], *partials, 3, 20000, 3, BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=tl.float32)
+            for partial in partials:
+                weight_grads.append(torch.full((20000,), float("nan")))
+                shared._column_sum_kernel[(triton.cdiv(20000, 32),)](partial, weight_grads[-1], 1, 20000, BLOCK_P=128, BLOCK_C=32)
+        try:
+            suite.assert_gradients_match(dxs + weight_grads, grad, args)
+        except AssertionError as err:
+            failures.append(f"backward {case} {tile_rows}x{tile_cols}: {str(err)[:200]}")
 print("ok" if not failures else "FAILED " + " | ".join(failures))
 """
 

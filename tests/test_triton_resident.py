@@ -147,6 +147,44 @@ def test_the_backward_register_kernels_compile_nothing_for_a_symbolic_row_length
     assert shared.backward_fit(object(), [torch.float32, Symbolic()], options, torch.device("cuda", 0)) == (8, 0)
 
 
+@pytest.mark.parametrize("spilled, tile", [
+    (0, (64, 64, 4)),    # no spill: the wide tile
+    (16, (64, 64, 4)),   # within the tolerance (WEIGHT_SPILL_TOLERATED): the wide tile
+    (32, (16, 64, 4)),   # past it: the narrow tile
+    (1, (64, 64, 4)),    # a Triton that does not report registers (resident's (0, 1)): the wide tile
+])
+def test_the_weights_kernel_narrows_its_tile_where_the_wide_one_spills(tmp_path, monkeypatch, spilled, tile):
+    shared = _shared(tmp_path)
+    asked = []
+
+    def resident(kernel, args, options, device):
+        asked.append((args, options))
+        return (264, spilled)
+
+    monkeypatch.setattr(shared, "resident", resident)
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+    dtypes = [torch.bfloat16] * 3 + [torch.float32] * 2
+    assert shared.weight_tile(object(), dtypes, 4096, 16384, None, torch.device("cuda", 0)) == tile
+    # compiled once, at the wide tile, for the arguments the launch passes: the dtypes, rows, cols, rows per split
+    (args, options), = asked
+    assert args[:5] == dtypes and args[5:7] == [4096, 16384] and args[7] == shared.splits(None, 4096, 256, 64)[1]
+    assert (options["BLOCK_R"], options["BLOCK_C"], options["num_warps"]) == shared.WEIGHT_TILE
+
+
+def test_the_weights_kernel_compiles_nothing_for_a_symbolic_length(tmp_path, monkeypatch):
+    shared = _shared(tmp_path)
+
+    def resident(kernel, args, options, device):
+        raise AssertionError("compiled a kernel for a symbolic length")
+
+    monkeypatch.setattr(shared, "resident", resident)
+
+    class Symbolic:  # stands in for a SymInt
+        pass
+
+    assert shared.weight_tile(object(), [torch.float32] * 4, Symbolic(), 16384, None, torch.device("cuda", 0)) == shared.WEIGHT_TILE
+
+
 class _Recorder:
     """wrap() for a launch run on CPU tensors: records each kernel launched, its grid, arguments and options."""
 
@@ -203,6 +241,7 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     monkeypatch.setattr(module, "_backward_fit", backward_fit)
     if weights:
         monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
+        monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (64, 64, 4))
         monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
     x = torch.randn(3, 16384)

@@ -1,8 +1,11 @@
 """The Triton rowwise backward's weight-gradient tile (issue 29): times <op>_backward alone for each
-(rows, columns, warps) tile of --tiles, set on the op's module (_WEIGHT_TILE), against a copy of the bytes
+(rows, columns, warps) tile of --tiles, forced on the op's module (its _weight_tile answers it; before template
+version 52, _WEIGHT_TILE was set), against a copy of the bytes
 the backward must move, in one process.
 
-    python docs/device/weight_tile.py PACKAGE_DIR --op layernorm_tl [--tiles 16x128x4,32x128x8] [--cols 1024,16384]
+    python docs/device/weight_tile.py PACKAGE_DIR --op layernorm_tl [--tiles auto,16x128x4,32x128x8] [--cols 1024,16384]
+
+A tile "auto" leaves the package's own choice (_triton_rowwise.weight_tile, template version 52 on).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ def main() -> None:
     backward = module._BACKWARD.split("::")
     op = getattr(getattr(torch.ops, backward[0]), backward[1]).default
     n_args = module.reference.__code__.co_argcount
+    chosen = getattr(module, "_weight_tile", None)  # version 52 on: the launch's rule (tile "auto")
     n_inputs = n_args - args.weights
     for dtype in [getattr(torch, d) for d in args.dtypes.split(",")]:
         for cols in map(int, args.cols.split(",")):
@@ -46,7 +50,12 @@ def main() -> None:
             copy = do_bench(lambda dst=dst, src=src: dst.copy_(src), warmup=10, rep=60, return_mode="median")
             line = []
             for tile in args.tiles.split(","):
-                module._WEIGHT_TILE = tuple(int(v) for v in tile.split("x"))
+                if tile == "auto":  # the package's own choice
+                    module._weight_tile = chosen
+                else:
+                    forced = tuple(int(v) for v in tile.split("x"))
+                    module._WEIGHT_TILE = forced
+                    module._weight_tile = lambda *args, forced=forced: forced
                 ms = do_bench(lambda g=g, xs=xs: op(g, *xs, [True] * n_args), warmup=10, rep=60, return_mode="median")
                 line.append(f"{tile} {ms:.3f} ms ({copy / ms:.0%})")
             print(f"{args.op} {str(dtype)[6:]:9s} {cols:6d}: " + "; ".join(line), flush=True)

@@ -1,8 +1,8 @@
 """What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident); from
 it, the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps), and the
 same choice for the backward's register kernels (backward_fit); and, for
-the backward of an op with weights, the splits of the rows for the weights' kernel (splits) and the column sum that
-adds up the partial sums of the weights' gradients (column_sum).
+the backward of an op with weights, the weights' kernel's tile (weight_tile), the splits of the rows for it (splits)
+and the column sum that adds up the partial sums of the weights' gradients (column_sum).
 
 A weight's gradient is a sum over the rows of each row's contribution. Where a row and the weights' sums fit in
 registers, the backward's row kernel adds them itself: it runs as many programs as the GPU holds (resident),
@@ -148,6 +148,31 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
         if wide_spills <= tolerated:
             return wider, wide_held
     return (warps, held) if fits else None
+
+
+# The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where that spills more than
+# WEIGHT_SPILL_TOLERATED bytes a thread. A tile of 64 x 64 at 4 warps holds 32 elements a thread, and every value
+# the weights' contributions share is a tile: a derivative with transcendentals and a mask takes all 255 registers
+# and spills. On an H200 at rows of 16384 (kernelgen's docs/results/stop67: tiles_f72.txt, counts_f72.txt), of the
+# five cells of seed 72 that spilled 32-46 bytes there, four ran their backward 1.13-1.97x faster at 16 x 64 and one
+# 0.97x; the cells that spilled 8 bytes or none were as often slower at 16 x 64 as faster (0.64-1.22x, seeds 71, 72).
+WEIGHT_TILE = (64, 64, 4)
+WEIGHT_TILE_NARROW = (16, 64, 4)
+WEIGHT_SPILL_TOLERATED = 16
+
+
+def weight_tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.device) -> tuple[int, int, int]:
+    """The tile (rows, columns, warps) to launch the weights' kernel ``kernel`` with: WEIGHT_TILE, unless the kernel
+    compiled for it (``dtypes``: a torch dtype for each tensor argument, in order; then the launch's rows, cols and
+    rows per split) spills more than WEIGHT_SPILL_TOLERATED bytes a thread, then WEIGHT_TILE_NARROW. Under
+    torch.compile's dynamic shapes, where a length is a symbol, nothing is compiled ahead: WEIGHT_TILE."""
+    if not (isinstance(rows, int) and isinstance(cols, int)):
+        return WEIGHT_TILE
+    tile_rows, tile_cols, warps = WEIGHT_TILE
+    _, per_split = splits(device, rows, triton.cdiv(cols, tile_cols), tile_rows)
+    _, spilled = resident(kernel, [*dtypes, rows, cols, per_split],
+                          dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc, num_warps=warps), device)
+    return WEIGHT_TILE_NARROW if spilled > WEIGHT_SPILL_TOLERATED else WEIGHT_TILE
 
 
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:

@@ -24,9 +24,10 @@ from .._triton_rowwise import rows_warps as _rows_warps
 # The warps of the backward's register kernels, or the next kernel where they spill.
 from .._triton_rowwise import backward_fit as _backward_fit
 
-# How the weights' gradients split the rows, and the column sum, shared by the package's Triton rowwise ops.
+# The weights' kernel's tile, how it splits the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
 from .._triton_rowwise import splits as _splits
+from .._triton_rowwise import weight_tile as _weight_tile
 
 try:
     import triton
@@ -508,12 +509,8 @@ def _long_backward(dtype: torch.dtype) -> dict:
 # The backward's launch: rows in registers, at the forward's BLOCK and warps, take the rows kernel, as many
 # programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row;
 # longer rows take the long kernel at _long_backward's chunk and warps. Those of one program a row then take
-# the weights' kernel on tiles of _WEIGHT_TILE (rows, columns, warps). The column sum adds the weights' partial
-# sums.
-
-# On an H100 (docs/device/weight_tile.py), 64 x 64 at 4 warps is the fastest of the tiles tried for a LayerNorm
-# in float32 and bfloat16 at rows of 1024 to 16384.
-_WEIGHT_TILE = (64, 64, 4)
+# the weights' kernel on the tile _weight_tile answers (rows, columns, warps: 64 x 64 at 4, or 16 x 64 where that
+# spills). The column sum adds the weights' partial sums.
 
 
 def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, stats: torch.Tensor, rows: int, cols: int, acc, opmath: torch.dtype,
@@ -522,7 +519,9 @@ def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torc
     backward kernel cannot sum on chip. None are computed when no weight's gradient is asked for."""
     if not any(_needs[1:]):
         return []
-    tile_rows, tile_cols, warps = _WEIGHT_TILE
+    tile_rows, tile_cols, warps = _weight_tile(_layernorm_tl_weight_grad_kernel,
+                                               [_grad.dtype, x.dtype, w.dtype, b.dtype, stats.dtype] + [opmath] * 2,
+                                               rows, cols, acc, _grad.device)
     splits, rows_per_split = _splits(_grad.device, rows, triton.cdiv(cols, tile_cols), tile_rows)
     partials = [torch.empty((splits, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
     wrap(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
