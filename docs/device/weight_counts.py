@@ -16,6 +16,22 @@ import sys
 from pathlib import Path
 
 
+def weight_kernels(package: Path, only: str = ""):
+    """(op name, its module, its _<op>_weight_grad_kernel) for every op of the generated package at ``package`` that
+    has one (``only``: a comma-separated list of ops to keep, or every op), the package imported from its root."""
+    sys.path.insert(0, str(package))
+    name = next(line.split(":", 1)[1].strip() for line in (package / ".copier-answers.yml").read_text().splitlines()
+                if line.startswith("package:"))
+    ops = importlib.import_module(f"{name}.ops")
+    for info in pkgutil.iter_modules(ops.__path__):
+        if only and info.name not in only.split(","):
+            continue
+        module = importlib.import_module(f"{name}.ops.{info.name}")
+        kernel = getattr(module, f"_{info.name}_weight_grad_kernel", None)
+        if kernel is not None:
+            yield info.name, module, kernel
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("package", type=Path)
@@ -29,20 +45,10 @@ def main() -> None:
     import triton
     import triton.language as tl
 
-    sys.path.insert(0, str(args.package))
-    name = next(line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
-                if line.startswith("package:"))
-    shared = importlib.import_module(f"{name}._triton_rowwise")
-    ops = importlib.import_module(f"{name}.ops")
     device = torch.device("cuda", torch.cuda.current_device())
     rows = args.size // args.cols
-    for info in pkgutil.iter_modules(ops.__path__):
-        if args.ops and info.name not in args.ops.split(","):
-            continue
-        module = importlib.import_module(f"{name}.ops.{info.name}")
-        kernel = getattr(module, f"_{info.name}_weight_grad_kernel", None)
-        if kernel is None:
-            continue
+    for op, module, kernel in weight_kernels(args.package, args.ops):
+        shared = importlib.import_module(module.__name__.rsplit(".", 2)[0] + "._triton_rowwise")
         names = kernel.arg_names
         partials = sum(1 for a in names if a.startswith("_p") and a.endswith("_ptr"))
         columns = sum(1 for a in names if a.endswith("_ptr")) - 2 - partials  # less _grad and _stats
@@ -55,7 +61,7 @@ def main() -> None:
                 options = dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=tl.float32, num_warps=warps)
                 held, spilled = shared.resident(kernel, launch, options, device)
                 cells.append(f"{text}: {held} held, {spilled} B")
-            print(f"{info.name} {str(dtype)[6:]:9s} {args.cols}: " + "; ".join(cells), flush=True)
+            print(f"{op} {str(dtype)[6:]:9s} {args.cols}: " + "; ".join(cells), flush=True)
 
 
 if __name__ == "__main__":

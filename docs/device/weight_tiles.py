@@ -9,15 +9,14 @@ One line per op and dtype: each tile (BLOCK_R x BLOCK_C x warps) with its regist
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
-import pkgutil
 import re
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from triton_spills import ptxas
+from weight_counts import weight_kernels
 
 
 def counts(triton, tl, kernel, tile: tuple[int, int, int], dtype: str, cuda_home: str) -> str:
@@ -46,20 +45,10 @@ def main() -> None:
 
     cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     tiles = [tuple(int(v) for v in text.split("x")) for text in args.tiles.split(",")]
-    sys.path.insert(0, str(args.package))
-    name = next(line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
-                if line.startswith("package:"))
-    ops = importlib.import_module(f"{name}.ops")
-    for info in pkgutil.iter_modules(ops.__path__):
-        if args.ops and info.name not in args.ops.split(","):
-            continue
-        module = importlib.import_module(f"{name}.ops.{info.name}")
-        kernel = getattr(module, f"_{info.name}_weight_grad_kernel", None)
-        if kernel is None:
-            continue
+    for op, _, kernel in weight_kernels(args.package, args.ops):
         for dtype in args.dtypes.split(","):
             cells = [f"{'x'.join(map(str, tile))}: {counts(triton, tl, kernel, tile, dtype, cuda_home)}" for tile in tiles]
-            print(f"{info.name} {dtype}: " + "; ".join(cells), flush=True)
+            print(f"{op} {dtype}: " + "; ".join(cells), flush=True)
 
 
 if __name__ == "__main__":
