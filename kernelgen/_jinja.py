@@ -173,7 +173,9 @@ from .nodes import Num, RowRef, Var
 #: 52: the Triton backward's weights' kernel takes a tile of 16 x 64 where its 64 x 64 build spills more than 16 bytes
 #:    a thread (_triton_rowwise.weight_tile): seed 72 at rows of 16384 on an H200 (stop 67), r03_tl 1.74-1.97x faster,
 #:    r05_tl and r08_tl float32 1.13-1.14x, r08_tl bfloat16 0.97x; the cells spilling 8 bytes or less keep 64 x 64.
-TEMPLATE_VERSION = "52"
+#: 53: a Triton rowwise op with weights computes a long row's inputs' gradients in the weights' kernel, beside
+#:    the weights' contributions, and its long backward kernel writes the per-row values only
+TEMPLATE_VERSION = "53"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -217,6 +217,8 @@ MUTANTS: tuple[Mutant, ...] = (
            )),
     Mutant("rw_tl-grad-term", "rw_tl", "triton", "a backward reduction's term dropped from dx (the row and rows kernels)",
            (_e(RW_TL, "_d0 = _grad * (_t0 * w) - _t0 * _r2 - ", "_d0 = _grad * (_t0 * w) - ", count=2),)),
+    Mutant("rw_tl-grad-long-term", "rw_tl", "triton", "a backward reduction's term dropped from dx (the weights' kernel, long rows)",
+           (_e(RW_TL, "tl.store(_d0_ptr + offsets, (_grad * (_t0 * w) - _t0 * _r2 - ", "tl.store(_d0_ptr + offsets, (_grad * (_t0 * w) - "),)),
     Mutant("rw_tl-grad-weight-constant", "rw_tl", "triton", "a weight's gradient off by 1% (the weights' kernel: db = 0.505 * grad)",
            (_e(RW_TL, "tl.sum(tl.where(mask, tl.full((), 0.5, ACC) * _grad, 0.0), axis=0)",
                "tl.sum(tl.where(mask, tl.full((), 0.505, ACC) * _grad, 0.0), axis=0)"),)),

@@ -766,9 +766,17 @@ for dtype, acc in ((torch.float32, tl.float32),):
             dx = torch.full_like(args[0], nan)
             stats = torch.full((3 * 64,), nan, dtype=dtype)  # room for the row's per-row values, whatever their number
             hints = mod._long_backward(dtype) if kernel is mod._rw_tl_backward_long_kernel else {"BLOCK": block}
-            kernel[(3,)](grad, *args, dx, stats, 1, cols, ACC=acc, **{k: v for k, v in hints.items() if k != "num_warps"})
+            hints = {k: v for k, v in hints.items() if k != "num_warps"}
+            # rows in registers: the row's kernel writes dx, the weights' kernel the weights' partial sums (flags
+            # 0, 1, 1); long rows: the long kernel writes the per-row values only, the weights' kernel every
+            # gradient (1, 1, 1)
+            if kernel is mod._rw_tl_backward_kernel:
+                kernel[(3,)](grad, *args, dx, stats, 1, cols, ACC=acc, **hints)
+            else:
+                kernel[(3,)](grad, *args, stats, cols, ACC=acc, **hints)
             partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]  # two splits: rows 0-1 and row 2
-            mod._rw_tl_weight_grad_kernel[(triton.cdiv(cols, 64), 2)](grad, *args, stats, *partials, 3, cols, 2,
+            flags = [int(kernel is not mod._rw_tl_backward_kernel), 1, 1]
+            mod._rw_tl_weight_grad_kernel[(triton.cdiv(cols, 64), 2)](grad, *args, dx, stats, *partials, *flags, 3, cols, 2,
                                                                      BLOCK_R=64, BLOCK_C=64, ACC=acc)
             weight_grads = [torch.full((cols,), nan, dtype=dtype) for _ in partials]
             for partial, weight_grad in zip(partials, weight_grads):

@@ -122,33 +122,50 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
                 suite.assert_matches(out[:1], rest)
             except AssertionError as err:
                 failures.append(f"{dtype} {case} row 0: {str(err)[:200]}")
-# The backward's long kernel (float32: the float64 exact gradients are no more exact than the op's), then the
-# weights' kernel over its per-row values and the column sum, as the registered backward launches them.
+# The backward's long kernel (float32: the float64 exact gradients are no more exact than the op's): an op without
+# weights writes the inputs' gradients from its last pass; an op with weights writes the per-row values only, and
+# the weights' kernel computes every gradient from them, then the column sum adds the weights' partial sums, as the
+# registered backward launches them.
 shared = importlib.import_module("longrows._triton_rowwise")
 n_in, n_w = len(suite.op.inputs), len(suite.op.weights)
+long_kernel = getattr(mod, f"_{op}_backward_long_kernel")
 for case in ("plain", "rising"):
     args, grad = suite.backward_args((3, 20000), torch.float32, "cpu", seed=41)
     if case == "rising":
         args[0] = args[0] + torch.linspace(0, 40, 20000)
-    dxs = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
-    stats = [torch.full((3 * 64,), float("nan"))] if n_w else []
-    getattr(mod, f"_{op}_backward_long_kernel")[(3,)](grad, *args, *dxs, *stats, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32,
-                                                      KEEP="", STREAM="")
+    if not n_w:
+        dxs = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
+        long_kernel[(3,)](grad, *args, *dxs, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32, KEEP="", STREAM="")
+        try:
+            suite.assert_gradients_match(dxs, grad, args)
+        except AssertionError as err:
+            failures.append(f"backward {case}: {str(err)[:200]}")
+        continue
+    stats = torch.full((3 * 64,), float("nan"))
+    long_kernel[(3,)](grad, *args, stats, 20000, BLOCK=4096, ACC=tl.float32, KEEP="", STREAM="")
     # the weights' kernel at both of its tiles (_triton_rowwise.weight_tile): the wide one, and the narrow one taken
     # where the wide one spills
-    for tile_rows, tile_cols, _ in ([shared.WEIGHT_TILE, shared.WEIGHT_TILE_NARROW] if n_w else [(0, 0, 0)]):
+    for tile_rows, tile_cols, _ in (shared.WEIGHT_TILE, shared.WEIGHT_TILE_NARROW):
+        dxs = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
+        partials = [torch.full((1, 20000), float("nan")) for _ in range(n_w)]
+        getattr(mod, f"_{op}_weight_grad_kernel")[(triton.cdiv(20000, tile_cols), 1)](
+            grad, *args, *dxs, stats, *partials, *[1] * (n_in + n_w), 3, 20000, 3, BLOCK_R=tile_rows, BLOCK_C=tile_cols,
+            ACC=tl.float32)
         weight_grads = []
-        if n_w:
-            partials = [torch.full((1, 20000), float("nan")) for _ in range(n_w)]
-            getattr(mod, f"_{op}_weight_grad_kernel")[(triton.cdiv(20000, tile_cols), 1)](
-                grad, *args, stats[0], *partials, 3, 20000, 3, BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=tl.float32)
-            for partial in partials:
-                weight_grads.append(torch.full((20000,), float("nan")))
-                shared._column_sum_kernel[(triton.cdiv(20000, 32),)](partial, weight_grads[-1], 1, 20000, BLOCK_P=128, BLOCK_C=32)
+        for partial in partials:
+            weight_grads.append(torch.full((20000,), float("nan")))
+            shared._column_sum_kernel[(triton.cdiv(20000, 32),)](partial, weight_grads[-1], 1, 20000, BLOCK_P=128, BLOCK_C=32)
         try:
             suite.assert_gradients_match(dxs + weight_grads, grad, args)
         except AssertionError as err:
             failures.append(f"backward {case} {tile_rows}x{tile_cols}: {str(err)[:200]}")
+        # the inputs' gradients alone (the weights' flags 0): the same bits
+        alone = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
+        getattr(mod, f"_{op}_weight_grad_kernel")[(triton.cdiv(20000, tile_cols), 1)](
+            grad, *args, *alone, stats, *partials, *[1] * n_in, *[0] * n_w, 3, 20000, 3, BLOCK_R=tile_rows,
+            BLOCK_C=tile_cols, ACC=tl.float32)
+        if not all(torch.equal(a, b) for a, b in zip(alone, dxs)):
+            failures.append(f"backward {case} {tile_rows}x{tile_cols}: dx differs when no weight's gradient is asked for")
 print("ok" if not failures else "FAILED " + " | ".join(failures))
 """
 

@@ -275,3 +275,25 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     else:
         assert launched[0] == f"_{name}_backward_kernel" and wrap.launches[0][3]["num_warps"] == one_row[0]
     assert launched[1:] == ([f"_{name}_weight_grad_kernel"] if weights else [])
+    if weights:
+        # the weights' kernel's flags (dx, then dw): a long row's dx comes from it, a row in registers' from the
+        # row's kernel
+        assert list(wrap.launches[1][2][-5:-3]) == ([1, 1] if one_row is None else [0, 1])
+
+
+@pytest.mark.parametrize("needs, flags", [([True, False], [1, 0]), ([False, True], [0, 1])])
+def test_a_long_rows_gradients_come_from_the_weights_kernel_whatever_is_asked(launch_ops, monkeypatch, needs, flags):
+    # Long rows of an op with weights: the long kernel writes the per-row values only, and the weights' kernel every
+    # gradient asked for, so dx is computed by the same kernel, with the same bits, whether dw is asked for or not.
+    module = launch_ops["nrm"]
+    monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
+    monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (64, 64, 4))
+    monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    wrap = _Recorder()
+    grads = module._nrm_backward_launch(torch.randn(3, 65536), torch.randn(3, 65536), torch.randn(65536), needs, wrap)
+    assert len(grads) == 1
+    assert [kernel for kernel, *_ in wrap.launches] == ["_nrm_backward_long_kernel", "_nrm_weight_grad_kernel"]
+    # the long kernel's arguments: the gradient, x, w, the per-row values, cols (no gradient, no flag)
+    assert len(wrap.launches[0][2]) == 5 and wrap.launches[0][2][-1] == 65536
+    assert list(wrap.launches[1][2][-5:-3]) == flags

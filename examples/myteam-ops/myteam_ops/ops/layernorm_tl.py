@@ -388,13 +388,14 @@ if TRITON_AVAILABLE:
         tl.store(_p1_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s1, mask=mask)
 
     # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
-    # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
-    # the gradients. Loads that a pass does not use are dropped by the compiler. The passes before the last load
-    # the row with KEEP and the last with STREAM, as the forward's (_long_backward says for which dtypes). A row
-    # cannot stay on chip here, so the weights' gradients take a kernel of their own: the row's per-row values
-    # go to _stats (rows, 4), where _layernorm_tl_weight_grad_kernel reads them.
-    @triton.jit(do_not_specialize=["_need0"])
-    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+    # forward's long kernel takes them (reductions that read no result of each other share a pass).
+    # A row cannot stay on chip here, so this kernel computes the row's per-row values only and writes them to
+    # _stats (rows, 4); _layernorm_tl_weight_grad_kernel then reads the rows once more and computes every
+    # element's derivatives once, for the inputs' gradients and the weights' alike. Loads that a pass does not
+    # use are dropped by the compiler. The passes before the last load the row with KEEP and the last with
+    # STREAM, as the forward's (_long_backward says for which dtypes).
+    @triton.jit
+    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _stats_ptr, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
                     KEEP: tl.constexpr, STREAM: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         base = row * cols
@@ -420,8 +421,8 @@ if TRITON_AVAILABLE:
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
             w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
             b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
             _a1 = (x - _r0) * (x - _r0)
@@ -430,31 +431,24 @@ if TRITON_AVAILABLE:
             _acc3 += tl.where(mask, _a3, 0.0)
         _r1 = tl.sum(_acc1, axis=0) / cols
         _r3 = tl.sum(_acc3, axis=0) / cols
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
-            _t1 = x - _r0
-            if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, (_grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1).to(_d0_ptr.dtype.element_ty), mask=mask,
-                         eviction_policy=STREAM)
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
         tl.store(_stats_ptr + row * 4 + 0, _r0)
         tl.store(_stats_ptr + row * 4 + 1, _r1)
         tl.store(_stats_ptr + row * 4 + 2, _r2)
         tl.store(_stats_ptr + row * 4 + 3, _r3)
 
-    # The weights' gradients of rows longer than _MAX_BACKWARD_BLOCK: each is a sum over the rows of every row's
-    # contribution. One program per BLOCK_C columns and split of the rows (../_triton_rowwise.py chooses the splits) adds, tile by tile of
-    # BLOCK_R rows, the contributions computed from the rows, the weights and the rows' per-row values in
-    # _stats, and writes its column sums to its row of _p<j>; the column sum then adds the splits in order.
-    # A fixed order and no atomics: the same bits on every run.
-    @triton.jit
-    def _layernorm_tl_weight_grad_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _stats_ptr, _p0_ptr, _p1_ptr, rows, cols, rows_per_split, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
+    # The gradients of rows longer than _MAX_BACKWARD_BLOCK, and the weights' gradients of the rows that
+    # _layernorm_tl_backward_kernel takes. A weight's gradient is a sum over the rows of every row's contribution.
+    # One program per BLOCK_C columns and split of the rows (../_triton_rowwise.py chooses the splits) reads, tile
+    # by tile of BLOCK_R rows, the rows and their per-row values in _stats, computes each element's derivatives
+    # once, writes the inputs' gradients asked for, and adds the weights' contributions; at the end it writes its
+    # column sums to its row of _p<j>, and the column sum adds the splits in order: a fixed order and no atomics,
+    # so the same bits on every run. _need<j> (the inputs', then the weights') is a run-time flag, never a
+    # compile-time constant: the arithmetic, and with it every gradient's bits, is the same whatever the caller
+    # asks for. _layernorm_tl_backward_kernel writes its rows' inputs' gradients itself and passes 0 for them.
+    @triton.jit(do_not_specialize=["_need0", "_need1", "_need2"])
+    def _layernorm_tl_weight_grad_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _p0_ptr, _p1_ptr, _need0, _need1, _need2, rows, cols, rows_per_split,
+                                 BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
         columns = tl.program_id(0) * BLOCK_C + tl.arange(0, BLOCK_C)
         column_mask = columns < cols
         first = tl.program_id(1) * rows_per_split
@@ -475,10 +469,16 @@ if TRITON_AVAILABLE:
             _r1 = tl.load(_stats_ptr + tile_rows.to(tl.int64) * 4 + 1, mask=row_mask, other=0.0)[:, None]
             _r2 = tl.load(_stats_ptr + tile_rows.to(tl.int64) * 4 + 2, mask=row_mask, other=0.0)[:, None]
             _r3 = tl.load(_stats_ptr + tile_rows.to(tl.int64) * 4 + 3, mask=row_mask, other=0.0)[:, None]
+            # ---- EDIT HERE: the gradients from the per-row values (keep them equal to the kernels' above) ----
             _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
             _t1 = x - _r0
-            _s0 += tl.sum(tl.where(mask, _grad * (_t1 * _t0), 0.0), axis=0)  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
-            _s1 += tl.sum(tl.where(mask, _grad, 0.0), axis=0)  # d/db: _grad
+            if _need0 != 0:  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+                tl.store(_d0_ptr + offsets, (_grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1).to(_d0_ptr.dtype.element_ty), mask=mask)
+            if _need1 != 0:  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
+                _s0 += tl.sum(tl.where(mask, _grad * (_t1 * _t0), 0.0), axis=0)
+            if _need2 != 0:  # d/db: _grad
+                _s1 += tl.sum(tl.where(mask, _grad, 0.0), axis=0)
+            # ---- end of EDIT HERE ---------------------------------------------------------------------------
         tl.store(_p0_ptr + tl.program_id(1).to(tl.int64) * cols + columns, _s0, mask=column_mask)
         tl.store(_p1_ptr + tl.program_id(1).to(tl.int64) * cols + columns, _s1, mask=column_mask)
 
@@ -507,26 +507,28 @@ def _long_backward(dtype: torch.dtype) -> dict:
 
 
 # The backward's launch: rows in registers, at the forward's BLOCK and warps, take the rows kernel, as many
-# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row;
-# longer rows take the long kernel at _long_backward's chunk and warps. Those of one program a row then take
-# the weights' kernel on the tile _weight_tile answers (rows, columns, warps: 64 x 64 at 4, or 16 x 64 where that
-# spills). The column sum adds the weights' partial sums.
+# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row, and
+# the weights' kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
+# warps for their per-row values, then the weights' kernel for every gradient. The weights' kernel runs on the
+# tile _weight_tile answers (rows, columns, warps: 64 x 64 at 4, or 16 x 64 where that spills). The column sum
+# adds the weights' partial sums.
 
 
-def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, stats: torch.Tensor, rows: int, cols: int, acc, opmath: torch.dtype,
-                  _needs: list[bool], wrap) -> list[torch.Tensor]:
-    """The weights' partial sums from the rows read again, with their per-row values in ``stats``: for rows the
-    backward kernel cannot sum on chip. None are computed when no weight's gradient is asked for."""
-    if not any(_needs[1:]):
+def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, outs: list[torch.Tensor], stats: torch.Tensor, rows: int, cols: int,
+                  acc, opmath: torch.dtype, flags: list[int], wrap) -> list[torch.Tensor]:
+    """The weights' partial sums, and the inputs' gradients into ``outs``, from the rows read again with their
+    per-row values in ``stats``. ``flags`` holds 1 for each gradient to compute (the inputs', then the
+    weights'), 0 for the others; none are computed when it holds no 1."""
+    if not any(flags):
         return []
     tile_rows, tile_cols, warps = _weight_tile(_layernorm_tl_weight_grad_kernel,
-                                               [_grad.dtype, x.dtype, w.dtype, b.dtype, stats.dtype] + [opmath] * 2,
-                                               rows, cols, acc, _grad.device)
+                                               [_grad.dtype, x.dtype, w.dtype, b.dtype, *[out.dtype for out in outs], stats.dtype]
+                                               + [opmath] * 2 + [1] * 3, rows, cols, acc, _grad.device)
     splits, rows_per_split = _splits(_grad.device, rows, triton.cdiv(cols, tile_cols), tile_rows)
     partials = [torch.empty((splits, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
     wrap(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
-        _grad, x, w, b, stats, *partials, rows, cols, rows_per_split, BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc,
-        num_warps=warps)
+        _grad, x, w, b, *outs, stats, *partials, *flags, rows, cols, rows_per_split, BLOCK_R=tile_rows, BLOCK_C=tile_cols,
+        ACC=acc, num_warps=warps)
     return partials
 
 
@@ -557,6 +559,7 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
         return [g for g, need in zip(outs + weight_grads, _needs) if need]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
     flags = [int(need) for need in _needs[:1]]
+    weight_flags = [int(need) for need in _needs[1:]]
     opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
     # On the inputs' GPU, on its current stream (see _layernorm_tl_launch).
     with torch.cuda.device(x.device):
@@ -587,13 +590,13 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
                     stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
                     wrap(_layernorm_tl_backward_kernel)[(rows,)](
                         _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **{**launch, "num_warps": fit[0]})
-                    partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
+                    partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, outs, stats, rows, cols, acc, opmath,
+                                             [0] * 1 + weight_flags, wrap)
         if long:
             stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
             wrap(_layernorm_tl_backward_long_kernel)[(rows,)](
-                _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, ACC=acc,
-                **_long_backward(_grad.dtype))
-            partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, stats, rows, cols, acc, opmath, _needs, wrap)
+                _grad_contig, x_contig, w_contig, b_contig, stats, cols, ACC=acc, **_long_backward(_grad.dtype))
+            partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, outs, stats, rows, cols, acc, opmath, flags + weight_flags, wrap)
         if not any(_needs[1:]):
             return [g for g, need in zip(outs, _needs) if need]
         weight_grads = [_column_sum(partial, _grad.dtype, wrap) for partial in partials]
