@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 from pathlib import Path
 
@@ -49,15 +50,18 @@ def main() -> None:
     rows = args.size // args.cols
     for op, module, kernel in weight_kernels(args.package, args.ops):
         shared = importlib.import_module(module.__name__.rsplit(".", 2)[0] + "._triton_rowwise")
-        names = kernel.arg_names
-        partials = sum(1 for a in names if a.startswith("_p") and a.endswith("_ptr"))
-        columns = sum(1 for a in names if a.endswith("_ptr")) - 2 - partials  # less _grad and _stats
+        names = [a for a in kernel.arg_names if a not in ("BLOCK_R", "BLOCK_C", "ACC")]
         for dtype in [getattr(torch, d) for d in args.dtypes.split(",")]:
             cells = []
             for text in args.tiles.split(","):
                 tile_rows, tile_cols, warps = (int(v) for v in text.split("x"))
                 _, per_split = shared.splits(device, rows, triton.cdiv(args.cols, tile_cols), tile_rows)
-                launch = [dtype] * (1 + columns) + [torch.float32] * (1 + partials) + [rows, args.cols, per_split]
+                # the arguments by name, as the launch passes them: the per-row values and the weights' partial
+                # sums in float32, every other tensor in the dtype, 1 for each flag, then the lengths
+                given = {"rows": rows, "cols": args.cols, "rows_per_split": per_split}
+                launch = [torch.float32 if a == "_stats_ptr" or re.fullmatch(r"_p\d+_ptr", a)
+                          else dtype if a.endswith("_ptr") else 1 if re.fullmatch(r"_need\d+", a) else given[a]
+                          for a in names]
                 options = dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=tl.float32, num_warps=warps)
                 held, spilled = shared.resident(kernel, launch, options, device)
                 cells.append(f"{text}: {held} held, {spilled} B")
