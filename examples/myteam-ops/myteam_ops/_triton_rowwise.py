@@ -163,9 +163,10 @@ WEIGHT_SPILL_TOLERATED = 16
 
 def weight_tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.device) -> tuple[int, int, int]:
     """The tile (rows, columns, warps) to launch the weights' kernel ``kernel`` with: WEIGHT_TILE, unless the kernel
-    compiled for it (``dtypes``: a torch dtype for each tensor argument, in order; then the launch's rows, cols and
-    rows per split) spills more than WEIGHT_SPILL_TOLERATED bytes a thread, then WEIGHT_TILE_NARROW. Under
-    torch.compile's dynamic shapes, where a length is a symbol, nothing is compiled ahead: WEIGHT_TILE."""
+    compiled for it (``dtypes``: a torch dtype for each tensor argument and 1 for each flag, in order; then the
+    launch's rows, cols and rows per split) spills more than WEIGHT_SPILL_TOLERATED bytes a thread, then
+    WEIGHT_TILE_NARROW. Under torch.compile's dynamic shapes, where a length is a symbol, nothing is compiled
+    ahead: WEIGHT_TILE."""
     if not (isinstance(rows, int) and isinstance(cols, int)):
         return WEIGHT_TILE
     tile_rows, tile_cols, warps = WEIGHT_TILE
