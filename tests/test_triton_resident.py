@@ -223,6 +223,13 @@ def launch_ops(tmp_path_factory):
         sys.path.remove(str(out / "launch-ops"))
 
 
+def _launch_on_cpu(monkeypatch, module):
+    """The weights' launch helpers of ``module`` replaced for CPU tensors: one split, the wide tile, a plain sum."""
+    monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
+    monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (64, 64, 4))
+    monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
+
+
 @pytest.mark.parametrize("weights", [True, False], ids=["weights", "no_weights"])
 @pytest.mark.parametrize("rows_fit, one_row", [(None, (32, 132)), (None, None), ((32, 132), None), ((16, 0), (32, 132))],
                          ids=["one_row_fits", "spills", "rows_kernel_fits", "counts_unknown"])
@@ -240,9 +247,7 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
 
     monkeypatch.setattr(module, "_backward_fit", backward_fit)
     if weights:
-        monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
-        monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (64, 64, 4))
-        monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
+        _launch_on_cpu(monkeypatch, module)
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
     x = torch.randn(3, 16384)
     tensors = [torch.randn(3, 16384), x] + ([torch.randn(16384)] if weights else [])
@@ -286,9 +291,7 @@ def test_a_long_rows_gradients_come_from_the_weights_kernel_whatever_is_asked(la
     # Long rows of an op with weights: the long kernel writes the per-row values only, and the weights' kernel every
     # gradient asked for, so dx is computed by the same kernel, with the same bits, whether dw is asked for or not.
     module = launch_ops["nrm"]
-    monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
-    monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (64, 64, 4))
-    monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
+    _launch_on_cpu(monkeypatch, module)
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
     wrap = _Recorder()
     grads = module._nrm_backward_launch(torch.randn(3, 65536), torch.randn(3, 65536), torch.randn(65536), needs, wrap)

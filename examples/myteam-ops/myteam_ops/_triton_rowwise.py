@@ -152,7 +152,7 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 
 # The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where that spills more than
 # WEIGHT_SPILL_TOLERATED bytes a thread. A tile of 64 x 64 at 4 warps holds 32 elements a thread, and every value
-# the weights' contributions share is a tile: a derivative with transcendentals and a mask takes all 255 registers
+# the gradients share is a tile: a derivative with transcendentals and a mask takes all 255 registers
 # and spills. On an H200 at rows of 16384 (kernelgen's docs/results/stop67: tiles_f72.txt, counts_f72.txt), of the
 # five cells of seed 72 that spilled 32-46 bytes there, four ran their backward 1.13-1.97x faster at 16 x 64 and one
 # 0.97x; the cells that spilled 8 bytes or none were as often slower at 16 x 64 as faster (0.64-1.22x, seeds 71, 72).
