@@ -148,10 +148,10 @@ def test_the_backward_register_kernels_compile_nothing_for_a_symbolic_row_length
 
 
 @pytest.mark.parametrize("spilled, tile", [
-    (0, (64, 64, 4)),    # no spill: the wide tile
-    (16, (64, 64, 4)),   # within the tolerance (WEIGHT_SPILL_TOLERATED): the wide tile
-    (32, (16, 64, 4)),   # past it: the narrow tile
-    (1, (64, 64, 4)),    # a Triton that does not report registers (resident's (0, 1)): the wide tile
+    (0, "WEIGHT_TILE"),           # no spill: the wide tile
+    (16, "WEIGHT_TILE"),          # within the tolerance (WEIGHT_SPILL_TOLERATED): the wide tile
+    (32, "WEIGHT_TILE_NARROW"),   # past it: the narrow tile
+    (1, "WEIGHT_TILE"),           # a Triton that does not report registers (resident's (0, 1)): the wide tile
 ])
 def test_the_weights_kernel_narrows_its_tile_where_the_wide_one_spills(tmp_path, monkeypatch, spilled, tile):
     shared = _shared(tmp_path)
@@ -164,10 +164,13 @@ def test_the_weights_kernel_narrows_its_tile_where_the_wide_one_spills(tmp_path,
     monkeypatch.setattr(shared, "resident", resident)
     monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
     dtypes = [torch.bfloat16] * 3 + [torch.float32] * 2
-    assert shared.weight_tile(object(), dtypes, 4096, 16384, None, torch.device("cuda", 0)) == tile
+    assert shared.WEIGHT_TILE_NARROW[0] < shared.WEIGHT_TILE[0]
+    assert shared.weight_tile(object(), dtypes, 4096, 16384, None, torch.device("cuda", 0)) == getattr(shared, tile)
     # compiled once, at the wide tile, for the arguments the launch passes: the dtypes, rows, cols, rows per split
     (args, options), = asked
-    assert args[:5] == dtypes and args[5:7] == [4096, 16384] and args[7] == shared.splits(None, 4096, 256, 64)[1]
+    tile_rows, tile_cols, _ = shared.WEIGHT_TILE
+    assert args[:5] == dtypes and args[5:7] == [4096, 16384]
+    assert args[7] == shared.splits(None, 4096, 16384 // tile_cols, tile_rows)[1]
     assert (options["BLOCK_R"], options["BLOCK_C"], options["num_warps"]) == shared.WEIGHT_TILE
 
 
@@ -224,9 +227,9 @@ def launch_ops(tmp_path_factory):
 
 
 def _launch_on_cpu(monkeypatch, module):
-    """The weights' launch helpers of ``module`` replaced for CPU tensors: one split, the wide tile, a plain sum."""
+    """The weights' launch helpers of ``module`` replaced for CPU tensors: one split, a tile of 16 x 64, a plain sum."""
     monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
-    monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (64, 64, 4))
+    monkeypatch.setattr(module, "_weight_tile", lambda kernel, dtypes, rows, cols, acc, device: (16, 64, 4))
     monkeypatch.setattr(module, "_column_sum", lambda partial, dtype, wrap: partial.sum(0).to(dtype))
 
 

@@ -151,13 +151,14 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 
 
 # The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where that spills more than
-# WEIGHT_SPILL_TOLERATED bytes a thread. A tile of 64 x 64 at 4 warps holds 32 elements a thread, and every value
-# the gradients share is a tile: a derivative with transcendentals and a mask takes all 255 registers
-# and spills. On an H200 at rows of 16384 (kernelgen's docs/results/stop67: tiles_f72.txt, counts_f72.txt), of the
-# five cells of seed 72 that spilled 32-46 bytes there, four ran their backward 1.13-1.97x faster at 16 x 64 and one
-# 0.97x; the cells that spilled 8 bytes or none were as often slower at 16 x 64 as faster (0.64-1.22x, seeds 71, 72).
-WEIGHT_TILE = (64, 64, 4)
-WEIGHT_TILE_NARROW = (16, 64, 4)
+# WEIGHT_SPILL_TOLERATED bytes a thread. The kernel keeps a running sum for each weight in every lane of the tile and
+# reduces over the tile's rows once, at the end, so a tile's rows cost registers, not a reduction every tile, and
+# every value the gradients share is a tile too. At 16 x 64 and 4 warps a thread holds 8 elements of each: on an
+# H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop69: tiles_f74n_*.txt, counts_f74n.txt), the ten ops
+# of seed 74 spilled 0-8 bytes there, and 16 x 64 ran within 5% of the fastest of 16, 32 and 64 rows in 39 of 40
+# cells (5.1% slower in the other); 64 x 64 spilled up to 832 bytes and ran up to 9.4x slower.
+WEIGHT_TILE = (16, 64, 4)
+WEIGHT_TILE_NARROW = (8, 64, 4)
 WEIGHT_SPILL_TOLERATED = 16
 
 

@@ -441,11 +441,12 @@ if TRITON_AVAILABLE:
     # _layernorm_tl_backward_kernel takes. A weight's gradient is a sum over the rows of every row's contribution.
     # One program per BLOCK_C columns and split of the rows (../_triton_rowwise.py chooses the splits) reads, tile
     # by tile of BLOCK_R rows, the rows and their per-row values in _stats, computes each element's derivatives
-    # once, writes the inputs' gradients asked for, and adds the weights' contributions; at the end it writes its
-    # column sums to its row of _p<j>, and the column sum adds the splits in order: a fixed order and no atomics,
-    # so the same bits on every run. _need<j> (the inputs', then the weights') is a run-time flag, never a
-    # compile-time constant: the arithmetic, and with it every gradient's bits, is the same whatever the caller
-    # asks for. _layernorm_tl_backward_kernel writes its rows' inputs' gradients itself and passes 0 for them.
+    # once, writes the inputs' gradients asked for, and adds the weights' contributions lane by lane; at the end it
+    # sums its lanes over the tile's rows into its row of _p<j> (one reduction across the warps, not one a tile),
+    # and the column sum adds the splits in order: a fixed order and no atomics, so the same bits on every run.
+    # _need<j> (the inputs', then the weights') is a run-time flag, never a compile-time constant: the arithmetic,
+    # and with it every gradient's bits, is the same whatever the caller asks for. _layernorm_tl_backward_kernel
+    # writes its rows' inputs' gradients itself and passes 0 for them.
     @triton.jit(do_not_specialize=["_need0", "_need1", "_need2"])
     def _layernorm_tl_weight_grad_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _p0_ptr, _p1_ptr, _need0, _need1, _need2, rows, cols, rows_per_split,
                                  BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ACC: tl.constexpr):
@@ -455,9 +456,9 @@ if TRITON_AVAILABLE:
         last = tl.minimum(first + rows_per_split, rows)
         _n = cols
         w = tl.load(w_ptr + columns, mask=column_mask, other=0.0).to(ACC)[None, :]
-        _s0 = tl.zeros((BLOCK_C,), ACC)
+        _s0 = tl.zeros((BLOCK_R, BLOCK_C), ACC)  # each lane's sum of d/dw over the tiles
         b = tl.load(b_ptr + columns, mask=column_mask, other=0.0).to(ACC)[None, :]
-        _s1 = tl.zeros((BLOCK_C,), ACC)
+        _s1 = tl.zeros((BLOCK_R, BLOCK_C), ACC)  # each lane's sum of d/db over the tiles
         for start in range(first, last, BLOCK_R):
             tile_rows = start + tl.arange(0, BLOCK_R)
             row_mask = tile_rows < last
@@ -475,12 +476,12 @@ if TRITON_AVAILABLE:
             if _need0 != 0:  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
                 tl.store(_d0_ptr + offsets, (_grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1).to(_d0_ptr.dtype.element_ty), mask=mask)
             if _need1 != 0:  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
-                _s0 += tl.sum(tl.where(mask, _grad * (_t1 * _t0), 0.0), axis=0)
+                _s0 += tl.where(mask, _grad * (_t1 * _t0), 0.0)
             if _need2 != 0:  # d/db: _grad
-                _s1 += tl.sum(tl.where(mask, _grad, 0.0), axis=0)
+                _s1 += tl.where(mask, _grad, 0.0)
             # ---- end of EDIT HERE ---------------------------------------------------------------------------
-        tl.store(_p0_ptr + tl.program_id(1).to(tl.int64) * cols + columns, _s0, mask=column_mask)
-        tl.store(_p1_ptr + tl.program_id(1).to(tl.int64) * cols + columns, _s1, mask=column_mask)
+        tl.store(_p0_ptr + tl.program_id(1).to(tl.int64) * cols + columns, tl.sum(_s0, axis=0), mask=column_mask)
+        tl.store(_p1_ptr + tl.program_id(1).to(tl.int64) * cols + columns, tl.sum(_s1, axis=0), mask=column_mask)
 
 
 # The longest row the backward holds in registers. Its kernel keeps 10 row-sized values live at once (the
@@ -510,7 +511,7 @@ def _long_backward(dtype: torch.dtype) -> dict:
 # programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row, and
 # the weights' kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
 # warps for their per-row values, then the weights' kernel for every gradient. The weights' kernel runs on the
-# tile _weight_tile answers (rows, columns, warps: 64 x 64 at 4, or 16 x 64 where that spills). The column sum
+# tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that spills). The column sum
 # adds the weights' partial sums.
 
 
