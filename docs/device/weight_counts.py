@@ -64,7 +64,9 @@ def main() -> None:
                           for a in names]
                 options = dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=tl.float32, num_warps=warps)
                 held, spilled = shared.resident(kernel, launch, options, device)
-                cells.append(f"{text}: {held} held, {spilled} B")
+                compiled = kernel.warmup(*launch, grid=(1,), **options)  # the build resident read, from the cache
+                compiled._init_handles()
+                cells.append(f"{text}: {compiled.n_regs} regs, {held} held, {spilled} B")
             print(f"{op} {str(dtype)[6:]:9s} {args.cols}: " + "; ".join(cells), flush=True)
 
 

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Prepared in stop 69 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
+# archive, bounded below the call's limit so the archive is made:
+#   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o timeout 540 bash docs/device/stop70.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
+# Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+#
+# Version 54's weights' kernel takes 16 x 64 unless that spills more than 16 bytes a thread (then 8 x 64). On seed
+# 75, r00_tl (bound by arithmetic) ran 1.43x faster at 8 x 64 with no spill at 16 x 64, and r05_tl bfloat16
+# (memory-bound, two weights) ran slower than version 53's 64 x 64 (docs/backward.md "Stop 69"). These phases read
+# the GPU's registers, spills and resident programs at five tiles and time every op with each tile forced, to fit
+# an occupancy (or bytes-in-flight) term on seeds 74 and 75 together, then check it on a fresh seed.
+#   tiles74   carry .device/f74 (seed 74 at version 54)
+#   tiles75   carry .device/f75 (seed 75 at version 54)
+W=/tmp/kg70
+. "$(dirname "$0")/stop_common.sh"
+
+for p in f74 f75; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+TILES=8x64x4,16x64x4,32x64x4,16x128x4,8x128x4
+W74="r00_tl:2 r01_tl:3 r02_tl:3 r03_tl:2 r04_tl:2 r05_tl:2 r06_tl:1 r07_tl:3 r08_tl:1 r09_tl:3"
+W75="r00_tl:3 r01_tl:3 r02_tl:1 r03_tl:3 r04_tl:2 r05_tl:2 r06_tl:2 r07_tl:3 r08_tl:3 r09_tl:1"
+
+tiles() {
+  local seed=$1 all=$2 t cols opw; t=$(date +%s); build $W/$seed/rsweep-ops
+  timeout 120 python3 docs/device/weight_counts.py $W/$seed/rsweep-ops --tiles $TILES \
+    > "$FINAL_OUT/counts_$seed.txt" 2>&1; echo "counts at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/counts_$seed.txt"
+  for cols in 16384 65536; do
+    for opw in $all; do
+      timeout 45 python3 docs/device/weight_tile.py $W/$seed/rsweep-ops --op ${opw%%:*} --weights ${opw##*:} \
+        --tiles auto,$TILES --cols $cols 2>&1 | grep -v Warn >> "$FINAL_OUT/tiles_${seed}_$cols.txt"
+    done; echo "tiles $cols at $(( $(date +%s) - t )) s"
+  done; cat "$FINAL_OUT"/tiles_${seed}_*.txt
+}
+
+case ${1:-tiles74} in
+  tiles74) tiles f74 "$W74" ;;
+  tiles75) tiles f75 "$W75" ;;
+esac
