@@ -11,6 +11,10 @@
 # an occupancy (or bytes-in-flight) term on seeds 74 and 75 together, then check it on a fresh seed.
 #   tiles74   carry .device/f74 (seed 74 at version 54)
 #   tiles75   carry .device/f75 (seed 75 at version 54)
+#   noise     carry .device/f75: stop 69's backward_bench.py "bwd alone" of one package moved by up to 50% between
+#             processes (docs/backward.md "Stop 69"), while weight_tile.py's forced tiles repeated within 1%. Three
+#             processes of each tool on r05_tl and r06_tl, the GPU's clocks, power and temperature logged around each,
+#             to tell the process (allocations, compiled variants) from the machine (clocks).
 W=/tmp/kg70
 . "$(dirname "$0")/stop_common.sh"
 
@@ -31,7 +35,22 @@ tiles() {
   done; cat "$FINAL_OUT"/tiles_${seed}_*.txt
 }
 
+gpu_state() {
+  nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw,temperature.gpu,clocks_throttle_reasons.active \
+    --format=csv,noheader | sed "s/^/$1: /" >> "$FINAL_OUT/gpu_state.txt"
+}
+
 case ${1:-tiles74} in
   tiles74) tiles f74 "$W74" ;;
   tiles75) tiles f75 "$W75" ;;
+  noise)
+    build $W/f75/rsweep-ops
+    for i in 1 2 3; do
+      gpu_state "bench $i before"
+      timeout 60 python3 docs/device/backward_bench.py $W/f75/rsweep-ops --ops r05_tl,r06_tl --dtypes float32,bfloat16 \
+        --cols 16384,65536 --rounds 1 --against compile 2>&1 | grep "fwd+bwd" | sed "s/^/bench $i: /" >> "$FINAL_OUT/noise.txt"
+      gpu_state "bench $i after"
+      timeout 40 python3 docs/device/weight_tile.py $W/f75/rsweep-ops --op r05_tl --weights 2 --tiles auto,16x64x4 \
+        --cols 16384,65536 2>&1 | grep -v Warn | sed "s/^/tile $i: /" >> "$FINAL_OUT/noise.txt"
+    done; sort -k2,5 "$FINAL_OUT/noise.txt"; cat "$FINAL_OUT/gpu_state.txt" ;;
 esac
