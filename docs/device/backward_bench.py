@@ -23,6 +23,10 @@ distribution of the ratios to compile per dtype and the ten worst cells.
 
     --against compile        time only ours, compile and the backward alone (vjp and eager take 10-50 ms a
                              step at 2^26: most of a sweep's time)
+    --graphs                 also time ours' and compile's forward+backward replayed from a CUDA graph each: the
+                             GPU's time without the host's. A step of one op at 2^26 elements takes the host
+                             0.5-1 ms on the H200 machines (docs/device/host_overhead.py, stop 70), longer than
+                             the GPU's work in bfloat16, so the eager figures there time the host
     --prewarm --part i/n     compile the references of every n-th op from i (forward and backward, each dtype
                              and shape) and time nothing: n such processes side by side fill Inductor's cache
                              on disk, and the timing run then loads the compiled code (as rowwise_sweep.py's)
@@ -90,6 +94,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
     parser.add_argument("--against", default="vjp,eager,compile", help="the baselines timed (compile always)")
+    parser.add_argument("--graphs", action="store_true", help="also time fwd+bwd replayed from CUDA graphs")
     parser.add_argument("--prewarm", action="store_true", help="compile the references, time nothing")
     parser.add_argument("--part", default="0/1", help="i/n: every n-th op from the i-th (with --prewarm)")
     args = parser.parse_args(argv)
@@ -122,6 +127,24 @@ def main(argv: list[str] | None = None) -> None:
     def bench(fn) -> float:
         return do_bench(fn, warmup=10, rep=60, return_mode="median")
 
+    def graphed(fn):
+        """fn captured in a CUDA graph after three calls on a side stream (its kernels compiled and its tensors'
+        memory pooled), and the graph's replay; None where the capture fails (its error printed)."""
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    fn()
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                fn()
+            return graph.replay
+        except Exception as error:  # reported, the cell keeps its eager figures
+            print(f"    capture failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}", flush=True)
+            return None
+
     results = []
     for name, module in ops:
         call = getattr(package, name)
@@ -151,7 +174,10 @@ def main(argv: list[str] | None = None) -> None:
             compiled(*leaves).backward(g)  # compile forward and backward before timing
             if args.prewarm:
                 continue  # nothing timed: the next cell's tensors replace these
-            best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd")}
+            best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd", "ours_graph", "compile_graph")}
+            replays = {}
+            if args.graphs:
+                replays = {"ours_graph": graphed(lambda: fwd_bwd(call)), "compile_graph": graphed(lambda: fwd_bwd(compiled))}
             for _ in range(args.rounds):
                 best["ours"] = min(best["ours"], bench(lambda: fwd_bwd(call)))
                 if "vjp" in against:
@@ -160,25 +186,31 @@ def main(argv: list[str] | None = None) -> None:
                     best["eager"] = min(best["eager"], bench(lambda: fwd_bwd(module.reference)))
                 best["compile"] = min(best["compile"], bench(lambda: fwd_bwd(compiled)))
                 best["bwd"] = min(best["bwd"], bench(lambda: backward(g, *xs, [True] * n_args)))
+                for key, replay in replays.items():
+                    if replay is not None:
+                        best[key] = min(best[key], bench(replay))
             moved = (2 * n_inputs + 1) * args.size * xs[0].element_size()
             src = torch.empty(moved // xs[0].element_size() // 2, dtype=dtype, device="cuda")
             dst = torch.empty_like(src)
             copy_ms = bench(lambda: dst.copy_(src))
             row = {"op": name, "kind": kind, "dtype": dtype_name, "size": args.size, "cols": shape[-1],
-                   **{f"{k}_ms": v for k, v in best.items()},
+                   **{f"{k}_ms": v if v < float("inf") else None for k, v in best.items()},
                    "vs_compile": best["compile"] / best["ours"],
                    "vs_vjp": best["vjp"] / best["ours"] if "vjp" in against else None,
                    "vs_eager": best["eager"] / best["ours"] if "eager" in against else None,
-                   "bwd_roofline": copy_ms / best["bwd"]}
+                   "bwd_roofline": copy_ms / best["bwd"],
+                   "graph_vs_compile": best["compile_graph"] / best["ours_graph"] if args.graphs else None}
             for key in ("vjp", "eager"):
                 if key not in against:
                     row[f"{key}_ms"] = None
             results.append(row)
+            graphs = (f"; graphs: ours {best['ours_graph']:.3f}, compile {best['compile_graph']:.3f} ms, "
+                      f"{row['graph_vs_compile']:.2f}x compile" if args.graphs else "")
             others = "".join(f", {key} {best[key]:.3f}" for key in ("vjp", "eager") if key in against)
             versus = f", {row['vs_vjp']:.2f}x vjp" if "vjp" in against else ""
             print(f"{name:12s} {dtype_name:9s} {shape[-1]:>9d} fwd+bwd ours {best['ours']:.3f} ms{others}, compile "
                   f"{best['compile']:.3f}: {row['vs_compile']:.2f}x compile{versus}; bwd alone {best['bwd']:.3f} ms = "
-                  f"{100 * row['bwd_roofline']:.0f}% of a copy", flush=True)
+                  f"{100 * row['bwd_roofline']:.0f}% of a copy{graphs}", flush=True)
             if args.json:
                 Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
             del xs, g, leaves, src, dst
@@ -191,13 +223,18 @@ def main(argv: list[str] | None = None) -> None:
 def summary(results: list[dict]) -> str:
     """The ratios to compile per dtype (cells, min, median, cells >= 1.0x and >= 0.95x), then the ten worst
     cells with their backward alone against a copy."""
-    lines = ["dtype      cells    min  median  >=1.0x  >=0.95x"]
-    for dtype in sorted({row["dtype"] for row in results}):
-        ratios = sorted(row["vs_compile"] for row in results if row["dtype"] == dtype)
-        middle = len(ratios) // 2
-        median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
-        lines.append(f"{dtype:9s} {len(ratios):6d} {ratios[0]:6.2f} {median:7.2f} {sum(r >= 1.0 for r in ratios):7d} "
-                     f"{sum(r >= 0.95 for r in ratios):8d}")
+    lines = []
+    for key, title in (("vs_compile", "eager"), ("graph_vs_compile", "CUDA graphs")):
+        lines.append(f"fwd+bwd against compile, {title}:")
+        lines.append("dtype      cells    min  median  >=1.0x  >=0.95x")
+        for dtype in sorted({row["dtype"] for row in results}):
+            ratios = sorted(row[key] for row in results if row["dtype"] == dtype and row.get(key) is not None)
+            if not ratios:
+                continue
+            middle = len(ratios) // 2
+            median = ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+            lines.append(f"{dtype:9s} {len(ratios):6d} {ratios[0]:6.2f} {median:7.2f} {sum(r >= 1.0 for r in ratios):7d} "
+                         f"{sum(r >= 0.95 for r in ratios):8d}")
     lines.append("worst cells:")
     for row in sorted(results, key=lambda r: r["vs_compile"])[:10]:
         lines.append(f"  {row['op']:10s} {row['dtype']:9s} {row['cols']:>7d}  {row['vs_compile']:.2f}x compile, "

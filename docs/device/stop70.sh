@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prepared in stop 69 for the next session's device time (not run yet). Wrap each call so that $OUT returns one
-# archive, bounded below the call's limit so the archive is made:
+# Prepared in stop 69 and run in stop 70 (phases tiles74 and tiles75 side by side on two GPUs, then placement74 and
+# placement75, noise, host and graphs; results in docs/results/stop70/). Stop 70 wrapped its first calls so that
+# $OUT returned one archive, bounded below the call's limit so the archive is made:
 #   R=$OUT; mkdir -p /tmp/o; OUT=/tmp/o timeout 540 bash docs/device/stop70.sh PHASE; tar czf $R/PHASE.tgz -C /tmp/o .
 # Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
 #
@@ -43,6 +44,31 @@ gpu_state() {
 case ${1:-tiles74} in
   tiles74) tiles f74 "$W74" ;;
   tiles75) tiles f75 "$W75" ;;
+  placement74|placement75)  # placement.py on the cells whose timings moved most between identical tiles
+    seed=f${1#placement}; build $W/$seed/rsweep-ops
+    if [ -n "${CELLS:-}" ]; then cells=$CELLS
+    elif [ $seed = f74 ]; then cells="r00_tl:2:bfloat16:65536 r03_tl:2:float32:16384 r00_tl:2:float32:16384 r04_tl:2:bfloat16:65536"
+    else cells="r05_tl:2:float32:16384 r05_tl:2:bfloat16:65536 r04_tl:2:bfloat16:65536 r06_tl:2:bfloat16:16384"; fi
+    for c in $cells; do IFS=: read -r op w dt cols <<< "$c"
+      timeout 60 python3 docs/device/placement.py $W/$seed/rsweep-ops --op $op --weights $w --dtype $dt --cols $cols \
+        ${KERNELS:+--kernels} 2>&1 | grep -v Warn >> "$FINAL_OUT/placement_$seed.txt"
+    done; cat "$FINAL_OUT/placement_$seed.txt" ;;
+  host)  # host_overhead.py: the host's time per call, OPS (default r00_tl-r04_tl) of seed 75, then where it goes
+    build $W/f75/rsweep-ops
+    timeout 400 python3 docs/device/host_overhead.py $W/f75/rsweep-ops --ops ${OPS:-r00_tl,r01_tl,r02_tl,r03_tl,r04_tl} \
+      2>&1 | grep -v -i warn > "$FINAL_OUT/host_${OPS:-r00}.txt"
+    [ -n "${PROFILE:-}" ] && timeout 100 python3 docs/device/host_overhead.py $W/f75/rsweep-ops --ops $PROFILE \
+      --dtypes bfloat16 --cols 65536 --profile > "$FINAL_OUT/host_profile.txt" 2>&1
+    cat "$FINAL_OUT"/host_*.txt ;;
+  graphs)  # backward_bench.py --graphs over seed 75's OPS (CUDA_VISIBLE_DEVICES picks the GPU): eager and graphed
+    build $W/f75/rsweep-ops; t=$(date +%s); n=$(echo ${OPS//,/ } | wc -w)
+    for ((i = 0; i < n; i++)); do
+      timeout 150 python3 docs/device/backward_bench.py $W/f75/rsweep-ops --ops $OPS --dtypes float32,bfloat16 \
+        --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_graphs_${OPS%%,*}_$i.log 2>&1 &
+    done; wait; echo "prewarmed at $(( $(date +%s) - t )) s"
+    timeout ${TB:-200} python3 docs/device/backward_bench.py $W/f75/rsweep-ops --ops $OPS --dtypes float32,bfloat16 \
+      --cols 16384,65536 --rounds 1 --against compile --graphs --json "$FINAL_OUT/graphs_${OPS%%,*}.json" 2>&1 \
+      | grep -v -i warn > "$FINAL_OUT/graphs_${OPS%%,*}.txt"; echo "timed at $(( $(date +%s) - t )) s" ;;
   noise)
     build $W/f75/rsweep-ops
     for i in 1 2 3; do

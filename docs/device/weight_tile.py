@@ -6,6 +6,11 @@ the backward must move, in one process.
     python docs/device/weight_tile.py PACKAGE_DIR --op layernorm_tl [--tiles auto,16x128x4,32x128x8] [--cols 1024,16384]
 
 A tile "auto" leaves the package's own choice (_triton_rowwise.weight_tile, template version 52 on).
+
+Each tile's backward is timed replayed from a CUDA graph (triton.testing.do_bench_cudagraph): a call of the registered
+op takes the host 0.2-0.5 ms on the H200 machines (host_overhead.py, stop 70), longer than many backwards take the
+GPU, and do_bench's figures then time the host. Each tile's gradients are checked against the first tile's: the
+largest difference, relative to the largest gradient, is printed beside its time.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=2**26)
     args = parser.parse_args()
     import torch
-    from triton.testing import do_bench
+    from triton.testing import do_bench_cudagraph
 
     sys.path.insert(0, str(args.package))
     name = next(line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
@@ -47,8 +52,9 @@ def main() -> None:
             moved = (2 * n_inputs + 1) * args.size * g.element_size()
             src = torch.empty(moved // g.element_size() // 2, dtype=dtype, device="cuda")
             dst = torch.empty_like(src)
-            copy = do_bench(lambda dst=dst, src=src: dst.copy_(src), warmup=10, rep=60, return_mode="median")
+            copy = do_bench_cudagraph(lambda dst=dst, src=src: dst.copy_(src), rep=60, return_mode="median")
             line = []
+            first = None
             for tile in args.tiles.split(","):
                 if tile == "auto":  # the package's own choice
                     module._weight_tile = chosen
@@ -56,8 +62,12 @@ def main() -> None:
                     forced = tuple(int(v) for v in tile.split("x"))
                     module._WEIGHT_TILE = forced
                     module._weight_tile = lambda *args, forced=forced: forced
-                ms = do_bench(lambda g=g, xs=xs: op(g, *xs, [True] * n_args), warmup=10, rep=60, return_mode="median")
-                line.append(f"{tile} {ms:.3f} ms ({copy / ms:.0%})")
+                grads = op(g, *xs, [True] * n_args)
+                first = first or grads
+                apart = max(float((a.float() - b.float()).abs().max() / b.float().abs().max().clamp_min(1e-30))
+                            for a, b in zip(grads, first))
+                ms = do_bench_cudagraph(lambda g=g, xs=xs: op(g, *xs, [True] * n_args), rep=60, return_mode="median")
+                line.append(f"{tile} {ms:.3f} ms ({copy / ms:.0%}, {apart:.0e})")
             print(f"{args.op} {str(dtype)[6:]:9s} {cols:6d}: " + "; ".join(line), flush=True)
 
 
