@@ -179,7 +179,11 @@ from .nodes import Num, RowRef, Var
 #:    the end, on a tile of 16 x 64 (8 x 64 where that spills more than 16 bytes): on an H200 (stop 69), the
 #:    backward alone 0.99-1.18x as fast as version 53 in float32 and 1.14-1.68x in bfloat16 on seed 74 at rows of
 #:    16384, and 1.12x faster at the median of a fresh draw (seed 75, rows of 16384 and 65536)
-TEMPLATE_VERSION = "54"
+#: 55: the Triton weights' kernel takes the narrow tile (8 x 64) also where its 16 x 64 build fits fewer than 4
+#:    programs an SM (_triton_rowwise.WEIGHT_PROGRAMS_PER_SM): fitted on seeds 74 and 75 on an H200 (stop 70),
+#:    where 8 x 64 ran within 0.5% or faster (up to 1.50x) in the 21 cells that rule narrows and up to 1.12x
+#:    slower in the 24 it keeps; not yet run on a draw after the fit (seed 76, docs/device/stop71.sh)
+TEMPLATE_VERSION = "55"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

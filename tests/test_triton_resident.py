@@ -147,19 +147,22 @@ def test_the_backward_register_kernels_compile_nothing_for_a_symbolic_row_length
     assert shared.backward_fit(object(), [torch.float32, Symbolic()], options, torch.device("cuda", 0)) == (8, 0)
 
 
-@pytest.mark.parametrize("spilled, tile", [
-    (0, "WEIGHT_TILE"),           # no spill: the wide tile
-    (16, "WEIGHT_TILE"),          # within the tolerance (WEIGHT_SPILL_TOLERATED): the wide tile
-    (32, "WEIGHT_TILE_NARROW"),   # past it: the narrow tile
-    (1, "WEIGHT_TILE"),           # a Triton that does not report registers (resident's (0, 1)): the wide tile
+@pytest.mark.parametrize("held, spilled, tile", [
+    (528, 0, "WEIGHT_TILE"),           # no spill, 4 programs an SM (WEIGHT_PROGRAMS_PER_SM): the wide tile
+    (528, 16, "WEIGHT_TILE"),          # within the tolerance (WEIGHT_SPILL_TOLERATED): the wide tile
+    (528, 32, "WEIGHT_TILE_NARROW"),   # past it: the narrow tile
+    (396, 0, "WEIGHT_TILE_NARROW"),    # 3 programs an SM, too few to hide the loads' latency: the narrow tile
+    (1056, 0, "WEIGHT_TILE"),          # 8 programs an SM
+    (0, 1, "WEIGHT_TILE"),             # a Triton that does not report registers (resident's (0, 1)): the wide tile
 ])
-def test_the_weights_kernel_narrows_its_tile_where_the_wide_one_spills(tmp_path, monkeypatch, spilled, tile):
+def test_the_weights_kernel_narrows_its_tile_where_the_wide_one_spills_or_crowds(tmp_path, monkeypatch, held,
+                                                                                 spilled, tile):
     shared = _shared(tmp_path)
     asked = []
 
     def resident(kernel, args, options, device):
         asked.append((args, options))
-        return (264, spilled)
+        return (held, spilled)
 
     monkeypatch.setattr(shared, "resident", resident)
     monkeypatch.setattr(shared, "_sm_count", lambda device: 132)

@@ -150,31 +150,40 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
     return (warps, held) if fits else None
 
 
-# The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where that spills more than
-# WEIGHT_SPILL_TOLERATED bytes a thread. The kernel keeps a running sum for each weight in every lane of the tile and
-# reduces over the tile's rows once, at the end, so a tile's rows cost registers, not a reduction every tile, and
-# every value the gradients share is a tile too. At 16 x 64 and 4 warps a thread holds 8 elements of each: on an
-# H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop69: tiles_f74n_*.txt, counts_f74n.txt), the ten ops
-# of seed 74 spilled 0-8 bytes there, and 16 x 64 ran within 5% of the fastest of 16, 32 and 64 rows in 39 of 40
-# cells (5.1% slower in the other); 64 x 64 spilled up to 832 bytes and ran up to 9.4x slower.
+# The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where the wide one spills more
+# than WEIGHT_SPILL_TOLERATED bytes a thread or leaves an SM fewer than WEIGHT_PROGRAMS_PER_SM programs. The kernel
+# keeps a running sum for each weight in every lane of the tile and reduces over the tile's rows once, at the end,
+# so a tile's rows cost registers, not a reduction every tile, and every value the gradients share is a tile too.
+# At 16 x 64 and 4 warps a thread holds 8 elements of each. Its loads are all an SM has to hide their latency
+# with: past 128 registers a thread, 3 programs (12 warps) fit an SM, and the narrow tile, at about half the
+# registers, fits 5 or more. On an H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop70:
+# tiles_f7[45]_*.txt, counts_f7[45].txt; the cells the GPU, not the host, sets the pace of), the ten ops of seeds
+# 74 and 75 ran within 0.5% or faster (up to 1.50x) at 8 x 64 in all 21 cells where 16 x 64 held 3 programs an SM
+# or fewer, and at most 2.3% faster, up to 1.12x slower, in the 24 where it held 4 or more. Every op spilled 0-8 bytes
+# at 16 x 64; 64 x 64 spilled up to 832 bytes and ran up to 9.4x slower (stop 69).
 WEIGHT_TILE = (16, 64, 4)
 WEIGHT_TILE_NARROW = (8, 64, 4)
 WEIGHT_SPILL_TOLERATED = 16
+WEIGHT_PROGRAMS_PER_SM = 4
 
 
 def weight_tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.device) -> tuple[int, int, int]:
     """The tile (rows, columns, warps) to launch the weights' kernel ``kernel`` with: WEIGHT_TILE, unless the kernel
     compiled for it (``dtypes``: a torch dtype for each tensor argument and 1 for each flag, in order; then the
-    launch's rows, cols and rows per split) spills more than WEIGHT_SPILL_TOLERATED bytes a thread, then
-    WEIGHT_TILE_NARROW. Under torch.compile's dynamic shapes, where a length is a symbol, nothing is compiled
-    ahead: WEIGHT_TILE."""
+    launch's rows, cols and rows per split) spills more than WEIGHT_SPILL_TOLERATED bytes a thread or fits fewer
+    than WEIGHT_PROGRAMS_PER_SM programs an SM, then WEIGHT_TILE_NARROW. Under torch.compile's dynamic shapes,
+    where a length is a symbol, nothing is compiled ahead: WEIGHT_TILE; where the compiled kernel's counts are
+    unknown (resident's (0, 1)), WEIGHT_TILE too."""
     if not (isinstance(rows, int) and isinstance(cols, int)):
         return WEIGHT_TILE
     tile_rows, tile_cols, warps = WEIGHT_TILE
     _, per_split = splits(device, rows, triton.cdiv(cols, tile_cols), tile_rows)
-    _, spilled = resident(kernel, [*dtypes, rows, cols, per_split],
-                          dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc, num_warps=warps), device)
-    return WEIGHT_TILE_NARROW if spilled > WEIGHT_SPILL_TOLERATED else WEIGHT_TILE
+    held, spilled = resident(kernel, [*dtypes, rows, cols, per_split],
+                             dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc, num_warps=warps), device)
+    if held == 0:
+        return WEIGHT_TILE
+    crowded = held < WEIGHT_PROGRAMS_PER_SM * _sm_count(device)
+    return WEIGHT_TILE_NARROW if spilled > WEIGHT_SPILL_TOLERATED or crowded else WEIGHT_TILE
 
 
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:

@@ -511,8 +511,8 @@ def _long_backward(dtype: torch.dtype) -> dict:
 # programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row, and
 # the weights' kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
 # warps for their per-row values, then the weights' kernel for every gradient. The weights' kernel runs on the
-# tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that spills). The column sum
-# adds the weights' partial sums.
+# tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that spills or leaves an SM
+# too few programs). The column sum adds the weights' partial sums.
 
 
 def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, outs: list[torch.Tensor], stats: torch.Tensor, rows: int, cols: int,

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Prepared in stop 70 for the next session's device time (not run yet). Wrap each call so that $OUT returns what the
+# phase wrote even when it is cut short: write straight under $OUT, and bound every wait (stop 70 lost 560 s of its
+# budget to a loop that waited for a file the build never writes, with the archive step after it):
+#   OUT=$OUT timeout 540 bash docs/device/stop71.sh PHASE
+# On a two-GPU machine, two phases side by side: CUDA_VISIBLE_DEVICES=0 OUT=$OUT/a ... & CUDA_VISIBLE_DEVICES=1 OUT=$OUT/b
+# ... & wait (start the second some seconds later: both copy the carried packages under $W when missing).
+# Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+#
+# Version 55 narrows the weights' kernel's tile to 8 x 64 where the 16 x 64 build fits fewer than 4 programs an SM
+# (fitted on seeds 74 and 75 in stop 70, docs/backward.md "Stop 70"). Seed 76 was drawn after the fit: .device/f76 at
+# version 55, .device/f76o at version 54 (from a worktree of 635bf67).
+#   verify    carry .device/f76: each op with weights, its own tile ("auto") against 16 x 64 and 8 x 64 forced,
+#             replayed from CUDA graphs (weight_tile.py), rows of 65536 and 16384; OPW picks the ops (op:weights)
+#   fab       carry .device/f76 and .device/f76o: the two versions' forward+backward against compile, eager and
+#             graphed (backward_bench.py --graphs), version 55's CUDA backward suites, memcheck over two ops' backward
+#             launches; OPS picks the ops (default all ten)
+#   examples  carry .whl: the examples' whole suites at version 55
+W=/tmp/kg71
+. "$(dirname "$0")/stop_common.sh"
+
+for p in f76 f76o; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+ALL76=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
+
+case ${1:-verify} in
+  verify)
+    build $W/f76/rsweep-ops; t=$(date +%s)
+    for opw in ${OPW:-r01_tl:3 r03_tl:1 r04_tl:1 r05_tl:3 r06_tl:2 r07_tl:2 r09_tl:2}; do
+      timeout 40 python3 docs/device/weight_tile.py $W/f76/rsweep-ops --op ${opw%%:*} --weights ${opw##*:} \
+        --tiles auto,16x64x4,8x64x4 --cols 65536,16384 2>&1 | grep -v Warn >> "$FINAL_OUT/verify76.txt"
+      echo "${opw%%:*} at $(( $(date +%s) - t )) s"
+    done; cat "$FINAL_OUT/verify76.txt" ;;
+  fab)
+    ops=${OPS:-$ALL76}; t=$(date +%s)
+    (build $W/f76/rsweep-ops 2>&1 | sed "s|^|f76: |") & (build $W/f76o/rsweep-ops 2>&1 | sed "s|^|f76o: |") & wait
+    n=$(echo ${ops//,/ } | wc -w)
+    for ((i = 0; i < n; i++)); do
+      timeout 150 python3 docs/device/backward_bench.py $W/f76/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_fab_$i.log 2>&1 &
+    done
+    K="cuda and backward" suites fab76 f76 $ops 150 5
+    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
+    for p in f76o f76; do
+      timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols 16384,65536 --rounds 1 --against compile --graphs --json "$FINAL_OUT/fab76_$p.json" 2>&1 \
+        | grep -v -i warn > "$FINAL_OUT/fab76_$p.txt"
+      echo "$p rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/fab76_f76o.txt" "$FINAL_OUT/fab76_f76.txt" | tail -25
+    timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+      $W/f76/rsweep-ops --ops r01_tl,r07_tl --dtypes float32,bfloat16 > "$FINAL_OUT/fab76_memcheck.log" 2>&1
+    echo "memcheck: rc=$? $(grep 'ERROR SUMMARY' "$FINAL_OUT/fab76_memcheck.log" | tail -1)" ;;
+  examples) TT=330 examples "" ;;
+esac
