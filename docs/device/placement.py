@@ -18,23 +18,14 @@ import random
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from backward_kernels import kernel_times  # noqa: E402
+
 
 def per_kernel(torch, fn, calls: int = 20) -> str:
-    """Each CUDA kernel's mean time a call of fn, in microseconds, from torch.profiler over ``calls`` calls."""
-    from torch.profiler import ProfilerActivity, profile
-
-    fn()
-    torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(calls):
-            fn()
-        torch.cuda.synchronize()
-    totals: dict[str, float] = {}
-    for event in prof.events():
-        if event.device_type == torch.autograd.DeviceType.CUDA:
-            key = event.name.split("(")[0][-40:]
-            totals[key] = totals.get(key, 0.0) + event.time_range.elapsed_us() / calls
-    return "; ".join(f"{name} {us:.0f} us" for name, us in sorted(totals.items(), key=lambda kv: -kv[1]))
+    """Each CUDA kernel's mean time a call of fn (backward_kernels.kernel_times), the slowest first."""
+    times = kernel_times(torch, fn, calls)
+    return "; ".join(f"{name.split('(')[0][-40:]} {us:.0f} us" for name, us in sorted(times.items(), key=lambda kv: -kv[1]))
 
 
 def main() -> None:
