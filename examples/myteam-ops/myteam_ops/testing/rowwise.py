@@ -284,11 +284,13 @@ class RowwiseSuite(Suite):
         for got in grads[len(self.op.inputs):]:
             assert torch.equal(got, torch.zeros_like(got))
 
-    def test_backward_op_returns_the_gradients_asked_for(self, device):
+    @pytest.mark.parametrize("shape", [(37, 1000), (5, 65537)])
+    def test_backward_op_returns_the_gradients_asked_for(self, device, shape):
         """ctx.needs_input_grad: each subset of the inputs and weights gets exactly its gradients, in order,
-        bitwise equal to those of a call that asks for all."""
+        bitwise equal to those of a call that asks for all; at a short row and at a long one, whose kernels
+        compute the gradients asked for in other passes."""
         self._needs_backward()
-        args, grad = self.backward_args((37, 1000), self.op.dtypes[0], device, seed=33)
+        args, grad = self.backward_args(shape, self.op.dtypes[0], device, seed=33)
         every = self.op.backward(grad, *args, [True] * len(args))
         for mask in range(2 ** len(args)):
             needs = [bool(mask >> j & 1) for j in range(len(args))]
