@@ -154,9 +154,9 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 # than WEIGHT_SPILL_TOLERATED bytes a thread or leaves an SM fewer than WEIGHT_PROGRAMS_PER_SM programs. The kernel
 # keeps a running sum for each weight in every lane of the tile and reduces over the tile's rows once, at the end,
 # so a tile's rows cost registers, not a reduction every tile, and every value the gradients share is a tile too.
-# At 16 x 64 and 4 warps a thread holds 8 elements of each. Its loads are all an SM has to hide their latency
-# with: past 128 registers a thread, 3 programs (12 warps) fit an SM, and the narrow tile, at about half the
-# registers, fits 5 or more. On an H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop70:
+# At 16 x 64 and 4 warps a thread holds 8 elements of each. An SM hides its loads' latency with the warps of the
+# programs it holds: past 128 registers a thread only 3 programs (12 warps) fit, and the narrow tile, at about
+# half the registers, fits 4 to 7. On an H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop70:
 # tiles_f7[45]_*.txt, counts_f7[45].txt; the cells the GPU, not the host, sets the pace of), the ten ops of seeds
 # 74 and 75 ran within 0.5% or faster (up to 1.50x) at 8 x 64 in all 21 cells where 16 x 64 held 3 programs an SM
 # or fewer, and at most 2.3% faster, up to 1.12x slower, in the 24 where it held 4 or more. Every op spilled 0-8 bytes
