@@ -14,7 +14,8 @@
 #             replayed from CUDA graphs (weight_tile.py), rows of 65536 and 16384; OPW picks the ops (op:weights)
 #   fab       carry .device/f76 and .device/f76o: the two versions' forward+backward against compile, eager and
 #             graphed (backward_bench.py --graphs), version 55's CUDA backward suites, memcheck over two ops' backward
-#             launches; OPS picks the ops (default all ten)
+#             launches (the first two of OPS); OPS picks the ops (default all ten: about 8 minutes on one GPU, so
+#             give each GPU of two half of them, OPS=r00_tl,...,r04_tl and OPS=r05_tl,...,r09_tl)
 #   examples  carry .whl: the examples' whole suites at version 55
 W=/tmp/kg71
 . "$(dirname "$0")/stop_common.sh"
@@ -48,7 +49,7 @@ case ${1:-verify} in
     done
     python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/fab76_f76o.txt" "$FINAL_OUT/fab76_f76.txt" | tail -25
     timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_backward.py \
-      $W/f76/rsweep-ops --ops r01_tl,r07_tl --dtypes float32,bfloat16 > "$FINAL_OUT/fab76_memcheck.log" 2>&1
+      $W/f76/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/fab76_memcheck.log" 2>&1
     echo "memcheck: rc=$? $(grep 'ERROR SUMMARY' "$FINAL_OUT/fab76_memcheck.log" | tail -1)" ;;
   examples) TT=330 examples "" ;;
 esac
