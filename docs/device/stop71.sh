@@ -16,11 +16,17 @@
 #             graphed (backward_bench.py --graphs), version 55's CUDA backward suites, memcheck over two ops' backward
 #             launches (the first two of OPS); OPS picks the ops (default all ten: about 8 minutes on one GPU, so
 #             give each GPU of two half of them, OPS=r00_tl,...,r04_tl and OPS=r05_tl,...,r09_tl)
+#   exact     carry .device/f76 and .device/f76e: the candidate of branch candidate/exact-shared (version 56: a masked
+#             argument's subterms computed once, exact, for the mask and the gradients; generated from a worktree of
+#             3d17bb0) against version 55 on seed 76's ops that it changes: its CUDA backward suites (the masks must
+#             still find the reduction's element, or the gradients fail the error model), then both packages'
+#             forward+backward, eager and graphed, two rounds in alternating order (about 9 minutes on one GPU for
+#             the eight ops: give each GPU of two four of them, OPS=r00_tl,r02_tl,r03_tl,r04_tl and the rest)
 #   examples  carry .whl: the examples' whole suites at version 55
 W=/tmp/kg71
 . "$(dirname "$0")/stop_common.sh"
 
-for p in f76 f76o; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in f76 f76o f76e; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 ALL76=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
 
 case ${1:-verify} in
@@ -51,5 +57,24 @@ case ${1:-verify} in
     timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_backward.py \
       $W/f76/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/fab76_memcheck.log" 2>&1
     echo "memcheck: rc=$? $(grep 'ERROR SUMMARY' "$FINAL_OUT/fab76_memcheck.log" | tail -1)" ;;
+  exact)
+    ops=${OPS:-r00_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl}; t=$(date +%s)
+    (build $W/f76/rsweep-ops 2>&1 | sed "s|^|f76: |") & (build $W/f76e/rsweep-ops 2>&1 | sed "s|^|f76e: |") & wait
+    n=$(echo ${ops//,/ } | wc -w)
+    for ((i = 0; i < n; i++)); do
+      timeout 150 python3 docs/device/backward_bench.py $W/f76/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_exact_$i.log 2>&1 &
+    done
+    K="cuda and backward" suites exact76 f76e $ops 150 5
+    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
+    for r in 1 2; do
+      [ $r = 1 ] && order="f76 f76e" || order="f76e f76"
+      for p in $order; do
+        timeout ${TB:-120} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+          --cols 16384,65536 --rounds 1 --against compile --graphs 2>&1 | grep -v -i warn > "$FINAL_OUT/exact76_${p}_$r.txt"
+        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+      done
+      python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/exact76_f76_$r.txt" "$FINAL_OUT/exact76_f76e_$r.txt" | tail -2
+    done ;;
   examples) TT=330 examples "" ;;
 esac
