@@ -182,7 +182,7 @@ from .nodes import Num, RowRef, Var
 #: 55: the Triton weights' kernel takes the narrow tile (8 x 64) also where its 16 x 64 build fits fewer than 4
 #:    programs an SM (_triton_rowwise.WEIGHT_PROGRAMS_PER_SM): fitted on seeds 74 and 75 on an H200 (stop 70),
 #:    where 8 x 64 ran within 0.5% or faster (up to 1.50x) in the 21 cells that rule narrows and up to 1.12x
-#:    slower in the 24 it keeps; not yet run on a draw after the fit (seed 76, docs/device/stop71.sh). The
+#:    slower in the 25 it keeps; not yet run on a draw after the fit (seed 76, docs/device/stop71.sh). The
 #:    generated rowwise test of the backward's _needs runs a long row (5 x 65537) beside the short one.
 TEMPLATE_VERSION = "55"
 
