@@ -29,6 +29,31 @@ W=/tmp/kg71
 for p in f76 f76o f76e; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 ALL76=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
 
+# pair TAG OLD NEW OPS: packages OLD and NEW (under $W) built side by side, NEW's CUDA backward suites of OPS while
+# compile's references are prewarmed (one process an op), then both timed, eager and graphed, in rounds RS (default
+# "1"; round 2 in the opposite order) into $OUT/TAG_<pkg>_<round>.txt, and each round's comparison.
+pair() {
+  local tag=$1 old=$2 new=$3 ops=$4 t n i r p order; t=$(date +%s)
+  (build $W/$old/rsweep-ops 2>&1 | sed "s|^|$old: |") & (build $W/$new/rsweep-ops 2>&1 | sed "s|^|$new: |") & wait
+  n=$(echo ${ops//,/ } | wc -w)
+  for ((i = 0; i < n; i++)); do
+    timeout 150 python3 docs/device/backward_bench.py $W/$new/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+      --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_${tag}_$i.log 2>&1 &
+  done
+  K="cuda and backward" suites $tag $new $ops 150 5
+  wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
+  for r in ${RS:-1}; do
+    [ $r = 1 ] && order="$old $new" || order="$new $old"
+    for p in $order; do
+      timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols 16384,65536 --rounds 1 --against compile --graphs --json "$FINAL_OUT/${tag}_${p}_$r.json" 2>&1 \
+        | grep -v -i warn > "$FINAL_OUT/${tag}_${p}_$r.txt"
+      echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
+    done
+    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_$r.txt" "$FINAL_OUT/${tag}_${new}_$r.txt" | tail -25
+  done
+}
+
 case ${1:-verify} in
   verify)
     build $W/f76/rsweep-ops; t=$(date +%s)
@@ -38,43 +63,11 @@ case ${1:-verify} in
       echo "${opw%%:*} at $(( $(date +%s) - t )) s"
     done; cat "$FINAL_OUT/verify76.txt" ;;
   fab)
-    ops=${OPS:-$ALL76}; t=$(date +%s)
-    (build $W/f76/rsweep-ops 2>&1 | sed "s|^|f76: |") & (build $W/f76o/rsweep-ops 2>&1 | sed "s|^|f76o: |") & wait
-    n=$(echo ${ops//,/ } | wc -w)
-    for ((i = 0; i < n; i++)); do
-      timeout 150 python3 docs/device/backward_bench.py $W/f76/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
-        --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_fab_$i.log 2>&1 &
-    done
-    K="cuda and backward" suites fab76 f76 $ops 150 5
-    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
-    for p in f76o f76; do
-      timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
-        --cols 16384,65536 --rounds 1 --against compile --graphs --json "$FINAL_OUT/fab76_$p.json" 2>&1 \
-        | grep -v -i warn > "$FINAL_OUT/fab76_$p.txt"
-      echo "$p rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/fab76_f76o.txt" "$FINAL_OUT/fab76_f76.txt" | tail -25
+    ops=${OPS:-$ALL76}
+    pair fab76 f76o f76 $ops
     timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_backward.py \
       $W/f76/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/fab76_memcheck.log" 2>&1
     echo "memcheck: rc=$? $(grep 'ERROR SUMMARY' "$FINAL_OUT/fab76_memcheck.log" | tail -1)" ;;
-  exact)
-    ops=${OPS:-r00_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl}; t=$(date +%s)
-    (build $W/f76/rsweep-ops 2>&1 | sed "s|^|f76: |") & (build $W/f76e/rsweep-ops 2>&1 | sed "s|^|f76e: |") & wait
-    n=$(echo ${ops//,/ } | wc -w)
-    for ((i = 0; i < n; i++)); do
-      timeout 150 python3 docs/device/backward_bench.py $W/f76/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
-        --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_exact_$i.log 2>&1 &
-    done
-    K="cuda and backward" suites exact76 f76e $ops 150 5
-    wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
-    for r in 1 2; do
-      [ $r = 1 ] && order="f76 f76e" || order="f76e f76"
-      for p in $order; do
-        timeout ${TB:-120} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
-          --cols 16384,65536 --rounds 1 --against compile --graphs 2>&1 | grep -v -i warn > "$FINAL_OUT/exact76_${p}_$r.txt"
-        echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
-      done
-      python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/exact76_f76_$r.txt" "$FINAL_OUT/exact76_f76e_$r.txt" | tail -2
-    done ;;
+  exact) RS="1 2" pair exact76 f76 f76e ${OPS:-r00_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl} ;;
   examples) TT=330 examples "" ;;
 esac
