@@ -30,7 +30,8 @@ from backward_bench import import_package  # noqa: E402
 
 
 def per_call(torch, fn, calls: int) -> float:
-    """Microseconds of wall time per call of fn over ``calls`` calls, synchronised once before and after."""
+    """Microseconds of wall time per call of fn over ``calls`` calls, synchronised once before and after: the clock
+    stops after the GPU has finished (triton_host.py's per_call stops it before, timing the launches alone)."""
     for _ in range(5):
         fn()
     torch.cuda.synchronize()

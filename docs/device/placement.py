@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
+from backward_bench import import_package  # noqa: E402
 from backward_kernels import kernel_times  # noqa: E402
 
 
@@ -43,10 +44,8 @@ def main() -> None:
     import torch
     from triton.testing import do_bench
 
-    sys.path.insert(0, str(args.package))
-    name = next(line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
-                if line.startswith("package:"))
-    module = importlib.import_module(f"{name}.ops.{args.op}")
+    _, package, _ = import_package(args.package)
+    module = importlib.import_module(f"{package.__name__}.ops.{args.op}")
     namespace, op_name = module._BACKWARD.split("::")
     op = getattr(getattr(torch.ops, namespace), op_name).default
     n_args = module.reference.__code__.co_argcount

@@ -20,7 +20,7 @@
 #             argument's subterms computed once, exact, for the mask and the gradients; generated from a worktree of
 #             3d17bb0) against version 55 on seed 76's ops that it changes: its CUDA backward suites (the masks must
 #             still find the reduction's element, or the gradients fail the error model), then both packages'
-#             forward+backward, eager and graphed, two rounds in alternating order (about 9 minutes on one GPU for
+#             forward+backward, eager and graphed, two rounds in opposite orders (small_ab, second_round: about 9 minutes on one GPU for
 #             the eight ops: give each GPU of two four of them, OPS=r00_tl,r02_tl,r03_tl,r04_tl and the rest)
 #   examples  carry .whl: the examples' whole suites at version 55
 W=/tmp/kg71
@@ -28,31 +28,6 @@ W=/tmp/kg71
 
 for p in f76 f76o f76e; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 ALL76=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
-
-# pair TAG OLD NEW OPS: packages OLD and NEW (under $W) built side by side, NEW's CUDA backward suites of OPS while
-# compile's references are prewarmed (one process an op), then both timed, eager and graphed, in rounds RS (default
-# "1"; round 2 in the opposite order) into $OUT/TAG_<pkg>_<round>.txt, and each round's comparison.
-pair() {
-  local tag=$1 old=$2 new=$3 ops=$4 t n i r p order; t=$(date +%s)
-  (build $W/$old/rsweep-ops 2>&1 | sed "s|^|$old: |") & (build $W/$new/rsweep-ops 2>&1 | sed "s|^|$new: |") & wait
-  n=$(echo ${ops//,/ } | wc -w)
-  for ((i = 0; i < n; i++)); do
-    timeout 150 python3 docs/device/backward_bench.py $W/$new/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
-      --cols 16384,65536 --prewarm --part $i/$n > $W/prewarm_${tag}_$i.log 2>&1 &
-  done
-  K="cuda and backward" suites $tag $new $ops 150 5
-  wait; echo "suites and prewarm at $(( $(date +%s) - t )) s"
-  for r in ${RS:-1}; do
-    [ $r = 1 ] && order="$old $new" || order="$new $old"
-    for p in $order; do
-      timeout ${TB:-150} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
-        --cols 16384,65536 --rounds 1 --against compile --graphs --json "$FINAL_OUT/${tag}_${p}_$r.json" 2>&1 \
-        | grep -v -i warn > "$FINAL_OUT/${tag}_${p}_$r.txt"
-      echo "$p round $r rc=$? at $(( $(date +%s) - t )) s"
-    done
-    python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_$r.txt" "$FINAL_OUT/${tag}_${new}_$r.txt" | tail -25
-  done
-}
 
 case ${1:-verify} in
   verify)
@@ -64,10 +39,13 @@ case ${1:-verify} in
     done; cat "$FINAL_OUT/verify76.txt" ;;
   fab)
     ops=${OPS:-$ALL76}
-    pair fab76 f76o f76 $ops
+    GRAPHS=1 K="cuda and backward" TB=150 small_ab fab76 f76o f76 $ops float32,bfloat16 16384,65536 150 25
     timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_backward.py \
       $W/f76/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/fab76_memcheck.log" 2>&1
     echo "memcheck: rc=$? $(grep 'ERROR SUMMARY' "$FINAL_OUT/fab76_memcheck.log" | tail -1)" ;;
-  exact) RS="1 2" pair exact76 f76 f76e ${OPS:-r00_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl} ;;
+  exact)
+    ops=${OPS:-r00_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl}
+    GRAPHS=1 K="cuda and backward" TB=150 small_ab exact76 f76 f76e $ops float32,bfloat16 16384,65536 150 25
+    GRAPHS=1 ORDER="f76e f76" TB=150 second_round exact76 f76 f76e $ops float32,bfloat16 16384,65536 ;;
   examples) TT=330 examples "" ;;
 esac

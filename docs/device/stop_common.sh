@@ -27,7 +27,8 @@ suites() {
 }
 
 # A small A/B: packages OLD and NEW (under $W) built side by side; NEW's backward and gradcheck suites of OPS
-# (5 side by side) while compile's references are prewarmed; then both timed, and the table of the two.
+# (5 side by side) while compile's references are prewarmed; then both timed, and the table of the two. With GRAPHS
+# set (here and in second_round), forward+backward is also timed replayed from CUDA graphs (backward_bench --graphs).
 #   small_ab TAG OLD NEW OPS DTYPES COLS TEST_TIMEOUT TABLE_LINES   (files in $OUT named TAG_...)
 small_ab() {
   local tag=$1 old=$2 new=$3 ops=$4 dtypes=$5 cols=$6 t i p; t=$(date +%s)
@@ -42,7 +43,7 @@ small_ab() {
   wait; echo "tests and prewarm at $(( $(date +%s) - t )) s"
   for p in $old $new; do
     timeout ${TB:-60} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
-      --cols $cols --rounds 1 --against compile --json "$FINAL_OUT/${tag}_$p.json" > "$FINAL_OUT/${tag}_$p.txt" 2>&1
+      --cols $cols --rounds 1 --against compile ${GRAPHS:+--graphs} --json "$FINAL_OUT/${tag}_$p.json" > "$FINAL_OUT/${tag}_$p.txt" 2>&1
     echo "$p rc=$? at $(( $(date +%s) - t )) s"
   done
   python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_$old.txt" "$FINAL_OUT/${tag}_$new.txt" | tail -$8
@@ -76,10 +77,10 @@ second_round() {
   local tag=$1 old=$2 new=$3 ops=$4 dtypes=$5 cols=$6 t p; t=$(date +%s)
   for p in ${ORDER:-$old $new}; do
     timeout ${TB:-100} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes $dtypes \
-      --cols $cols --rounds 1 > "$FINAL_OUT/${tag}_${p}_2.txt" 2>&1
+      --cols $cols --rounds 1 ${GRAPHS:+--graphs} > "$FINAL_OUT/${tag}_${p}_2.txt" 2>&1
     echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
   done
-  python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_2.txt" "$FINAL_OUT/${tag}_${new}_2.txt" | tail -1
+  python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/${tag}_${old}_2.txt" "$FINAL_OUT/${tag}_${new}_2.txt" | tail -$(( ${GRAPHS:+1} + 1 ))
 }
 
 # prepared PKG OPS DTYPES COLS: package PKG (under $W) built, its ptxas log copied to $OUT, then its CUDA backward and
