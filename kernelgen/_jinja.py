@@ -184,7 +184,9 @@ from .nodes import Num, RowRef, Var
 #:    where 8 x 64 ran within 0.5% or faster (up to 1.50x) in the 21 cells that rule narrows and up to 1.12x
 #:    slower in the 25 it keeps; not yet run on a draw after the fit (seed 76, docs/device/stop71.sh). The
 #:    generated rowwise test of the backward's _needs runs a long row (5 x 65537) beside the short one.
-TEMPLATE_VERSION = "55"
+#: 56 (candidate, branch candidate/exact-shared): a Triton rowwise backward computes a masked argument's subterms
+#:    that its gradients read too once, exact (_e<i>), where the gradients are computed; not measured on a GPU
+TEMPLATE_VERSION = "56"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -486,6 +488,28 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         return sorted(found)
 
     exact_args = {k: diff.emit(stage_args[k], "triton", acc="ACC", exact=True) for k in sorted(masked)}
+    # A masked argument's subterms that the gradients read too (f's x / (y * y + 1.0) where the gradient of
+    # max(sin(x / (y * y + 1.0)) * w) reads it again): each computed once, exact (_e<i>, children first), and read
+    # by the kernels that compute gradients, both in the mask's _a<k> (the bits the reduction saw) and in the
+    # gradients (which would otherwise compute it a second time, contracted). Terms that read a mask stay apart.
+    in_grads = {node for tree in trees for node in diff.walk(tree)}
+    shared: dict[Any, Any] = {}
+    exact_bindings: list[tuple[str, str]] = []
+
+    def share(node: Any) -> None:
+        for kid in diff.children(node):
+            share(kid)
+        if (node in shared or node not in in_grads or isinstance(node, (*diff._LEAVES, diff.Compare))
+                or any(name.startswith("_a") for name in diff.variables(node))):
+            return
+        name = f"_e{len(exact_bindings)}"
+        exact_bindings.append((name, diff.emit(diff.transform(node, shared.get), "triton", acc="ACC", exact=True)))
+        shared[node] = Var(name)
+
+    for k in sorted(masked):
+        share(stage_args[k])
+    exact_read = {k: diff.emit(diff.transform(stage_args[k], shared.get), "triton", acc="ACC", exact=True)
+                  for k in sorted(masked)}
     # the long kernel's passes over the row (kernelgen.rowplan.pass_forms); an online sum's term computes first
     # the masked arguments its maximum's does not
     passes = rowplan.pass_forms(
@@ -504,10 +528,14 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         # a masked stage's argument with exact products (diff.emit): a kernel that computes it in two
         # passes over the row gets the same bits in both
         "exact_args": exact_args,
+        # where the gradients are computed: the shared exact subterms (_e<i>), then each masked argument over them
+        "exact_bindings": exact_bindings,
+        "exact_read": exact_read,
         "long_passes": passes,
     }
     for style in ("triton", "torch"):
-        bindings, grads = diff.emit_cse(trees, style, acc="ACC")
+        bindings, grads = diff.emit_cse([diff.transform(tree, shared.get) for tree in trees] if style == "triton" else trees,
+                                        style, acc="ACC")
         out[style] = {
             "reductions": [
                 {"func": stage.func, "arg": diff.emit(arg, style, acc="ACC"), "canonical": stage.canonical,

@@ -86,6 +86,37 @@ def test_the_backward_long_kernel_takes_the_same_passes(source, inputs, weights,
     assert [p["online"] for p in backward["long_passes"]] == online
 
 
+@pytest.mark.parametrize("source, inputs, weights, once", [
+    ("x / (y * y + 1.0) * tanh(min(sin(x / (y * y + 1.0) * w) * v)) * cos(x / (y * y + 1.0))", ["x", "y"], ["w", "v"],
+     ["x / "]),
+    ("x * y + max((x * y - min(x * w)) ** 2 * w)", ["x", "y"], ["w"], []),
+])
+def test_a_masked_arguments_subterms_are_computed_once_and_exact(source, inputs, weights, once):
+    # Where the gradients are computed, a mask's argument reads the subterms it shares with the gradients (_e<i>):
+    # each is computed once, with exact operations, so the mask sees the operations the reduction's argument
+    # (exact_args, computed whole) is made of, in the same order, and the gradients compute none of them again.
+    import ast
+    import re
+
+    from kernelgen._jinja import rowwise_backward_python
+    backward = rowwise_backward_python({"names": {}}, source, inputs, weights)
+    shared = dict(backward["exact_bindings"])
+    assert shared and backward["masked"]
+
+    def whole(text: str) -> str:  # every _e<i> replaced by what it computes
+        return re.sub(r"\b_e\d+\b", lambda match: f"({whole(shared[match.group(0)])})", text)
+
+    def tree(text: str) -> str:  # the operations and their order, whatever the parentheses
+        return ast.dump(ast.parse(text, mode="eval"))
+
+    for k in backward["masked"]:
+        assert tree(whole(backward["exact_read"][k])) == tree(backward["exact_args"][k])
+    gradients = " ".join([text for _, text in backward["triton"]["bindings"]] + backward["triton"]["grads"])
+    assert any(re.search(rf"\b{name}\b", gradients) for name in shared)  # the gradients read the shared terms
+    for op in once:  # ... and compute none of them again
+        assert op not in gradients and sum(text.count(op) for text in shared.values()) == 1, op
+
+
 def _leaves(node):
     from kernelgen.nodes import Var, collect
     return collect(node, lambda n: n if isinstance(n, Var) else None)

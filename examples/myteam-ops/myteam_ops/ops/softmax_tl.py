@@ -348,10 +348,11 @@ if TRITON_AVAILABLE:
 
 
 # The longest row the backward holds in registers. Its kernel keeps 6 row-sized values live at once (the
-# gradient, the inputs and weights, the shared terms, the reductions' arguments): past about 12 of them a row
-# of 16384 spills to local memory (an H100 ran such an op's backward at 5% of a copy), so the longest row in
-# registers falls with their number, and longer rows take the long kernel. The launch then reads what the kernel
-# compiled for the row length spills (_backward_fit): the count is an estimate, the compiled kernel is not.
+# gradient, the inputs and weights, the shared terms (a mask's exact ones among them), the reductions'
+# arguments): past about 12 of them a row of 16384 spills to local memory (an H100 ran such an op's backward at
+# 5% of a copy), so the longest row in registers falls with their number, and longer rows take the long kernel.
+# The launch then reads what the kernel compiled for the row length spills (_backward_fit): the count is an
+# estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 
 # The backward's long kernel keeps BLOCK lanes of a running value for each reduction of a pass, beside the pass's
