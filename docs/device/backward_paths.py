@@ -21,8 +21,8 @@ W: the launch's warps for the row and twice them (at most 32).
 would take, and what each register kernel costs, if the compiled kernel's counts alone bounded the rows in
 registers (design.md lesson 45) rather than the count of row-sized values.
 Each timed with triton.testing.do_bench (median, <op>_backward alone, every gradient asked for) against a copy of
-the backward's bytes. --compile-only calls each path once (fills Triton's cache on disk; n processes side by
-side with --part). It asserts nothing.
+the backward's bytes (--graphs: replayed from a CUDA graph, the host's time left out). --compile-only calls each
+path once (fills Triton's cache on disk; n processes side by side with --part). It asserts nothing.
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         seen.clear()
         run("auto")
         auto_seen = "; ".join(dict.fromkeys(seen))
-        figures = time_paths(torch, do_bench, run, paths, (2 * n_inputs + 1) * args.size * dtype.itemsize, dtype)
+        figures = time_paths(torch, do_bench, run, paths, (2 * n_inputs + 1) * args.size * dtype.itemsize, dtype, args.graphs)
         print(f"{name:8s} {dtype_name:9s} {cols:6d} | {figures} | counts: {auto_seen}", flush=True)
         del xs, g
 

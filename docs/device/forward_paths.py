@@ -13,8 +13,9 @@ Paths, each by patching the op module's _rows_warps for its calls:
   reg@32   the same at 32 warps
   long     the long kernel's passes (_rows_warps answers None)
 Each timed with triton.testing.do_bench (median, the op's forward alone through torch.ops) against a copy of the
-forward's bytes (the inputs read, the output written). --compile-only calls each path once (fills Triton's cache
-on disk; n processes side by side with --part). It asserts nothing.
+forward's bytes (the inputs read, the output written; --graphs: replayed from a CUDA graph, the host's time left
+out). --compile-only calls each path once (fills Triton's cache on disk; n processes side by side with --part).
+It asserts nothing.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> None:
         seen.clear()
         run("auto")
         auto_seen = "; ".join(dict.fromkeys(seen))
-        figures = time_paths(torch, do_bench, run, paths, (n_inputs + 1) * args.size * dtype.itemsize, dtype)
+        figures = time_paths(torch, do_bench, run, paths, (n_inputs + 1) * args.size * dtype.itemsize, dtype, args.graphs)
         print(f"{name:8s} {dtype_name:9s} {cols:6d} | {figures} | counts: {auto_seen}", flush=True)
         del xs
 

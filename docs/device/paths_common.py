@@ -8,7 +8,8 @@ from pathlib import Path
 
 
 def parser(doc: str, dtypes: str, cols: str) -> argparse.ArgumentParser:
-    """The arguments both tools take: the package, --ops, --dtypes, --cols, --size, --compile-only and --part."""
+    """The arguments both tools take: the package, --ops, --dtypes, --cols, --size, --compile-only, --part and
+    --graphs."""
     made = argparse.ArgumentParser(description=doc.splitlines()[0])
     made.add_argument("package", type=Path)
     made.add_argument("--ops", required=True)
@@ -17,6 +18,8 @@ def parser(doc: str, dtypes: str, cols: str) -> argparse.ArgumentParser:
     made.add_argument("--size", type=int, default=2**26)
     made.add_argument("--compile-only", action="store_true")
     made.add_argument("--part", default="0/1")
+    made.add_argument("--graphs", action="store_true",
+                      help="time each path replayed from a CUDA graph (the GPU's time, without the host's)")
     return made
 
 
@@ -49,16 +52,36 @@ def compile_paths(torch, run, paths: list[str], label: str) -> None:
     print(f"compiled {label}", flush=True)
 
 
-def time_paths(torch, do_bench, run, paths: list[str], moved: int, dtype) -> str:
-    """Each path's median time (do_bench) and its share of a copy of ``moved`` bytes, joined for one line."""
+def time_paths(torch, do_bench, run, paths: list[str], moved: int, dtype, graphs: bool = False) -> str:
+    """Each path's median time (do_bench) and its share of a copy of ``moved`` bytes, joined for one line. With
+    ``graphs``, each path is captured in a CUDA graph (after three calls on a side stream, which compile its kernels
+    and pool its tensors' memory) and its replay is timed: a launch through torch.ops takes the host 0.2-0.5 ms,
+    more than many backwards take the GPU (docs/backward.md, "Stop 70")."""
     src = torch.empty(moved // dtype.itemsize // 2, dtype=dtype, device="cuda")
     dst = torch.empty_like(src)
     copy = do_bench(lambda: dst.copy_(src), warmup=10, rep=40, return_mode="median")
     figures = []
     for path in paths:
         try:
-            ms = do_bench(lambda path=path: run(path), warmup=5, rep=40, return_mode="median")
+            call = (lambda path=path: run(path))
+            if graphs:
+                call = _graphed(torch, call)
+            ms = do_bench(call, warmup=5, rep=40, return_mode="median")
             figures.append(f"{path} {1000 * ms:7.1f} us {100 * copy / ms:3.0f}%")
         except Exception as error:
             figures.append(f"{path} {type(error).__name__}")
     return " | ".join(figures)
+
+
+def _graphed(torch, call):
+    """The replay of ``call`` captured in a CUDA graph, after three calls on a side stream."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            call()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        call()
+    return graph.replay

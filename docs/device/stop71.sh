@@ -23,10 +23,15 @@
 #             forward+backward, eager and graphed, two rounds in opposite orders (small_ab, second_round: about 9 minutes on one GPU for
 #             the eight ops: give each GPU of two four of them, OPS=r00_tl,r02_tl,r03_tl,r04_tl and the rest)
 #   examples  carry .whl: the examples' whole suites at version 55
+#   fresh     carry .device/f77 (seed 77, drawn this session and generated at version 56, after verify, fab and exact
+#             ran): its CUDA backward suites while compile's references prewarm, forward+backward against compile at
+#             rows of 4096, 16384 and 65536, eager and graphed, memcheck over the first two ops of OPS, then every
+#             path of the backward forced at rows of 16384 and timed replayed from CUDA graphs (backward_paths.py
+#             --graphs); OPS picks the ops (give each GPU of two half of them)
 W=/tmp/kg71
 . "$(dirname "$0")/stop_common.sh"
 
-for p in f76 f76o f76e; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in f76 f76o f76e f77; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 ALL76=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
 
 case ${1:-verify} in
@@ -48,4 +53,20 @@ case ${1:-verify} in
     GRAPHS=1 K="cuda and backward" TB=150 small_ab exact76 f76 f76e $ops float32,bfloat16 16384,65536 150 25
     GRAPHS=1 ORDER="f76e f76" TB=150 second_round exact76 f76 f76e $ops float32,bfloat16 16384,65536 ;;
   examples) TT=330 examples "" ;;
+  fresh)
+    ops=${OPS:-$ALL76}; t=$(date +%s)
+    T=150 prepared f77 $ops float32,bfloat16 4096,16384,65536
+    timeout 160 python3 docs/device/backward_bench.py $W/f77/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+      --cols 4096,16384,65536 --rounds 1 --against compile --graphs --json "$FINAL_OUT/fresh77.json" > "$FINAL_OUT/fresh77.txt" 2>&1
+    echo "bench rc=$? at $(( $(date +%s) - t )) s"; sed -n '/against compile/,$p' "$FINAL_OUT/fresh77.txt"
+    timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+      $W/f77/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/fresh77_memcheck.log" 2>&1
+    echo "memcheck: rc=$? $(grep 'ERROR SUMMARY' "$FINAL_OUT/fresh77_memcheck.log" | tail -1) at $(( $(date +%s) - t )) s"
+    for ((i = 0; i < 4; i++)); do
+      timeout 100 python3 docs/device/backward_paths.py $W/f77/rsweep-ops --ops $ops --cols 16384 --compile-only \
+        --part $i/4 > $W/paths_compile_$i.log 2>&1 &
+    done; wait
+    timeout 150 python3 docs/device/backward_paths.py $W/f77/rsweep-ops --ops $ops --cols 16384 --graphs \
+      > "$FINAL_OUT/paths77.txt" 2>&1
+    echo "paths rc=$? at $(( $(date +%s) - t )) s" ;;
 esac
