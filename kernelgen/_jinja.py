@@ -182,10 +182,13 @@ from .nodes import Num, RowRef, Var
 #: 55: the Triton weights' kernel takes the narrow tile (8 x 64) also where its 16 x 64 build fits fewer than 4
 #:    programs an SM (_triton_rowwise.WEIGHT_PROGRAMS_PER_SM): fitted on seeds 74 and 75 on an H200 (stop 70),
 #:    where 8 x 64 ran within 0.5% or faster (up to 1.50x) in the 21 cells that rule narrows and up to 1.12x
-#:    slower in the 25 it keeps; not yet run on a draw after the fit (seed 76, docs/device/stop71.sh). The
-#:    generated rowwise test of the backward's _needs runs a long row (5 x 65537) beside the short one.
-#: 56 (candidate, branch candidate/exact-shared): a Triton rowwise backward computes a masked argument's subterms
-#:    that its gradients read too once, exact (_e<i>), where the gradients are computed; not measured on a GPU
+#:    slower in the 25 it keeps. On seed 76, drawn after the fit (stop 71), the 16 cells it narrows ran 1.00-1.34x
+#:    faster than 16 x 64 and the 12 it keeps as fast. The generated rowwise test of the backward's _needs runs a
+#:    long row (5 x 65537) beside the short one.
+#: 56: a Triton rowwise backward computes a masked argument's subterms that its gradients read too once, exact
+#:    (_e<i>), where the gradients are computed: on seed 76 on an H200 (stop 71), forward+backward replayed from
+#:    CUDA graphs in the 32 cells of the 8 ops it changes, a median 0.988 of version 55's time (0.94-1.03), in two
+#:    rounds; 9 cells 3% or more faster, 1 cell 3% slower in one round (r06_tl bfloat16)
 TEMPLATE_VERSION = "56"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The

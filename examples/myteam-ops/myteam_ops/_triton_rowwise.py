@@ -159,8 +159,11 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 # half the registers, fits 4 to 7. On an H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop70:
 # tiles_f7[45]_*.txt, counts_f7[45].txt; the cells the GPU, not the host, sets the pace of), the ten ops of seeds
 # 74 and 75 ran within 0.5% or faster (up to 1.50x) at 8 x 64 in all 21 cells where 16 x 64 held 3 programs an SM
-# or fewer, and at most 2.3% faster, up to 1.12x slower, in the 25 where it held 4 or more. Every op spilled 0-8 bytes
-# at 16 x 64; 64 x 64 spilled up to 832 bytes and ran up to 9.4x slower (stop 69).
+# or fewer, and at most 2.3% faster, up to 1.12x slower, in the 25 where it held 4 or more. On seed 76, drawn after
+# that fit (kernelgen's docs/results/stop71/verify76_*.txt), the 16 cells this rule narrows ran 1.00-1.34x faster
+# than at 16 x 64, and the 12 it keeps as fast as 16 x 64 (8 x 64 would have run 3.7-8.8% faster in 5 of them, 12%
+# slower in one). Every op spilled 0-8 bytes at 16 x 64; 64 x 64 spilled up to 832 bytes and ran up to 9.4x slower
+# (stop 69).
 WEIGHT_TILE = (16, 64, 4)
 WEIGHT_TILE_NARROW = (8, 64, 4)
 WEIGHT_SPILL_TOLERATED = 16
