@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from backward_bench import import_package  # noqa: E402
 
-ROWWISE_SHAPES = [(7, 33), (5, 1000), (3, 4096), (2, 16384), (2, 16400), (9000, 64), (600, 16400), (4, 4099), (2, 65536)]
+ROWWISE_SHAPES = [(7, 33), (5, 1000), (3, 4096), (400, 4096), (2, 16384), (300, 16384), (2, 16400), (9000, 64), (600, 16400), (4, 4099), (2, 65536)]
 ELEMENTWISE_SHAPES = [(1,), (255,), (4097,), (1000003,)]
 
 

@@ -16,6 +16,12 @@ prints instead, for every op with a generated backward, the kernel its backward 
 _MAX_BACKWARD_BLOCK take the long one. This machine's Triton need not be the GPU's: on stop 65's H200 its counts
 differed (r03_tl's kernel of one program a row at rows of 16384 spilled 182 bytes there at 32 warps, 1.2 KB here),
 and docs/device/backward_paths.py prints the GPU's own.
+
+    python docs/device/triton_spills.py PACKAGE_DIR --stages 2 [--blocks 4096]
+
+compiles the kernels that take a STAGES constexpr (the backward's kernel of one program a row, where it loops over
+rows) at that many pipeline stages, for rows of whole 16-byte vectors, and adds the shared memory the pipeliner
+stages the next row in and its count of cp.async instructions (none where it pipelines nothing).
 """
 
 from __future__ import annotations
@@ -100,6 +106,9 @@ def main() -> None:
     parser.add_argument("--blocks", default="4096,8192,16384")
     parser.add_argument("--backward-choice", action="store_true",
                         help="the kernel each backward launch takes (the package's rule), instead of the counts")
+    parser.add_argument("--stages", type=int, default=0,
+                        help="kernels with a STAGES constexpr compiled at it, for aligned rows (pointers and lengths "
+                             "multiples of 16, as a launch specialises them), with their shared memory and cp.async count")
     args = parser.parse_args()
     import triton
     import triton.language as tl
@@ -127,13 +136,21 @@ def main() -> None:
             cells = []
             for block in map(int, args.blocks.split(",")):
                 for dtype in ("fp32", "bf16"):
-                    signature = {a: "constexpr" if a in ("BLOCK", "ACC") else "*fp32" if a == "_stats_ptr"
+                    constexprs = {"BLOCK": block, "ACC": tl.float32}
+                    attrs = {}
+                    if args.stages and "STAGES" in kernel.arg_names:
+                        constexprs["STAGES"] = args.stages
+                        # the launch's specialisation of aligned rows: every pointer and length divisible by 16
+                        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
+                                 if a.endswith("_ptr") or a in ("rows", "cols")}
+                    signature = {a: "constexpr" if a in constexprs else "*fp32" if a == "_stats_ptr"
                                  else f"*{dtype}" if a.endswith("_ptr") else "i32" for a in kernel.arg_names}
-                    compiled = triton.compile(ASTSource(kernel, signature=signature,
-                                                        constexprs={"BLOCK": block, "ACC": tl.float32}),
+                    compiled = triton.compile(ASTSource(kernel, signature=signature, constexprs=constexprs, attrs=attrs),
                                               target=GPUTarget("cuda", 90, 32),
                                               options={"num_warps": warps(block)})
-                    cells.append(f"{block} {dtype}: {ptxas(compiled.asm['ptx'], cuda_home)}")
+                    staged = (f", {compiled.metadata.shared} B shared, {compiled.asm['ptx'].count('cp.async.c')} cp.async"
+                              if attrs else "")
+                    cells.append(f"{block} {dtype}: {ptxas(compiled.asm['ptx'], cuda_home)}{staged}")
             limit = getattr(module, "_MAX_BACKWARD_BLOCK", None)
             print(f"{kernel_name}" + (f" (_MAX_BACKWARD_BLOCK {limit})" if limit else "") + ": " + "; ".join(cells), flush=True)
 
