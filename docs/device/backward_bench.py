@@ -41,6 +41,9 @@ import re
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from paths_common import graphed_replay  # noqa: E402
+
 
 def op_kinds(answers: str) -> dict[str, tuple[str, int]]:
     """Each op's kind and number of weights, read from the package's .copier-answers.yml (its `ops:` list,
@@ -128,19 +131,10 @@ def main(argv: list[str] | None = None) -> None:
         return do_bench(fn, warmup=10, rep=60, return_mode="median")
 
     def graphed(fn):
-        """fn captured in a CUDA graph after three calls on a side stream (its kernels compiled and its tensors'
-        memory pooled), and the graph's replay; None where the capture fails (its error printed)."""
+        """fn's replay from a CUDA graph (paths_common.graphed_replay); None where the capture fails (its error
+        printed)."""
         try:
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                for _ in range(3):
-                    fn()
-            torch.cuda.current_stream().wait_stream(side)
-            graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(graph):
-                fn()
-            return graph.replay
+            return graphed_replay(torch, fn)
         except Exception as error:  # reported, the cell keeps its eager figures
             print(f"    capture failed: {type(error).__name__}: {str(error).splitlines()[0][:200]}", flush=True)
             return None

@@ -65,7 +65,7 @@ def time_paths(torch, do_bench, run, paths: list[str], moved: int, dtype, graphs
         try:
             call = (lambda path=path: run(path))
             if graphs:
-                call = _graphed(torch, call)
+                call = graphed_replay(torch, call)
             ms = do_bench(call, warmup=5, rep=40, return_mode="median")
             figures.append(f"{path} {1000 * ms:7.1f} us {100 * copy / ms:3.0f}%")
         except Exception as error:
@@ -73,8 +73,9 @@ def time_paths(torch, do_bench, run, paths: list[str], moved: int, dtype, graphs
     return " | ".join(figures)
 
 
-def _graphed(torch, call):
-    """The replay of ``call`` captured in a CUDA graph, after three calls on a side stream."""
+def graphed_replay(torch, call):
+    """The replay of ``call`` captured in a CUDA graph, after three calls on a side stream (its kernels compiled and
+    its tensors' memory pooled). backward_bench.py --graphs times forward+backward this way too."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
