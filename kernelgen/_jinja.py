@@ -188,7 +188,7 @@ from .nodes import Num, RowRef, Var
 #: 56: a Triton rowwise backward computes a masked argument's subterms that its gradients read too once, exact
 #:    (_e<i>), where the gradients are computed: on seed 76 on an H200 (stop 71), forward+backward replayed from
 #:    CUDA graphs in the 32 cells of the 8 ops it changes, a median 0.988 of version 55's time (0.94-1.03), in two
-#:    rounds; 9 cells 3% or more faster, 1 cell 3% slower in one round (r06_tl bfloat16)
+#:    rounds; 9 cells 3% or more faster, one 3% slower in both rounds (r06_tl bfloat16 16384)
 TEMPLATE_VERSION = "56"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
