@@ -51,17 +51,28 @@ def ptxas(ptx: str, cuda_home: str) -> str:
     return f"{regs.group(1) if regs else '?'} regs, {spilled.group(1) if spilled else '?'} B spilled"
 
 
-def compile_counts(triton, tl, kernel, block: int, dtype: str, warps: int, cuda_home: str) -> tuple[int, int]:
-    """(registers, bytes spilled) of ``kernel`` compiled for sm_90 at BLOCK ``block``, tensors of ``dtype`` (the
-    per-row values and the weights' partial sums in float32), ``warps`` warps."""
+def compile_sm90(triton, tl, kernel, block: int, dtype: str, warps: int, stages: int = 0):
+    """``kernel`` compiled for sm_90 at BLOCK ``block``, tensors of ``dtype`` (the per-row values and the weights'
+    partial sums in float32), ``warps`` warps. With ``stages`` (a kernel that takes a STAGES constexpr): at that many
+    pipeline stages, for aligned rows (every pointer and length divisible by 16, as a launch specialises them)."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    signature = {a: "constexpr" if a in ("BLOCK", "ACC") else "*fp32" if a == "_stats_ptr" or re.fullmatch(r"_p\d+_ptr", a)
+    constexprs = {"BLOCK": block, "ACC": tl.float32}
+    attrs = {}
+    if stages and "STAGES" in kernel.arg_names:
+        constexprs["STAGES"] = stages
+        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
+                 if a.endswith("_ptr") or a in ("rows", "cols")}
+    signature = {a: "constexpr" if a in constexprs else "*fp32" if a == "_stats_ptr" or re.fullmatch(r"_p\d+_ptr", a)
                  else f"*{dtype}" if a.endswith("_ptr") else "i32" for a in kernel.arg_names}
-    compiled = triton.compile(ASTSource(kernel, signature=signature, constexprs={"BLOCK": block, "ACC": tl.float32}),
-                              target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-    text = ptxas(compiled.asm["ptx"], cuda_home)
+    return triton.compile(ASTSource(kernel, signature=signature, constexprs=constexprs, attrs=attrs),
+                          target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+
+
+def compile_counts(triton, tl, kernel, block: int, dtype: str, warps: int, cuda_home: str) -> tuple[int, int]:
+    """(registers, bytes spilled) of ``kernel`` compiled by compile_sm90."""
+    text = ptxas(compile_sm90(triton, tl, kernel, block, dtype, warps).asm["ptx"], cuda_home)
     found = re.match(r"(\d+) regs, (\d+) B spilled", text)
     return (int(found.group(1)), int(found.group(2))) if found else (0, 1)
 
@@ -112,8 +123,6 @@ def main() -> None:
     args = parser.parse_args()
     import triton
     import triton.language as tl
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import ASTSource
 
     cuda_home = os.environ.get("CUDA_HOME", "/usr/local/cuda")
     sys.path.insert(0, str(args.package))
@@ -136,20 +145,9 @@ def main() -> None:
             cells = []
             for block in map(int, args.blocks.split(",")):
                 for dtype in ("fp32", "bf16"):
-                    constexprs = {"BLOCK": block, "ACC": tl.float32}
-                    attrs = {}
-                    if args.stages and "STAGES" in kernel.arg_names:
-                        constexprs["STAGES"] = args.stages
-                        # the launch's specialisation of aligned rows: every pointer and length divisible by 16
-                        attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
-                                 if a.endswith("_ptr") or a in ("rows", "cols")}
-                    signature = {a: "constexpr" if a in constexprs else "*fp32" if a == "_stats_ptr"
-                                 else f"*{dtype}" if a.endswith("_ptr") else "i32" for a in kernel.arg_names}
-                    compiled = triton.compile(ASTSource(kernel, signature=signature, constexprs=constexprs, attrs=attrs),
-                                              target=GPUTarget("cuda", 90, 32),
-                                              options={"num_warps": warps(block)})
+                    compiled = compile_sm90(triton, tl, kernel, block, dtype, warps(block), args.stages)
                     staged = (f", {compiled.metadata.shared} B shared, {compiled.asm['ptx'].count('cp.async.c')} cp.async"
-                              if attrs else "")
+                              if args.stages and "STAGES" in kernel.arg_names else "")
                     cells.append(f"{block} {dtype}: {ptxas(compiled.asm['ptx'], cuda_home)}{staged}")
             limit = getattr(module, "_MAX_BACKWARD_BLOCK", None)
             print(f"{kernel_name}" + (f" (_MAX_BACKWARD_BLOCK {limit})" if limit else "") + ": " + "; ".join(cells), flush=True)
