@@ -771,7 +771,8 @@ for dtype, acc in ((torch.float32, tl.float32),):
             # 0, 1, 1); long rows: the long kernel writes the per-row values only, the weights' kernel every
             # gradient (1, 1, 1)
             if kernel is mod._rw_tl_backward_kernel:
-                kernel[(3,)](grad, *args, dx, stats, 1, cols, ACC=acc, **hints)
+                # two programs for the three rows, pipelined as the launch runs them where one program fills an SM
+                kernel[(2,)](grad, *args, dx, stats, 1, 3, cols, ACC=acc, STAGES=2, **hints)
             else:
                 kernel[(3,)](grad, *args, stats, cols, ACC=acc, **hints)
             partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]  # two splits: rows 0-1 and row 2

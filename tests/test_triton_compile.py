@@ -30,8 +30,9 @@ try:
 except ImportError:  # pragma: no cover - a triton without the ahead-of-time compile API
     pytest.skip("this triton has no triton.compile(ASTSource, target=GPUTarget)", allow_module_level=True)
 
-# (elements per program for the row kernels, the long kernels, the weights' tile and the column sum)
-CONSTANTS = {"BLOCK": 1024, "BLOCK_R": 64, "BLOCK_C": 64, "BLOCK_P": 128}
+# (elements per program for the row kernels, the long kernels, the weights' tile and the column sum; the pipeline
+# stages of the backward's kernel of one program a row, as the launch runs it where one program fills an SM)
+CONSTANTS = {"BLOCK": 1024, "BLOCK_R": 64, "BLOCK_C": 64, "BLOCK_P": 128, "STAGES": 2}
 DTYPES = {"float32": ("fp32", tl.float32), "bfloat16": ("bf16", tl.float32), "float64": ("fp64", tl.float64)}
 # The examples' Triton ops (examples/regenerate.sh), generated again here: the examples' package imports only
 # once built, and these formulas are what the golden test holds the examples to.

@@ -131,6 +131,73 @@ def test_the_backward_register_kernels_fit(tmp_path, monkeypatch, block, warps, 
     assert asked == ([warps] if wide is None else [warps, 2 * warps])
 
 
+
+class _Staged:
+    """A kernel for backward_pipeline: its name, for the warning."""
+    __name__ = "_norm_backward_kernel"
+
+
+@pytest.mark.parametrize("rows, held, staged, answer", [
+    (16384, 264, (264, 0), (16384, 1)),   # two programs an SM: one program a row, nothing compiled staged
+    (16384, 132, (132, 0), (132, 2)),     # one program fills an SM: as many as the GPU holds, staged
+    (16384, 132, (264, 8), (264, 2)),     # the staged build holds more (fewer registers): as many as it holds
+    (16384, 132, (132, 64), (132, 2)),    # a spill within the tolerance (SPILL_TOLERATED)
+    (16384, 132, (132, 100), (16384, 1)),  # spills past it: one program a row
+    (16384, 132, "OutOfResources", (16384, 1)),  # its rows in shared memory do not fit an SM
+    (16384, 132, (0, 1), (16384, 1)),     # the counts unknown
+    (100, 132, (132, 0), (100, 1)),       # no more rows than programs: nothing to pipeline
+    (16384, 0, None, (16384, 1)),         # backward_fit's unknown counts: nothing compiled
+])
+def test_the_kernel_of_one_program_a_row_pipelines_its_rows_where_one_program_fills_an_sm(
+        tmp_path, monkeypatch, rows, held, staged, answer):
+    shared = _shared(tmp_path)
+    asked = []
+
+    def resident(kernel, args, options, device):
+        asked.append(options)
+        if staged == "OutOfResources":
+            raise shared.OutOfResources(300000, 232448, "shared memory")
+        return staged
+
+    monkeypatch.setattr(shared, "resident", resident)
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+    options = {"BLOCK": 4096, "ACC": None, "num_warps": 16}
+    kernel = _Staged()
+    for _ in range(2):  # the second call answers from the cache
+        assert shared.backward_pipeline(kernel, [torch.bfloat16] * 3 + [1, 16, 4096], options, torch.device("cuda", 0),
+                                        rows, held) == answer
+    assert options == {"BLOCK": 4096, "ACC": None, "num_warps": 16}  # the caller's options are not changed
+    compiled = held == 0 or held > 132
+    assert asked == ([] if compiled else [{**options, "STAGES": shared.PIPELINE_STAGES}])
+
+
+def test_a_staged_kernel_this_triton_cannot_build_runs_one_program_a_row_with_a_warning(tmp_path, monkeypatch):
+    shared = _shared(tmp_path)
+
+    def resident(kernel, args, options, device):
+        raise RuntimeError("PassManager::run failed\nmore detail")
+
+    monkeypatch.setattr(shared, "resident", resident)
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+    with pytest.warns(UserWarning, match=r"fails to build the kernel with STAGES=2 \(RuntimeError: PassManager::run failed\)"):
+        assert shared.backward_pipeline(_Staged(), [torch.float32, 16, 4096], {"BLOCK": 4096, "num_warps": 16},
+                                        torch.device("cuda", 0), 5000, 132) == (5000, 1)
+
+
+@pytest.mark.parametrize("rows, cols", [(5000, "symbolic"), ("symbolic", 4096)])
+def test_the_kernel_of_one_program_a_row_compiles_nothing_staged_for_symbolic_lengths(tmp_path, monkeypatch, rows, cols):
+    shared = _shared(tmp_path)
+    monkeypatch.setattr(shared, "resident", lambda *a: pytest.fail("compiled for a symbolic length"))
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+
+    class Symbolic:  # stands in for a SymInt: not an int
+        pass
+
+    rows = Symbolic() if rows == "symbolic" else rows
+    cols = Symbolic() if cols == "symbolic" else cols
+    assert shared.backward_pipeline(_Staged(), [torch.float32, 16, cols], {"BLOCK": 4096, "num_warps": 16},
+                                    torch.device("cuda", 0), rows, 132) == (rows, 1)
+
 def test_the_backward_register_kernels_compile_nothing_for_a_symbolic_row_length(tmp_path, monkeypatch):
     # Under torch.compile's dynamic shapes the row length is a SymInt: no kernel can be compiled ahead.
     shared = _shared(tmp_path)
@@ -237,8 +304,9 @@ def _launch_on_cpu(monkeypatch, module):
 
 
 @pytest.mark.parametrize("weights", [True, False], ids=["weights", "no_weights"])
-@pytest.mark.parametrize("rows_fit, one_row", [(None, (32, 132)), (None, None), ((32, 132), None), ((16, 0), (32, 132))],
-                         ids=["one_row_fits", "spills", "rows_kernel_fits", "counts_unknown"])
+@pytest.mark.parametrize("rows_fit, one_row", [(None, (32, 132)), (None, None), ((32, 132), None), ((16, 0), (32, 132)),
+                                               (None, (16, 0))],
+                         ids=["one_row_fits", "spills", "rows_kernel_fits", "counts_unknown", "one_row_counts_unknown"])
 def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, monkeypatch, weights, rows_fit, one_row):
     # The launch's choice, run on CPU tensors with the kernels recorded instead of launched: the rows kernel (weights
     # only) where backward_fit answers it a fit with programs, at its warps and on as many programs; else the kernel
@@ -252,6 +320,13 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
         return rows_fit if kernel.__name__.endswith("_rows_kernel") else one_row
 
     monkeypatch.setattr(module, "_backward_fit", backward_fit)
+    pipelined = []
+
+    def backward_pipeline(kernel, args, options, device, rows, held):
+        pipelined.append((kernel, args, options, rows, held))
+        return (2, 2) if held else (rows, 1)  # held: two programs, pipelining their rows
+
+    monkeypatch.setattr(module, "_backward_pipeline", backward_pipeline)
     if weights:
         _launch_on_cpu(monkeypatch, module)
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
@@ -276,8 +351,8 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     assert kernel is getattr(module, f"_{name}_backward_kernel") and not prefetches
     # the arguments compiled for are the kernel's, in order: a dtype per tensor (the per-row values in op math), the
     # flags, the row length
-    names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC")]
-    assert len(args) == len(names) and args[-1] == 16384
+    names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC", "STAGES")]
+    assert len(args) == len(names) and args[-2:] == [16, 16384]  # 16 rows stand in: they only bound the loop
     assert [a for a, n in zip(args, names, strict=True) if n == "_stats_ptr"] == ([torch.float32] if weights else [])
     assert options["BLOCK"] == 16384
     if one_row is None:
@@ -285,6 +360,12 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
         assert {k: wrap.launches[0][3][k] for k in ("BLOCK", "num_warps", "KEEP", "STREAM")} == module._long_backward(x.dtype)
     else:
         assert launched[0] == f"_{name}_backward_kernel" and wrap.launches[0][3]["num_warps"] == one_row[0]
+        # backward_pipeline is asked with the arguments backward_fit compiled for, at its warps, and its answer
+        # launched: the grid, STAGES, and the rows the kernel loops over
+        assert pipelined == [(kernel, args, {**options, "num_warps": one_row[0]}, 3, one_row[1])]
+        grid, launch_args, launch_options = wrap.launches[0][1:]
+        assert grid == ((2,) if one_row[1] else (3,)) and launch_options["STAGES"] == (2 if one_row[1] else 1)
+        assert list(launch_args[-2:]) == [3, 16384]
     assert launched[1:] == ([f"_{name}_weight_grad_kernel"] if weights else [])
     if weights:
         # the weights' kernel's flags (dx, then dw): a long row's dx comes from it, a row in registers' from the

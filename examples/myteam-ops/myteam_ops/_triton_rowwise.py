@@ -1,6 +1,7 @@
 """What the Triton rowwise ops of this package share: how many programs of a kernel the GPU holds (resident); from
 it, the warps of the forward's rows kernel at the longest rows, or the long kernel instead (rows_warps), and the
-same choice for the backward's register kernels (backward_fit); and, for
+same choice for the backward's register kernels (backward_fit), and whether the kernel of one program a row
+pipelines its rows instead (backward_pipeline); and, for
 the backward of an op with weights, the weights' kernel's tile (weight_tile), the splits of the rows for it (splits)
 and the column sum that adds up the partial sums of the weights' gradients (column_sum).
 
@@ -21,6 +22,7 @@ import torch
 try:
     import triton
     import triton.language as tl
+    from triton.runtime.errors import OutOfResources
 except ImportError:  # a CPU-only install: the backward's CPU implementations need none of this
     triton = None
 
@@ -149,6 +151,56 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
             return wider, wide_held
     return (warps, held) if fits else None
 
+
+
+# Where one program of the backward's kernel of one program a row fills an SM (backward_fit: no more programs held
+# than PIPELINE_PROGRAMS_PER_SM an SM), its warps are all the SM has to hide the loads' latency with, and the row's
+# reductions, each waiting on the one before, stall them with no other row's loads in flight: on an H200 (kernelgen's
+# docs/results/stop71/paths77_short.txt, rows of 4096) that kernel ran at 17-65% of a copy. The launch then runs as
+# many programs as the GPU holds of the kernel compiled at PIPELINE_STAGES, each looping over its rows, and Triton's
+# software pipeline copies a program's next row into shared memory (cp.async) while the program computes its row.
+# The copies cost shared memory (a row of each tensor read: 16-82 KB at rows of 4096 for seeds 77 and 78), not
+# registers (0-8 more a thread, kernelgen's docs/device/triton_spills.py --stages 2). Rows of whole 16-byte vectors
+# take cp.async (a row length a multiple of 16 elements, tensors 16-byte aligned: the launch specialises on both);
+# others run the same loop without it.
+PIPELINE_PROGRAMS_PER_SM = 1
+PIPELINE_STAGES = 2
+_PIPELINED: dict[tuple, int] = {}
+
+
+def backward_pipeline(kernel, args: list, options: dict, device: torch.device, rows, held: int) -> tuple[int, int]:
+    """How many programs to launch ``kernel`` on (the backward's kernel of one program a row, which loops over its
+    rows) for ``rows`` rows, and its STAGES. One program a row, (rows, 1), unless ``held`` (backward_fit's programs
+    at options' warps) is at most PIPELINE_PROGRAMS_PER_SM an SM; then, where the kernel compiled at
+    PIPELINE_STAGES fits an SM's shared memory and spills no more than SPILL_TOLERATED bytes a thread, as many
+    programs as the GPU holds of it, at PIPELINE_STAGES, where that is fewer than the rows. ``args`` and ``options``
+    are as resident() takes them, the row length last. One program a row too where the rows or the row length are
+    a symbol (torch.compile's dynamic shapes), where the counts are unknown (held 0), and, with a warning, where
+    this Triton fails to compile the staged kernel."""
+    if not (isinstance(rows, int) and isinstance(args[-1], int)) or held == 0 \
+            or held > PIPELINE_PROGRAMS_PER_SM * _sm_count(device):
+        return rows, 1
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    key = (kernel, index, *map(str, args), *sorted(options.items()))
+    if key not in _PIPELINED:
+        _PIPELINED[key] = _staged_programs(kernel, args, options, device)
+    programs = _PIPELINED[key]
+    return (programs, PIPELINE_STAGES) if 0 < programs < rows else (rows, 1)
+
+
+def _staged_programs(kernel, args: list, options: dict, device: torch.device) -> int:
+    """The programs of ``kernel`` at PIPELINE_STAGES the GPU holds, or 0 where it should not run staged."""
+    try:
+        held, spills = resident(kernel, args, {**options, "STAGES": PIPELINE_STAGES}, device)
+    except OutOfResources:  # its rows in shared memory do not fit an SM
+        return 0
+    except Exception as error:  # a Triton whose pipeliner cannot build it: the rows run unstaged
+        reason = (str(error).strip().splitlines() or [""])[0][:200]
+        warnings.warn(f"{getattr(kernel, '__name__', 'a kernel')}: this Triton ({triton.__version__}) fails to build the kernel "
+                      f"with STAGES={PIPELINE_STAGES} ({type(error).__name__}: {reason}); its rows run one program a row",
+                      stacklevel=3)
+        return 0
+    return held if spills <= SPILL_TOLERATED else 0
 
 # The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where the wide one spills more
 # than WEIGHT_SPILL_TOLERATED bytes a thread or leaves an SM fewer than WEIGHT_PROGRAMS_PER_SM programs. The kernel

@@ -21,8 +21,10 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
-# The warps of the backward's register kernels, or the next kernel where they spill.
+# The warps of the backward's register kernels, or the next kernel where they spill; and where the kernel of one
+# program a row pipelines its rows instead.
 from .._triton_rowwise import backward_fit as _backward_fit
+from .._triton_rowwise import backward_pipeline as _backward_pipeline
 
 # The weights' kernel's tile, how it splits the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
@@ -303,42 +305,47 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor
 
 if TRITON_AVAILABLE:
 
-    # One program a row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
-    # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
+    # A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
+    # per-row values, then every input's gradient. A program takes every num_programs-th row from its own index on:
+    # the launch runs one program a row, or, where one program fills an SM and so leaves it idle while the row's
+    # reductions wait on each other, as many programs as the GPU holds at STAGES=2, and Triton's software pipeline
+    # copies a program's next row into shared memory (cp.async) while it computes the current one
+    # (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
     # whatever the caller asks for. The row's per-row values go to _stats (rows, 4), where
     # _layernorm_tl_weight_grad_kernel reads them: this kernel serves rows whose weights' sums do not fit on chip
     # (_layernorm_tl_backward_rows_kernel below).
     @triton.jit(do_not_specialize=["_need0"])
-    def _layernorm_tl_backward_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
-        row = tl.program_id(0).to(tl.int64)
-        base = row * cols
+    def _layernorm_tl_backward_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    STAGES: tl.constexpr = 1):
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
         _n = cols
-        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
         w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
         b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-        _a0 = x
-        _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
-        _a1 = (x - _r0) * (x - _r0)
-        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
-        _a2 = _grad * w
-        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
-        _a3 = _grad * w * (x - _r0)
-        _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
-        _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
-        _t1 = x - _r0
-        _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
-        # ---- end of EDIT HERE ---------------------------------------------------------------------------
-        if _need0 != 0:
-            tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
-        tl.store(_stats_ptr + row * 4 + 0, _r0)
-        tl.store(_stats_ptr + row * 4 + 1, _r1)
-        tl.store(_stats_ptr + row * 4 + 2, _r2)
-        tl.store(_stats_ptr + row * 4 + 3, _r3)
+        for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
+            base = tl.cast(row, tl.int64) * cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+            _a0 = x
+            _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
+            _a1 = (x - _r0) * (x - _r0)
+            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
+            _a2 = _grad * w
+            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
+            _a3 = _grad * w * (x - _r0)
+            _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
+            _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
+            _t1 = x - _r0
+            _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+            if _need0 != 0:
+                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 0, _r0)
+            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 1, _r1)
+            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 2, _r2)
+            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 3, _r3)
 
     # The same, with the weights' gradients summed on chip. A program takes every num_programs-th row from its own
     # index on; the launch runs as many programs as the GPU holds at once (../_triton_rowwise.py, resident). Each
@@ -509,8 +516,9 @@ def _long_backward(dtype: torch.dtype) -> dict:
 
 
 # The backward's launch: rows in registers, at the forward's BLOCK and warps, take the rows kernel, as many
-# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row, and
-# the weights' kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
+# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row (or, where
+# one program fills an SM, as many as the GPU holds, pipelining their rows: _backward_pipeline), and the weights'
+# kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
 # warps for their per-row values, then the weights' kernel for every gradient. The weights' kernel runs on the
 # tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that spills or leaves an SM
 # too few programs). The column sum adds the weights' partial sums.
@@ -585,13 +593,17 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
                 wrap(_layernorm_tl_backward_rows_kernel)[(programs,)](
                     _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, **launch)
             else:
-                fit = _backward_fit(_layernorm_tl_backward_kernel, [_grad.dtype] * 5 + [opmath] + [1] * 1 + [cols],
-                                    launch, _grad.device)
+                # The same for the kernel of one program a row, its per-row values in op math; then how many programs
+                # it runs on and whether they pipeline their rows (backward_pipeline).
+                one_row = [_grad.dtype] * 5 + [opmath] + [1] * 1 + [16, cols]
+                fit = _backward_fit(_layernorm_tl_backward_kernel, one_row, launch, _grad.device)
                 long = fit is None
                 if not long:
+                    launch["num_warps"] = fit[0]
+                    programs, stages = _backward_pipeline(_layernorm_tl_backward_kernel, one_row, launch, _grad.device, rows, fit[1])
                     stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
-                    wrap(_layernorm_tl_backward_kernel)[(rows,)](
-                        _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, cols, **{**launch, "num_warps": fit[0]})
+                    wrap(_layernorm_tl_backward_kernel)[(programs,)](
+                        _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, rows, cols, STAGES=stages, **launch)
                     partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, outs, stats, rows, cols, acc, opmath,
                                              [0] * 1 + weight_flags, wrap)
         if long:

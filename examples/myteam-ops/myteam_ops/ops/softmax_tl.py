@@ -21,8 +21,10 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
-# The warps of the backward's register kernels, or the next kernel where they spill.
+# The warps of the backward's register kernels, or the next kernel where they spill; and where the kernel of one
+# program a row pipelines its rows instead.
 from .._triton_rowwise import backward_fit as _backward_fit
+from .._triton_rowwise import backward_pipeline as _backward_pipeline
 
 try:
     import triton
@@ -276,31 +278,36 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
 
 if TRITON_AVAILABLE:
 
-    # One program a row. A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the
-    # kernel computes the per-row values, then every input's gradient. _need<j> is a run-time flag, never a
+    # A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
+    # per-row values, then every input's gradient. A program takes every num_programs-th row from its own index on:
+    # the launch runs one program a row, or, where one program fills an SM and so leaves it idle while the row's
+    # reductions wait on each other, as many programs as the GPU holds at STAGES=2, and Triton's software pipeline
+    # copies a program's next row into shared memory (cp.async) while it computes the current one
+    # (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
     # whatever the caller asks for.
     @triton.jit(do_not_specialize=["_need0"])
-    def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
-        row = tl.program_id(0).to(tl.int64)
-        base = row * cols
+    def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    STAGES: tl.constexpr = 1):
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
         _n = cols
-        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-        _a0 = x
-        _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
-        _a1 = tl.exp(x - _r0)
-        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
-        _a2 = _grad * tl.exp(x - _r0)
-        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
-        _t0 = tl.exp(x - _r0)
-        _d0 = _grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
-        # ---- end of EDIT HERE ---------------------------------------------------------------------------
-        if _need0 != 0:
-            tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
+            base = tl.cast(row, tl.int64) * cols
+            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+            _a0 = x
+            _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
+            _a1 = tl.exp(x - _r0)
+            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
+            _a2 = _grad * tl.exp(x - _r0)
+            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
+            _t0 = tl.exp(x - _r0)
+            _d0 = _grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+            # ---- end of EDIT HERE -----------------------------------------------------------------------
+            if _need0 != 0:
+                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
 
     # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
     # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
@@ -371,8 +378,9 @@ def _long_backward(dtype: torch.dtype) -> dict:
     return {"BLOCK": block, "num_warps": warps, **_cache_hints(dtype)}
 
 
-# The backward's launch: one program a row; rows in registers at the forward's BLOCK and warps, longer rows in
-# the long kernel at _long_backward's chunk and warps.
+# The backward's launch: rows in registers at the forward's BLOCK and warps, one program a row (or, where one
+# program fills an SM, as many as the GPU holds, pipelining their rows: _backward_pipeline); longer rows in the
+# long kernel at _long_backward's chunk and warps.
 
 
 @torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
@@ -407,12 +415,17 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
         if not long:
             block = triton.next_power_of_2(cols)
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
-            fit = _backward_fit(_softmax_tl_backward_kernel, [_grad.dtype] * 3 + [1] * 1 + [cols],
-                                launch, _grad.device)
+            # The kernel's warps and how many of its programs the GPU holds, from the kernel compiled (once, not
+            # launched) for these dtypes and this row length (rows: 16 stands in, it only bounds the loop); then how
+            # many programs it runs on and whether they pipeline their rows (backward_pipeline).
+            one_row = [_grad.dtype] * 3 + [1] * 1 + [16, cols]
+            fit = _backward_fit(_softmax_tl_backward_kernel, one_row, launch, _grad.device)
             long = fit is None
             if not long:
-                wrap(_softmax_tl_backward_kernel)[(rows,)](
-                    _grad_contig, x_contig, *outs, *flags, cols, **{**launch, "num_warps": fit[0]})
+                launch["num_warps"] = fit[0]
+                programs, stages = _backward_pipeline(_softmax_tl_backward_kernel, one_row, launch, _grad.device, rows, fit[1])
+                wrap(_softmax_tl_backward_kernel)[(programs,)](
+                    _grad_contig, x_contig, *outs, *flags, rows, cols, STAGES=stages, **launch)
         if long:
             wrap(_softmax_tl_backward_long_kernel)[(rows,)](
                 _grad_contig, x_contig, *outs, *flags, cols, ACC=acc, **_long_backward(_grad.dtype))

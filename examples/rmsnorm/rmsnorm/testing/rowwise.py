@@ -273,6 +273,18 @@ class RowwiseSuite(Suite):
         args, grad = self.backward_args(shape, dtype, device, seed=41)
         self.assert_gradients_match(self.op.backward(grad, *args, [True] * len(args)), grad, args)
 
+    @pytest.mark.parametrize("shape", [(300, 4096), (200, 16384)], ids=str)
+    def test_backward_op_many_aligned_rows(self, device, dtype, shape):
+        """More rows of whole 16-byte vectors than the GPU holds programs of a row's kernel, so that where one
+        program fills an SM, each program takes several rows, its next row copied in while it computes the one
+        before (the Triton backward's pipelined launch); every gradient within its bound."""
+        self._needs_backward()
+        self._needs_a_wider_reference(dtype)
+        if device == "cpu":
+            pytest.skip("the GPU's programs: on CPU, the rows are split among tasks, not programs")
+        args, grad = self.backward_args(shape, dtype, device, seed=44)
+        self.assert_gradients_match(self.op.backward(grad, *args, [True] * len(args)), grad, args)
+
     @pytest.mark.parametrize("shape", [(0, 7), (3, 0), (2, 0, 5)], ids=str)
     def test_backward_op_empty(self, device, shape):
         """No rows, or empty rows: gradients of the arguments' shapes, and a weight's is zero (a sum over no rows)."""
