@@ -17,13 +17,15 @@
 #             and 16384, two rounds in opposite orders; OPS picks the ops (give each GPU of two half of them:
 #             OPS=r00_tl,...,r04_tl and OPS=r05_tl,...,r09_tl)
 #   ab77      the same for .device/f77 and .device/f77p
-#   sanitize  carry .device/f78p: memcheck and racecheck over the candidate's backward launches of OPS (default
+#   ab78q     carry .device/f78 and .device/f78q: the same for the candidate's second form (below), OPS and COLS
+#             (default 1024,4096) chosen
+#   sanitize  carry .device/f78p (or SAN=f78q and .device/f78q): memcheck and racecheck over the candidate's backward launches of OPS (default
 #             r02_tl,r04_tl,r06_tl: no weights, their kernel of one program a row pipelined at 4096; r01_tl: weights)
 #   examples  carry .whl: the examples' whole suites at the candidate
 W=/tmp/kg72
 . "$(dirname "$0")/stop_common.sh"
 
-for p in f77 f77p f78 f78p; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+for p in f77 f77p f78 f78p f78q; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
 ALL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
 
 case ${1:-ab78} in
@@ -31,12 +33,19 @@ case ${1:-ab78} in
     s=${1#ab}; ops=${OPS:-$ALL}
     GRAPHS=1 K="cuda and backward" TB=200 small_ab pipe$s f$s f${s}p $ops float32,bfloat16 1024,4096,16384 200 32
     GRAPHS=1 ORDER="f${s}p f$s" TB=200 second_round pipe$s f$s f${s}p $ops float32,bfloat16 1024,4096,16384 ;;
+  ab78q)
+    # the candidate's second form (.device/f78q): the kernel of one program a row is the row's body (a function
+    # inlined) called once where STAGES=1 and in the pipelined loop otherwise, so that its unstaged build keeps
+    # version 56's registers; against version 56 on OPS
+    ops=${OPS:-r00_tl,r02_tl,r04_tl,r06_tl,r01_tl}
+    GRAPHS=1 K="cuda and backward" TB=150 small_ab pipeq78 f78 f78q $ops float32,bfloat16 ${COLS:-1024,4096} 200 24
+    GRAPHS=1 ORDER="f78q f78" TB=150 second_round pipeq78 f78 f78q $ops float32,bfloat16 ${COLS:-1024,4096} ;;
   sanitize)
     ops=${OPS:-r02_tl,r04_tl,r06_tl,r01_tl}
     for tool in memcheck racecheck; do
       timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
-        $W/f78p/rsweep-ops --ops $ops --dtypes float32,bfloat16 > "$FINAL_OUT/pipe78_$tool.log" 2>&1
+        $W/${SAN:-f78p}/rsweep-ops --ops $ops --dtypes float32,bfloat16 > "$FINAL_OUT/pipe78_$tool.log" 2>&1
       echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/pipe78_$tool.log" | tail -1)"
     done ;;
-  examples) TT=330 examples "" ;;
+  examples) TT=${TT:-330} examples "" ;;
 esac

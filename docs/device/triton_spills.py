@@ -54,14 +54,16 @@ def ptxas(ptx: str, cuda_home: str) -> str:
 def compile_sm90(triton, tl, kernel, block: int, dtype: str, warps: int, stages: int = 0):
     """``kernel`` compiled for sm_90 at BLOCK ``block``, tensors of ``dtype`` (the per-row values and the weights'
     partial sums in float32), ``warps`` warps. With ``stages`` (a kernel that takes a STAGES constexpr): at that many
-    pipeline stages, for aligned rows (every pointer and length divisible by 16, as a launch specialises them)."""
+    pipeline stages, for aligned rows (every pointer and length divisible by 16, as a launch specialises them); without,
+    at one stage."""
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
     constexprs = {"BLOCK": block, "ACC": tl.float32}
     attrs = {}
+    if "STAGES" in kernel.arg_names:
+        constexprs["STAGES"] = stages or 1  # ASTSource takes no default: unstaged, one program a row
     if stages and "STAGES" in kernel.arg_names:
-        constexprs["STAGES"] = stages
         attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
                  if a.endswith("_ptr") or a in ("rows", "cols")}
     signature = {a: "constexpr" if a in constexprs else "*fp32" if a == "_stats_ptr" or re.fullmatch(r"_p\d+_ptr", a)

@@ -306,46 +306,54 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor
 if TRITON_AVAILABLE:
 
     # A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
-    # per-row values, then every input's gradient. A program takes every num_programs-th row from its own index on:
-    # the launch runs one program a row, or, where one program fills an SM and so leaves it idle while the row's
-    # reductions wait on each other, as many programs as the GPU holds at STAGES=2, and Triton's software pipeline
-    # copies a program's next row into shared memory (cp.async) while it computes the current one
-    # (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
+    # per-row values, then every input's gradient (_layernorm_tl_backward_row). The launch runs one program a row
+    # (STAGES=1), or, where one program fills an SM and so leaves it idle while the row's reductions wait on each
+    # other, as many programs as the GPU holds, each taking every num_programs-th row from its own index on, at
+    # STAGES=2: Triton's software pipeline then copies a program's next row into shared memory (cp.async) while it
+    # computes the current one (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
     # whatever the caller asks for. The row's per-row values go to _stats (rows, 4), where
     # _layernorm_tl_weight_grad_kernel reads them: this kernel serves rows whose weights' sums do not fit on chip
     # (_layernorm_tl_backward_rows_kernel below).
+    @triton.jit
+    def _layernorm_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _stats_ptr, w, b, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        # The gradients of row `row` (the weights already loaded): _layernorm_tl_backward_kernel's body, inlined where it is called.
+        base = tl.cast(row, tl.int64) * cols
+        _n = cols
+        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+        _a0 = x
+        _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
+        _a1 = (x - _r0) * (x - _r0)
+        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
+        _a2 = _grad * w
+        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
+        _a3 = _grad * w * (x - _r0)
+        _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
+        _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
+        _t1 = x - _r0
+        _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        if _need0 != 0:
+            tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 0, _r0)
+        tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 1, _r1)
+        tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 2, _r2)
+        tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 3, _r3)
+
     @triton.jit(do_not_specialize=["_need0"])
     def _layernorm_tl_backward_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _stats_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
                     STAGES: tl.constexpr = 1):
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
-        _n = cols
         w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
         b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
-            base = tl.cast(row, tl.int64) * cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-            _a0 = x
-            _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
-            _a1 = (x - _r0) * (x - _r0)
-            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
-            _a2 = _grad * w
-            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
-            _a3 = _grad * w * (x - _r0)
-            _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
-            _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
-            _t1 = x - _r0
-            _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
-            # ---- end of EDIT HERE -----------------------------------------------------------------------
-            if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
-            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 0, _r0)
-            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 1, _r1)
-            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 2, _r2)
-            tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 3, _r3)
+        if STAGES == 1:  # one program a row: the launch's grid is the rows
+            _layernorm_tl_backward_row(tl.program_id(0), _grad_ptr, x_ptr, _d0_ptr, _stats_ptr, w, b, _need0, cols, offsets, mask, BLOCK, ACC)
+        else:  # a program takes every num_programs-th row, the next one's loads in flight while it computes its own
+            for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
+                _layernorm_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _stats_ptr, w, b, _need0, cols, offsets, mask, BLOCK, ACC)
 
     # The same, with the weights' gradients summed on chip. A program takes every num_programs-th row from its own
     # index on; the launch runs as many programs as the GPU holds at once (../_triton_rowwise.py, resident). Each

@@ -279,35 +279,43 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
 if TRITON_AVAILABLE:
 
     # A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
-    # per-row values, then every input's gradient. A program takes every num_programs-th row from its own index on:
-    # the launch runs one program a row, or, where one program fills an SM and so leaves it idle while the row's
-    # reductions wait on each other, as many programs as the GPU holds at STAGES=2, and Triton's software pipeline
-    # copies a program's next row into shared memory (cp.async) while it computes the current one
-    # (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
+    # per-row values, then every input's gradient (_softmax_tl_backward_row). The launch runs one program a row
+    # (STAGES=1), or, where one program fills an SM and so leaves it idle while the row's reductions wait on each
+    # other, as many programs as the GPU holds, each taking every num_programs-th row from its own index on, at
+    # STAGES=2: Triton's software pipeline then copies a program's next row into shared memory (cp.async) while it
+    # computes the current one (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
     # whatever the caller asks for.
+    @triton.jit
+    def _softmax_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        # The gradients of row `row`: _softmax_tl_backward_kernel's body, inlined where it is called.
+        base = tl.cast(row, tl.int64) * cols
+        _n = cols
+        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+        _a0 = x
+        _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
+        _a1 = tl.exp(x - _r0)
+        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
+        _a2 = _grad * tl.exp(x - _r0)
+        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
+        _t0 = tl.exp(x - _r0)
+        _d0 = _grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        if _need0 != 0:
+            tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+
     @triton.jit(do_not_specialize=["_need0"])
     def _softmax_tl_backward_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
                     STAGES: tl.constexpr = 1):
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
-        _n = cols
-        for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
-            base = tl.cast(row, tl.int64) * cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-            _a0 = x
-            _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
-            _a1 = tl.exp(x - _r0)
-            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0)  # sum(exp(x - max(x)))
-            _a2 = _grad * tl.exp(x - _r0)
-            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0)  # sum(_grad * exp(x - max(x)))
-            _t0 = tl.exp(x - _r0)
-            _d0 = _grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
-            # ---- end of EDIT HERE -----------------------------------------------------------------------
-            if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        if STAGES == 1:  # one program a row: the launch's grid is the rows
+            _softmax_tl_backward_row(tl.program_id(0), _grad_ptr, x_ptr, _d0_ptr, _need0, cols, offsets, mask, BLOCK, ACC)
+        else:  # a program takes every num_programs-th row, the next one's loads in flight while it computes its own
+            for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
+                _softmax_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _need0, cols, offsets, mask, BLOCK, ACC)
 
     # Rows longer than _MAX_BACKWARD_BLOCK: one program a row, in passes over the row in chunks of BLOCK, as the
     # forward's long kernel takes them (reductions that read no result of each other share a pass), then one for
