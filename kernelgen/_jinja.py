@@ -189,10 +189,14 @@ from .nodes import Num, RowRef, Var
 #:    (_e<i>), where the gradients are computed: on seed 76 on an H200 (stop 71), forward+backward replayed from
 #:    CUDA graphs in the 32 cells of the 8 ops it changes, a median 0.988 of version 55's time (0.94-1.03), in two
 #:    rounds; 9 cells 3% or more faster, one 3% slower in both rounds (r06_tl bfloat16 16384)
-#: 57: the Triton rowwise backward's kernel of one program a row loops over rows; where one program fills an SM,
-#:    the launch runs as many programs as the GPU holds at STAGES=2 (_triton_rowwise.backward_pipeline), Triton's
-#:    software pipeline copying a program's next row into shared memory while it computes its own. The generated
-#:    rowwise tests add many aligned rows ((300, 4096), (200, 16384)) on the GPU
+#: 57: where one program of the Triton rowwise backward's kernel of one program a row fills an SM, the launch runs
+#:    as many programs as the GPU holds at STAGES=2 (_triton_rowwise.backward_pipeline), each looping over its rows,
+#:    Triton's software pipeline copying a program's next row into shared memory while it computes its own; at
+#:    STAGES=1 the kernel is one row's body (_<op>_backward_row, inlined), as before. On seed 78 on an H200 (stop
+#:    72, drawn after it was written), forward+backward replayed from CUDA graphs ran 8-19% faster in the 6 cells
+#:    it pipelines at rows of 4096 and as before in the 14 others timed, in two rounds (a loop form of the kernel
+#:    at STAGES=1 took up to 60 more registers and ran 2.5-5% slower at rows of 1024). The generated rowwise tests
+#:    add many aligned rows ((300, 4096), (200, 16384)) on the GPU
 TEMPLATE_VERSION = "57"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The

@@ -771,8 +771,13 @@ for dtype, acc in ((torch.float32, tl.float32),):
             # 0, 1, 1); long rows: the long kernel writes the per-row values only, the weights' kernel every
             # gradient (1, 1, 1)
             if kernel is mod._rw_tl_backward_kernel:
-                # two programs for the three rows, pipelined as the launch runs them where one program fills an SM
-                kernel[(2,)](grad, *args, dx, stats, 1, 3, cols, ACC=acc, STAGES=2, **hints)
+                kernel[(3,)](grad, *args, dx, stats, 1, 3, cols, ACC=acc, **hints)
+                # pipelined, as the launch runs it where one program fills an SM: two programs for the three rows,
+                # the same bits
+                staged = [torch.full_like(dx, nan), torch.full_like(stats, nan)]
+                kernel[(2,)](grad, *args, *staged, 1, 3, cols, ACC=acc, STAGES=2, **hints)
+                if not all(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True) for a, b in zip(staged, (dx, stats))):
+                    caught.append(f"backward kernel at STAGES=2 cols={cols} {dtype}: not the bits of STAGES=1")
             else:
                 kernel[(3,)](grad, *args, stats, cols, ACC=acc, **hints)
             partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]  # two splits: rows 0-1 and row 2

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Prepared in stop 71 for the next session's device time (not run yet), for the candidate of branch
+# Prepared in stop 71 and run in stop 72 (docs/results/stop72/, docs/backward.md "Stop 72"), for the candidate of branch
 # candidate/pipelined-rows (template version 57 there): the Triton backward's kernel of one program a row loops over
 # rows, and where one program fills an SM the launch runs as many programs as the GPU holds with Triton's software
 # pipeline (STAGES=2), the next row's loads in flight while a program computes its own. Stop 71's paths
