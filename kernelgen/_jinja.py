@@ -510,7 +510,7 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
     def share(node: Any) -> None:
         for kid in diff.children(node):
             share(kid)
-        if (node in shared or node not in in_grads or isinstance(node, (*diff._LEAVES, diff.Compare))
+        if (node in shared or node not in in_grads or diff.is_leaf(node) or isinstance(node, diff.Compare)
                 or any(name.startswith("_a") for name in diff.variables(node))):
             return
         name = f"_e{len(exact_bindings)}"

@@ -91,6 +91,11 @@ _LEAVES = (Num, Var, RowRef, RowLen)
 # Tree helpers (our own: only the public node types are imported from kernelgen.expr).
 
 
+def is_leaf(node: Node) -> bool:
+    """Whether ``node`` has no subtrees: a number, a variable, a row's reduction (RowRef) or the row length."""
+    return isinstance(node, _LEAVES)
+
+
 def children(node: Node) -> tuple[Node, ...]:
     """The direct subtrees of ``node``, left to right."""
     if isinstance(node, (Neg,)):
@@ -710,9 +715,9 @@ def canonical(tree: Node) -> str:
 
 
 def _cse_candidate(node: Node) -> bool:
-    if isinstance(node, (*_LEAVES, Reduce)):
+    if is_leaf(node) or isinstance(node, Reduce):
         return False
-    if isinstance(node, Neg) and isinstance(node.operand, _LEAVES):
+    if isinstance(node, Neg) and is_leaf(node.operand):
         return False
     return not any(isinstance(n, Reduce) for n in walk(node))
 
