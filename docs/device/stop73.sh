@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Prepared in stop 72 for the next session's device time (not run yet): template version 57 on a fresh draw.
+# Seed 79 was drawn after version 57 landed (.device/f79: python docs/device/rowwise_sweep.py generate .device/f79
+# --seed 79 --count 64 --only r00,...,r09 --backends triton --backward fused, from main at a815a88).
+# Wrap each call so that $OUT returns what the phase wrote even when it is cut short:
+#   OUT=$OUT timeout 540 bash docs/device/stop73.sh PHASE
+# On a two-GPU machine, two phases side by side (CUDA_VISIBLE_DEVICES=0 OUT=$OUT/a ... & sleep 12;
+# CUDA_VISIBLE_DEVICES=1 OUT=$OUT/b ... & wait), each on half the ops: OPS=r00_tl,...,r04_tl and r05_tl,...,r09_tl.
+# Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+#   fresh79   carry .device/f79: the backward suites of OPS on the GPU, then forward+backward against compile, eager
+#             and replayed from CUDA graphs, rows of COLS (default 1024,4096,16384,65536), two rounds; memcheck and
+#             racecheck over the first two of OPS
+#   examples  carry .whl: the examples' whole suites (TT=440: myteam-ops' takes about 410 s beside the others)
+W=/tmp/kg73
+. "$(dirname "$0")/stop_common.sh"
+
+for p in f79; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+ALL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
+
+case ${1:-fresh79} in
+  fresh79)
+    ops=${OPS:-$ALL}; cols=${COLS:-1024,4096,16384,65536}; t=$(date +%s); tag=fresh79_${ops:0:3}-${ops: -6:3}
+    K="cuda and backward" T=150 prepared f79 $ops float32,bfloat16 $cols
+    for r in 1 2; do
+      timeout 130 python3 docs/device/backward_bench.py $W/f79/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols $cols --rounds 1 --against compile --graphs --json "$FINAL_OUT/${tag}_$r.json" > "$FINAL_OUT/${tag}_$r.txt" 2>&1
+      echo "bench round $r rc=$? at $(( $(date +%s) - t )) s"; sed -n '/against compile/,$p' "$FINAL_OUT/${tag}_$r.txt"
+    done
+    for tool in memcheck racecheck; do
+      timeout 70 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/f79/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/${tag}_$tool.log" 2>&1
+      echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/${tag}_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
+    done ;;
+  examples) TT=${TT:-440} examples "" ;;
+esac
