@@ -10,6 +10,7 @@
 #   fresh79   carry .device/f79: the backward suites of OPS on the GPU, then forward+backward against compile, eager
 #             and replayed from CUDA graphs, rows of COLS (default 1024,4096,16384,65536), two rounds; memcheck and
 #             racecheck over the first two of OPS
+#   suites    carry .device/f79: the backward suites of OPS alone, ten side by side
 #   examples  carry .whl: the examples' whole suites (TT=440: myteam-ops' takes about 410 s beside the others)
 W=/tmp/kg73
 . "$(dirname "$0")/stop_common.sh"
@@ -31,5 +32,7 @@ case ${1:-fresh79} in
         $W/f79/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/${tag}_$tool.log" 2>&1
       echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/${tag}_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
     done ;;
+  suites)  # the backward suites alone, ten side by side (stop 72's last 200 s of device time)
+    build $W/f79/rsweep-ops; K="cuda and backward" suites fresh79 f79 ${OPS:-$ALL} ${T:-170} 10 ;;
   examples) TT=${TT:-440} examples "" ;;
 esac
