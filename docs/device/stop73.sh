@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in stop 72 for the next session's device time (not run yet): template version 57 on a fresh draw.
+# Prepared in stop 72 for the next session's device time: template version 57 on a fresh draw (only `suites` run
+# in stop 72: docs/results/stop72/fresh79_tests.txt).
 # Seed 79 was drawn after version 57 landed (.device/f79: python docs/device/rowwise_sweep.py generate .device/f79
 # --seed 79 --count 64 --only r00,...,r09 --backends triton --backward fused, from main at a815a88).
 # Wrap each call so that $OUT returns what the phase wrote even when it is cut short:
