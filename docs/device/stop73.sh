@@ -11,6 +11,9 @@
 #   fresh79   carry .device/f79: the backward suites of OPS on the GPU, then forward+backward against compile, eager
 #             and replayed from CUDA graphs, rows of COLS (default 1024,4096,16384,65536), two rounds; memcheck and
 #             racecheck over the first two of OPS
+#   abrows    carry .device/f79 and .device/f79r (git am docs/wip/rows-staged.patch on a branch of main, then generate
+#             seed 79 as above into .device/f79r): the rows kernel's pipelined candidate against version 57, the ops
+#             with weights, rows of COLS (default 1024,4096), two rounds; memcheck and racecheck
 #   suites    carry .device/f79: the backward suites of OPS alone, ten side by side
 #   examples  carry .whl: the examples' whole suites (TT=440: myteam-ops' takes about 410 s beside the others)
 W=/tmp/kg73
@@ -32,6 +35,18 @@ case ${1:-fresh79} in
       timeout 70 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
         $W/f79/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/${tag}_$tool.log" 2>&1
       echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/${tag}_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
+    done ;;
+  abrows)
+    # the candidate of docs/wip/rows-staged.patch (.device/f79r: seed 79 generated with it applied) against version
+    # 57 (.device/f79), the ops with weights, whose rows kernel it changes; then memcheck and racecheck over two
+    ops=${OPS:-r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r07_tl,r08_tl,r09_tl}  # seed 79's ops with weights: split them over two GPUs
+    for p in f79r; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+    GRAPHS=1 K="cuda and backward" TB=200 small_ab rows79 f79 f79r $ops float32,bfloat16 ${COLS:-1024,4096} 200 32
+    GRAPHS=1 ORDER="f79r f79" TB=150 second_round rows79 f79 f79r $ops float32,bfloat16 ${COLS:-1024,4096}
+    for tool in memcheck racecheck; do
+      timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/f79r/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/rows79_$tool.log" 2>&1
+      echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/rows79_$tool.log" | tail -1)"
     done ;;
   suites)  # the backward suites alone, ten side by side (stop 72's last 200 s of device time)
     build $W/f79/rsweep-ops; K="cuda and backward" suites fresh79 f79 ${OPS:-$ALL} ${T:-170} 10 ;;
