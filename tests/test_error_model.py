@@ -793,6 +793,11 @@ for dtype, acc in ((torch.float32, tl.float32),):
                 dx = torch.full_like(args[0], nan)
                 partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]
                 mod._rw_tl_backward_rows_kernel[(2,)](grad, *args, dx, *partials, 1, 3, cols, BLOCK=block, ACC=acc)
+                # pipelined (STAGES=2), as the launch runs it where one program fills an SM: the same bits
+                staged = [torch.full_like(dx, nan)] + [torch.full_like(partial, nan) for partial in partials]
+                mod._rw_tl_backward_rows_kernel[(2,)](grad, *args, *staged, 1, 3, cols, BLOCK=block, ACC=acc, STAGES=2)
+                if not all(torch.equal(a, b) for a, b in zip(staged, [dx, *partials])):
+                    caught.append(f"backward rows kernel at STAGES=2 cols={cols} {dtype}: not the bits of STAGES=1")
                 weight_grads = [torch.full((cols,), nan, dtype=dtype) for _ in partials]
                 for partial, weight_grad in zip(partials, weight_grads):
                     shared._column_sum_kernel[(triton.cdiv(cols, 32),)](partial, weight_grad, 2, cols, BLOCK_P=128, BLOCK_C=32)

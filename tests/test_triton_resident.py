@@ -137,19 +137,24 @@ class _Staged:
     __name__ = "_norm_backward_kernel"
 
 
-@pytest.mark.parametrize("rows, held, staged, answer", [
-    (16384, 264, (264, 0), (16384, 1)),   # two programs an SM: one program a row, nothing compiled staged
-    (16384, 132, (132, 0), (132, 2)),     # one program fills an SM: as many as the GPU holds, staged
-    (16384, 132, (264, 8), (264, 2)),     # the staged build holds more (fewer registers): as many as it holds
-    (16384, 132, (132, 64), (132, 2)),    # a spill within the tolerance (SPILL_TOLERATED)
-    (16384, 132, (132, 100), (16384, 1)),  # spills past it: one program a row
-    (16384, 132, "OutOfResources", (16384, 1)),  # its rows in shared memory do not fit an SM
-    (16384, 132, (0, 1), (16384, 1)),     # the counts unknown
-    (100, 132, (132, 0), (100, 1)),       # no more rows than programs: nothing to pipeline
-    (16384, 0, None, (16384, 1)),         # backward_fit's unknown counts: nothing compiled
+@pytest.mark.parametrize("rows, held, staged, answer, persistent", [
+    (16384, 264, (264, 0), (16384, 1), False),   # two programs an SM: one program a row, nothing compiled staged
+    (16384, 132, (132, 0), (132, 2), False),     # one program fills an SM: as many as the GPU holds, staged
+    (16384, 132, (264, 8), (264, 2), False),     # the staged build holds more (fewer registers): as many as it holds
+    (16384, 132, (132, 64), (132, 2), False),    # a spill within the tolerance (SPILL_TOLERATED)
+    (16384, 132, (132, 100), (16384, 1), False),  # spills past it: one program a row
+    (16384, 132, "OutOfResources", (16384, 1), False),  # its rows in shared memory do not fit an SM
+    (16384, 132, (0, 1), (16384, 1), False),     # the counts unknown
+    (100, 132, (132, 0), (100, 1), False),       # no more rows than programs: nothing to pipeline
+    (16384, 0, None, (16384, 1), False),         # backward_fit's unknown counts: nothing compiled
+    # a persistent kernel (the rows kernel): unstaged, as many programs as the GPU holds at most the rows
+    (16384, 264, (264, 0), (264, 1), True),
+    (16384, 132, (132, 0), (132, 2), True),
+    (16384, 132, (132, 100), (132, 1), True),
+    (100, 132, (132, 0), (100, 1), True),
 ])
-def test_the_kernel_of_one_program_a_row_pipelines_its_rows_where_one_program_fills_an_sm(
-        tmp_path, monkeypatch, rows, held, staged, answer):
+def test_a_backward_kernel_pipelines_its_rows_where_one_program_fills_an_sm(
+        tmp_path, monkeypatch, rows, held, staged, answer, persistent):
     shared = _shared(tmp_path)
     asked = []
 
@@ -165,7 +170,7 @@ def test_the_kernel_of_one_program_a_row_pipelines_its_rows_where_one_program_fi
     kernel = _Staged()
     for _ in range(2):  # the second call answers from the cache
         assert shared.backward_pipeline(kernel, [torch.bfloat16] * 3 + [1, 16, 4096], options, torch.device("cuda", 0),
-                                        rows, held) == answer
+                                        rows, held, persistent=persistent) == answer
     assert options == {"BLOCK": 4096, "ACC": None, "num_warps": 16}  # the caller's options are not changed
     compiled = held == 0 or held > 132
     assert asked == ([] if compiled else [{**options, "STAGES": shared.PIPELINE_STAGES}])
@@ -322,8 +327,8 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     monkeypatch.setattr(module, "_backward_fit", backward_fit)
     pipelined = []
 
-    def backward_pipeline(kernel, args, options, device, rows, held):
-        pipelined.append((kernel, args, options, rows, held))
+    def backward_pipeline(kernel, args, options, device, rows, held, persistent=False):
+        pipelined.append((kernel, args, options, rows, held, persistent))
         return (2, 2) if held else (rows, 1)  # held: two programs, pipelining their rows
 
     monkeypatch.setattr(module, "_backward_pipeline", backward_pipeline)
@@ -341,11 +346,14 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     if weights:
         kernel, args, options, prefetches = asked.pop(0)
         assert kernel is module._nrm_backward_rows_kernel and prefetches
-        names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC")]
+        names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC", "STAGES")]
         assert len(args) == len(names) and args[-1] == 16384 and options["BLOCK"] == 16384
         if rows_fit is not None and rows_fit[1] > 0:
             assert not asked and launched == ["_nrm_backward_rows_kernel", "_column_sum_kernel"][:1]
-            assert wrap.launches[0][1] == (3,) and wrap.launches[0][3]["num_warps"] == rows_fit[0]  # min(rows, held)
+            # backward_pipeline's answer (persistent: the rows kernel), launched: the grid, STAGES, the warps
+            assert pipelined == [(kernel, args, {**options, "num_warps": rows_fit[0]}, 3, rows_fit[1], True)]
+            assert wrap.launches[0][1] == (2,) and wrap.launches[0][3]["STAGES"] == 2
+            assert wrap.launches[0][3]["num_warps"] == rows_fit[0]
             return
     kernel, args, options, prefetches = asked[0]
     assert kernel is getattr(module, f"_{name}_backward_kernel") and not prefetches
@@ -362,7 +370,7 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
         assert launched[0] == f"_{name}_backward_kernel" and wrap.launches[0][3]["num_warps"] == one_row[0]
         # backward_pipeline is asked with the arguments backward_fit compiled for, at its warps, and its answer
         # launched: the grid, STAGES, and the rows the kernel loops over
-        assert pipelined == [(kernel, args, {**options, "num_warps": one_row[0]}, 3, one_row[1])]
+        assert pipelined == [(kernel, args, {**options, "num_warps": one_row[0]}, 3, one_row[1], False)]
         grid, launch_args, launch_options = wrap.launches[0][1:]
         assert grid == ((2,) if one_row[1] else (3,)) and launch_options["STAGES"] == (2 if one_row[1] else 1)
         assert list(launch_args[-2:]) == [3, 16384]

@@ -153,10 +153,12 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 
 
 
-# Where one program of the backward's kernel of one program a row fills an SM (backward_fit: no more programs held
-# than PIPELINE_PROGRAMS_PER_SM an SM), its warps are all the SM has to hide the loads' latency with, and the row's
+# Where one program of a backward register kernel fills an SM (backward_fit: no more programs held than
+# PIPELINE_PROGRAMS_PER_SM an SM), its warps are all the SM has to hide the loads' latency with, and the row's
 # reductions, each waiting on the one before, stall them with no other row's loads in flight: on an H200 (kernelgen's
-# docs/results/stop71/paths77_short.txt, rows of 4096) that kernel ran at 17-65% of a copy. The launch then runs as
+# docs/results/stop71/paths77_short.txt, rows of 4096) the kernel of one program a row ran at 17-65% of a copy; the
+# rows kernel (ops with weights) holds the next row in registers itself, at up to 255 a thread and spilling up to
+# 900 bytes (kernelgen's docs/device/triton_spills.py, seed 78 at rows of 4096). The launch then runs as
 # many programs as the GPU holds of the kernel compiled at PIPELINE_STAGES, each looping over its rows, and Triton's
 # software pipeline copies a program's next row into shared memory (cp.async) while the program computes its row.
 # The copies cost shared memory (a row of each tensor read: 16-82 KB at rows of 4096 for seeds 77 and 78), not
@@ -165,29 +167,35 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 # others run the same loop without it. On an H200 (kernelgen's docs/results/stop72/pipeq78_*.txt: seed 78, drawn
 # after this rule was written), forward+backward ran 8-19% faster in the 6 cells it pipelines (three ops at rows of
 # 4096), in two rounds; the 14 others timed beside them (rows of 1024 and 4096) ran as before, none 0.7% slower.
+# The rows kernel's staged build also frees the registers its next row held: on the dev machine (seed 78, rows of
+# 4096) 165-227 a thread against 224-255 where neither spills, and spills of 288-768 bytes cut to 56-168 (not yet
+# timed on a GPU).
 PIPELINE_PROGRAMS_PER_SM = 1
 PIPELINE_STAGES = 2
 _PIPELINED: dict[tuple, int] = {}
 
 
-def backward_pipeline(kernel, args: list, options: dict, device: torch.device, rows, held: int) -> tuple[int, int]:
-    """How many programs to launch ``kernel`` on (the backward's kernel of one program a row, which loops over its
-    rows) for ``rows`` rows, and its STAGES. One program a row, (rows, 1), unless ``held`` (backward_fit's programs
-    at options' warps) is at most PIPELINE_PROGRAMS_PER_SM an SM; then, where the kernel compiled at
-    PIPELINE_STAGES fits an SM's shared memory and spills no more than SPILL_TOLERATED bytes a thread, as many
-    programs as the GPU holds of it, at PIPELINE_STAGES, where that is fewer than the rows. ``args`` and ``options``
-    are as resident() takes them, the row length last. One program a row too where the rows or the row length are
-    a symbol (torch.compile's dynamic shapes), where the counts are unknown (held 0), and, with a warning, where
-    this Triton fails to compile the staged kernel."""
+def backward_pipeline(kernel, args: list, options: dict, device: torch.device, rows, held: int,
+                      persistent: bool = False) -> tuple[int, int]:
+    """How many programs to launch ``kernel`` on (a backward kernel that loops over its rows) for ``rows`` rows, and
+    its STAGES. Unstaged (STAGES 1): one program a row, or, for a ``persistent`` kernel (the rows kernel), as many
+    as the GPU holds (``held``, backward_fit's programs at options' warps), at most the rows. Staged, unless
+    ``held`` is more than PIPELINE_PROGRAMS_PER_SM an SM: where the kernel compiled at PIPELINE_STAGES fits an SM's
+    shared memory and spills no more than SPILL_TOLERATED bytes a thread, as many programs as the GPU holds of it,
+    at PIPELINE_STAGES, where that is fewer than the rows. ``args`` and ``options`` are as resident() takes them,
+    the row length last. Unstaged too where the rows or the row length are a symbol (torch.compile's dynamic
+    shapes), where the counts are unknown (held 0), and, with a warning, where this Triton fails to compile the
+    staged kernel."""
+    unstaged = (min(rows, held) if persistent and held else rows, 1)
     if not (isinstance(rows, int) and isinstance(args[-1], int)) or held == 0 \
             or held > PIPELINE_PROGRAMS_PER_SM * _sm_count(device):
-        return rows, 1
+        return unstaged
     index = device.index if device.index is not None else torch.cuda.current_device()
     key = (kernel, index, *map(str, args), *sorted(options.items()))
     if key not in _PIPELINED:
         _PIPELINED[key] = _staged_programs(kernel, args, options, device)
     programs = _PIPELINED[key]
-    return (programs, PIPELINE_STAGES) if 0 < programs < rows else (rows, 1)
+    return (programs, PIPELINE_STAGES) if 0 < programs < rows else unstaged
 
 
 def _staged_programs(kernel, args: list, options: dict, device: torch.device) -> int:

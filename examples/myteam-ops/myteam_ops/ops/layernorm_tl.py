@@ -359,46 +359,63 @@ if TRITON_AVAILABLE:
     # index on; the launch runs as many programs as the GPU holds at once (../_triton_rowwise.py, resident). Each
     # adds its rows' contributions to every weight's gradient in registers (_s<j>, a lane a column), so the weights'
     # gradients cost no second read of the rows, and at the end writes its sums to its row of _p<j>; the column sum
-    # adds the programs' rows in order. Each step issues the next row's loads before it computes its own row, so
-    # that they are in flight meanwhile: a program's row alone keeps too few bytes in flight (a 2-byte type's
-    # especially) for the few programs an SM holds.
+    # adds the programs' rows in order. A program's row alone keeps too few bytes in flight (a 2-byte type's
+    # especially) for the few programs an SM holds, so the next row's loads are issued before a program computes
+    # its own: at STAGES=1 into registers, by the kernel itself; at STAGES=2 (where one program fills an SM:
+    # ../_triton_rowwise.py, backward_pipeline) into shared memory (cp.async), by Triton's software pipeline, which
+    # spares the registers the next row would hold.
+    @triton.jit
+    def _layernorm_tl_backward_rows_step(base, _grad, x, w_ptr, b_ptr, _d0_ptr, _s0, _s1, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        # One row's gradients from its values, loaded: the inputs' stored, the weights' added to the program's sums
+        # (_layernorm_tl_backward_rows_kernel's body, inlined where it is called).
+        _n = cols
+        w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
+        _a0 = x
+        _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
+        _a1 = (x - _r0) * (x - _r0)
+        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
+        _a2 = _grad * w
+        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
+        _a3 = _grad * w * (x - _r0)
+        _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
+        _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
+        _t1 = x - _r0
+        _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+        _s0 += tl.where(mask, _grad * (_t1 * _t0), 0.0)  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
+        _s1 += tl.where(mask, _grad, 0.0)  # d/db: _grad
+        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        if _need0 != 0:
+            tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        return _s0, _s1
+
     @triton.jit(do_not_specialize=["_need0"])
-    def _layernorm_tl_backward_rows_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _p0_ptr, _p1_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _layernorm_tl_backward_rows_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _d0_ptr, _p0_ptr, _p1_ptr, _need0, rows, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    STAGES: tl.constexpr = 1):
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
-        _n = cols
         _s0 = tl.zeros((BLOCK,), ACC)  # the program's rows' sum of d/dw
         _s1 = tl.zeros((BLOCK,), ACC)  # the program's rows' sum of d/db
-        _step = tl.num_programs(0).to(tl.int64) * cols  # from a program's row to its next
-        _first = tl.program_id(0).to(tl.int64) * cols
-        _next0 = tl.load(_grad_ptr + _first + offsets, mask=mask & (tl.program_id(0) < rows), other=0.0)
-        _next1 = tl.load(x_ptr + _first + offsets, mask=mask & (tl.program_id(0) < rows), other=0.0)
-        for row in range(tl.program_id(0), rows, tl.num_programs(0)):
-            base = tl.cast(row, tl.int64) * cols
-            _grad = _next0.to(ACC)
-            x = _next1.to(ACC)
-            _more = mask & (row + tl.num_programs(0) < rows)
-            _next0 = tl.load(_grad_ptr + base + _step + offsets, mask=_more, other=0.0)
-            _next1 = tl.load(x_ptr + base + _step + offsets, mask=_more, other=0.0)
-            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-            _a0 = x
-            _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
-            _a1 = (x - _r0) * (x - _r0)
-            _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
-            _a2 = _grad * w
-            _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
-            _a3 = _grad * w * (x - _r0)
-            _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
-            _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
-            _t1 = x - _r0
-            _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
-            _s0 += tl.where(mask, _grad * (_t1 * _t0), 0.0)  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
-            _s1 += tl.where(mask, _grad, 0.0)  # d/db: _grad
-            # ---- end of EDIT HERE -----------------------------------------------------------------------
-            if _need0 != 0:
-                tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
+        if STAGES == 1:  # the next row's loads into registers
+            _step = tl.num_programs(0).to(tl.int64) * cols  # from a program's row to its next
+            _first = tl.program_id(0).to(tl.int64) * cols
+            _next0 = tl.load(_grad_ptr + _first + offsets, mask=mask & (tl.program_id(0) < rows), other=0.0)
+            _next1 = tl.load(x_ptr + _first + offsets, mask=mask & (tl.program_id(0) < rows), other=0.0)
+            for row in range(tl.program_id(0), rows, tl.num_programs(0)):
+                base = tl.cast(row, tl.int64) * cols
+                _grad = _next0.to(ACC)
+                x = _next1.to(ACC)
+                _more = mask & (row + tl.num_programs(0) < rows)
+                _next0 = tl.load(_grad_ptr + base + _step + offsets, mask=_more, other=0.0)
+                _next1 = tl.load(x_ptr + base + _step + offsets, mask=_more, other=0.0)
+                _s0, _s1 = _layernorm_tl_backward_rows_step(base, _grad, x, w_ptr, b_ptr, _d0_ptr, _s0, _s1, _need0, cols, offsets, mask, BLOCK, ACC)
+        else:  # the next row's loads into shared memory, by Triton's software pipeline
+            for row in tl.range(tl.program_id(0), rows, tl.num_programs(0), num_stages=STAGES):
+                base = tl.cast(row, tl.int64) * cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+                _s0, _s1 = _layernorm_tl_backward_rows_step(base, _grad, x, w_ptr, b_ptr, _d0_ptr, _s0, _s1, _need0, cols, offsets, mask, BLOCK, ACC)
         tl.store(_p0_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s0, mask=mask)
         tl.store(_p1_ptr + tl.program_id(0).to(tl.int64) * cols + offsets, _s1, mask=mask)
 
@@ -592,14 +609,16 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
             # the inputs' gradients; the weights' partial sums; the flags; rows (16 stands in: it only bounds the
             # loop) and cols. Under torch.compile's dynamic shapes, where the row length is a symbol, nothing can
             # be compiled ahead (0 programs), and the rows take the kernel of one program a row.
-            fit = _backward_fit(_layernorm_tl_backward_rows_kernel, [_grad.dtype] * 5 + [opmath] * 2 + [1] * 1 + [16, cols],
-                                launch, _grad.device, prefetches=True)
+            rows_args = [_grad.dtype] * 5 + [opmath] * 2 + [1] * 1 + [16, cols]
+            fit = _backward_fit(_layernorm_tl_backward_rows_kernel, rows_args, launch, _grad.device, prefetches=True)
             if fit is not None and fit[1] > 0:
-                launch["num_warps"], held = fit
-                programs = min(rows, held)
+                launch["num_warps"] = fit[0]
+                # Where one program fills an SM, the next row's loads into shared memory instead (backward_pipeline).
+                programs, stages = _backward_pipeline(_layernorm_tl_backward_rows_kernel, rows_args, launch, _grad.device, rows, fit[1],
+                                                      persistent=True)
                 partials = [torch.empty((programs, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
                 wrap(_layernorm_tl_backward_rows_kernel)[(programs,)](
-                    _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, **launch)
+                    _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, STAGES=stages, **launch)
             else:
                 # The same for the kernel of one program a row, its per-row values in op math; then how many programs
                 # it runs on and whether they pipeline their rows (backward_pipeline).
