@@ -147,18 +147,24 @@ class _Staged:
     (16384, 132, (0, 1), (16384, 1), False),     # the counts unknown
     (100, 132, (132, 0), (100, 1), False),       # no more rows than programs: nothing to pipeline
     (16384, 0, None, (16384, 1), False),         # backward_fit's unknown counts: nothing compiled
-    # a persistent kernel (the rows kernel): unstaged, as many programs as the GPU holds at most the rows
+    # a persistent kernel (the rows kernel, which holds its next row in registers): unstaged, as many programs as
+    # the GPU holds at most the rows; staged only where its unstaged build spills (here 40 bytes)
     (16384, 264, (264, 0), (264, 1), True),
     (16384, 132, (132, 0), (132, 2), True),
     (16384, 132, (132, 100), (132, 1), True),
     (100, 132, (132, 0), (100, 1), True),
+    (16384, 132, None, (132, 1), "no spill"),    # its unstaged build spills nothing: it keeps its register prefetch
 ])
 def test_a_backward_kernel_pipelines_its_rows_where_one_program_fills_an_sm(
         tmp_path, monkeypatch, rows, held, staged, answer, persistent):
     shared = _shared(tmp_path)
     asked = []
+    unstaged_spills = 0 if persistent == "no spill" else 40
 
     def resident(kernel, args, options, device):
+        if "STAGES" not in options:  # the unstaged build backward_fit chose
+            assert persistent, "only a persistent kernel's unstaged spills are asked"
+            return held, unstaged_spills
         asked.append(options)
         if staged == "OutOfResources":
             raise shared.OutOfResources(300000, 232448, "shared memory")
@@ -170,9 +176,9 @@ def test_a_backward_kernel_pipelines_its_rows_where_one_program_fills_an_sm(
     kernel = _Staged()
     for _ in range(2):  # the second call answers from the cache
         assert shared.backward_pipeline(kernel, [torch.bfloat16] * 3 + [1, 16, 4096], options, torch.device("cuda", 0),
-                                        rows, held, persistent=persistent) == answer
+                                        rows, held, persistent=bool(persistent)) == answer
     assert options == {"BLOCK": 4096, "ACC": None, "num_warps": 16}  # the caller's options are not changed
-    compiled = held == 0 or held > 132
+    compiled = held == 0 or held > 132 or staged is None
     assert asked == ([] if compiled else [{**options, "STAGES": shared.PIPELINE_STAGES}])
 
 

@@ -37,6 +37,12 @@ def _sm_count(device: torch.device) -> int:
     return _SMS[index]
 
 
+def _key(kernel, args: list, options: dict, device: torch.device) -> tuple:
+    """The cache key of ``kernel`` compiled for ``args`` and ``options`` on ``device``'s GPU."""
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    return (kernel, index, *map(str, args), *sorted(options.items()))
+
+
 def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[int, int]:
     """How many programs of ``kernel`` the GPU of ``device`` runs at once, and the bytes a thread of it spills to
     local memory: from the kernel compiled (not launched) for ``args`` (a torch dtype for each tensor argument,
@@ -49,8 +55,7 @@ def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[i
     Loading the compiled kernel is what reports its registers and spills (CompiledKernel._init_handles, not a
     public call of Triton). A Triton without it, or without n_regs and n_spills, reports (0, 1): as if the
     kernel spilled, so the launches take the kernels that need no count, with a warning."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    key = (kernel, index, *map(str, args), *sorted(options.items()))
+    key = _key(kernel, args, options, device)
     if key not in _HELD:
         compiled = kernel.warmup(*args, grid=(1,), **options)
         load = getattr(compiled, "_init_handles", None)
@@ -62,7 +67,7 @@ def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[i
                           "the forward's longest rows, a second pass over the rows for the weights' gradients)", stacklevel=2)
             _HELD[key] = (0, 1)
             return _HELD[key]
-        props = torch.cuda.get_device_properties(index)
+        props = torch.cuda.get_device_properties(key[1])
         warps = options["num_warps"]
         by_threads = props.max_threads_per_multi_processor // (32 * warps)
         registers = -(-max(compiled.n_regs, 1) * 32 // 256) * 256  # a warp's registers, allocated 256 at a time
@@ -167,9 +172,12 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 # others run the same loop without it. On an H200 (kernelgen's docs/results/stop72/pipeq78_*.txt: seed 78, drawn
 # after this rule was written), forward+backward ran 8-19% faster in the 6 cells it pipelines (three ops at rows of
 # 4096), in two rounds; the 14 others timed beside them (rows of 1024 and 4096) ran as before, none 0.7% slower.
-# The rows kernel's staged build also frees the registers its next row held: on the dev machine (seed 78, rows of
-# 4096) 165-227 a thread against 224-255 where neither spills, and spills of 288-768 bytes cut to 56-168 (not yet
-# timed on a GPU).
+# The rows kernel (ops with weights) holds its next row in registers at STAGES 1; its staged build frees them (on the
+# dev machine, seed 78 at rows of 4096: 165-227 a thread against 224-255, spills of 288-768 bytes cut to 56-168), so
+# it runs staged only where its unstaged build spills: one that spills nothing already hides the next row's loads.
+# On an H200 (kernelgen's docs/results/stop73/rows79_*.txt: seed 79 at rows of 1024 and 4096, two rounds), staging
+# every rows kernel that fills an SM ran forward+backward 4-29% faster in the 4 cells whose unstaged build spilled
+# (r00_tl, r07_tl float32; r01_tl float32 and bfloat16) and 8-15% slower in 3 of the 4 whose build spilled nothing.
 PIPELINE_PROGRAMS_PER_SM = 1
 PIPELINE_STAGES = 2
 _PIPELINED: dict[tuple, int] = {}
@@ -182,7 +190,8 @@ def backward_pipeline(kernel, args: list, options: dict, device: torch.device, r
     as the GPU holds (``held``, backward_fit's programs at options' warps), at most the rows. Staged, unless
     ``held`` is more than PIPELINE_PROGRAMS_PER_SM an SM: where the kernel compiled at PIPELINE_STAGES fits an SM's
     shared memory and spills no more than SPILL_TOLERATED bytes a thread, as many programs as the GPU holds of it,
-    at PIPELINE_STAGES, where that is fewer than the rows. ``args`` and ``options`` are as resident() takes them,
+    at PIPELINE_STAGES, where that is fewer than the rows; a ``persistent`` kernel, which holds its next row in
+    registers itself, only where that unstaged build spills. ``args`` and ``options`` are as resident() takes them,
     the row length last. Unstaged too where the rows or the row length are a symbol (torch.compile's dynamic
     shapes), where the counts are unknown (held 0), and, with a warning, where this Triton fails to compile the
     staged kernel."""
@@ -190,8 +199,9 @@ def backward_pipeline(kernel, args: list, options: dict, device: torch.device, r
     if not (isinstance(rows, int) and isinstance(args[-1], int)) or held == 0 \
             or held > PIPELINE_PROGRAMS_PER_SM * _sm_count(device):
         return unstaged
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    key = (kernel, index, *map(str, args), *sorted(options.items()))
+    if persistent and resident(kernel, args, options, device)[1] == 0:
+        return unstaged  # its registers already hold the next row without spilling
+    key = _key(kernel, args, options, device)
     if key not in _PIPELINED:
         _PIPELINED[key] = _staged_programs(kernel, args, options, device)
     programs = _PIPELINED[key]
