@@ -48,6 +48,28 @@ case ${1:-fresh79} in
         $W/f79r/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/rows79_$tool.log" 2>&1
       echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/rows79_$tool.log" | tail -1)"
     done ;;
+  rule79)
+    # the candidate with its rule (staged only where the rows kernel's unstaged build spills; .device/f79s: seed 79
+    # generated on that branch) against version 57, rows of COLS (default 4096), two rounds; then the GPU's counts
+    # and every path's time (backward_paths.py) for f79s at rows of 4096
+    ops=${OPS:-r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r07_tl,r08_tl,r09_tl}
+    for p in f79s; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+    GRAPHS=1 K="cuda and backward" TB=150 small_ab rule79 f79 f79s $ops float32,bfloat16 ${COLS:-4096} 150 20
+    GRAPHS=1 ORDER="f79s f79" TB=120 second_round rule79 f79 f79s $ops float32,bfloat16 ${COLS:-4096}
+    timeout 120 python3 docs/device/backward_paths.py $W/f79s/rsweep-ops --ops $ops --dtypes float32,bfloat16 --cols 4096 \
+      --graphs > "$FINAL_OUT/rule79_paths.txt" 2>&1; echo "paths rc=$?"; cut -c1-400 "$FINAL_OUT/rule79_paths.txt" | tail -20 ;;
+  rule80)
+    # seed 80 (drawn after the rule was written): version 57 (.device/f80, from main) against the candidate with its
+    # rule (.device/f80s), the ops with weights, rows of COLS (default 4096), two rounds; memcheck and racecheck
+    ops=${OPS:-r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r07_tl,r08_tl,r09_tl}
+    for p in f80 f80s; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+    GRAPHS=1 K="cuda and backward" TB=170 small_ab rule80 f80 f80s $ops float32,bfloat16 ${COLS:-4096} 150 22
+    GRAPHS=1 ORDER="f80s f80" TB=130 second_round rule80 f80 f80s $ops float32,bfloat16 ${COLS:-4096}
+    for tool in memcheck racecheck; do
+      timeout 60 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/f80s/rsweep-ops --ops $(echo $ops | cut -d, -f1,2) --dtypes float32,bfloat16 > "$FINAL_OUT/rule80_$tool.log" 2>&1
+      echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/rule80_$tool.log" | tail -1)"
+    done ;;
   suites)  # the backward suites alone, ten side by side (stop 72's last 200 s of device time)
     build $W/f79/rsweep-ops; K="cuda and backward" suites fresh79 f79 ${OPS:-$ALL} ${T:-170} 10 ;;
   examples) TT=${TT:-440} examples "" ;;
