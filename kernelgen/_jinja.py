@@ -197,7 +197,13 @@ from .nodes import Num, RowRef, Var
 #:    it pipelines at rows of 4096 and as before in the 14 others timed, in two rounds (a loop form of the kernel
 #:    at STAGES=1 took up to 60 more registers and ran 2.5-5% slower at rows of 1024). The generated rowwise tests
 #:    add many aligned rows ((300, 4096), (200, 16384)) on the GPU
-TEMPLATE_VERSION = "57"
+#: 58: the Triton rowwise backward's rows kernel (ops with weights) runs staged too, through Triton's software
+#:     pipeline (its next row copied into shared memory), where one program fills an SM and its unstaged build,
+#:     which holds the next row in registers, spills; the row's body is one inlined function
+#:     (_<op>_backward_rows_step). On an H200 (stop 73), forward+backward replayed from CUDA graphs at rows of 4096:
+#:     seed 79, 0.72-1.01 of version 57's time (4 cells 5-28% faster, none slower), and seed 80, drawn after the rule
+#:     was written, 0.65-1.06 (r01_tl float32 35% faster, 2 more cells 3-4% faster; 4 cells 3.6-5.6% slower).
+TEMPLATE_VERSION = "58"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
