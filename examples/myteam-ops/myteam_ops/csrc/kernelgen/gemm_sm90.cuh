@@ -88,7 +88,7 @@ struct Epilogue {
 //   * Tiny: 64 x 128 x 64, no cluster, ping-pong (each consumer warpgroup owns a tile; one runs its
 //     epilogue while the other runs its main loop): 0.96x at 1024^3, 0.81-0.87x at 512^3, 0.88-0.97x
 //     at 2048 x 1024 x 1024; but 0.57x at 2048^3 (512 tiles: four waves of small tiles).
-//   * Also measured and not kept: 256 x 128 cooperative (within 0.03x of Large everywhere); 128 x 128
+//   * Not built, as no faster: 256 x 128 cooperative (within 0.03x of Large everywhere); 128 x 128
 //     ping-pong with a 1 x 2 cluster (0.73-0.78x at 1024^3, 0.65x at 8192^3) or none; 128 x 64 and
 //     64 x 128 with a cluster (below Tiny at 1024^3). Each configuration costs about 25 s of nvcc per
 //     dtype on the build machine, so the file keeps two.

@@ -126,15 +126,15 @@ constexpr int kMaxClusterBlocks = 16;
 // row's values take more than kRowRegisters.
 //   * Why: a cluster kernel's blocks load their slices, wait for each other at every reduction, then
 //     store, and a cluster of more than 8 blocks (16: the most an H100 runs) waits longest and fits a
-//     GPC's SMs worst. On an H100, at 2^26 bfloat16 elements in rows of 262144, 26 light single-input
-//     expressions ran in clusters of 8 blocks of 64 elements a thread and of 16 blocks of 32: 20 ran
-//     1.03-1.51x faster (median 1.24x; softmax 61% -> 73% of a copy's bandwidth, RMSNorm 75% -> 85%),
-//     the others within 1.5%. At rows of 65536 (2 blocks against 4) the same change won and lost up to
-//     20%, so rows that fit 8 blocks keep kLongPerThread.
+//     GPC's SMs worst. On an H100, at 2^26 bfloat16 elements in rows of 262144, light single-input
+//     expressions run 1.03-1.51x faster in clusters of 8 blocks of 64 elements a thread than in 16 blocks
+//     of 32 (median 1.24x; softmax 61% -> 73% of a copy's bandwidth, RMSNorm 75% -> 85%), or within 1.5%.
+//     At rows of 65536 (2 blocks against 4) the deep build wins and loses up to 20%, so rows that fit 8
+//     blocks keep kLongPerThread.
 //   * Why not for a heavy formula: every element's arithmetic is unrolled, so a thread's code grows with
 //     the elements it holds, and Op::kMathCost * elements above kClusterCode outgrows the SM's
-//     instruction cache: the two expressions with sin or cos (costs 96 and 102) ran 1.2-2.1x slower at
-//     64 elements a thread (9000 instructions) than at 32 (4600).
+//     instruction cache: expressions with sin or cos (costs 96 and 102) run 1.2-2.1x slower at 64
+//     elements a thread (9000 instructions) than at 32 (4600).
 constexpr int kPortableClusterBlocks = 8;
 constexpr int kClusterBytes = 128;
 constexpr int kClusterCode = 80 * 64;  // light: a cost of at most 80 at 64 elements a thread
@@ -1500,9 +1500,9 @@ struct Launch<Op, scalar_t, std::index_sequence<I...>> {
     }
     // The build for three blocks an SM (40 registers a thread) where ptxas fitted it without spilling, its
     // local memory no larger than the 64-register build's. Three 512-thread blocks keep 48 warps an SM
-    // resident, two keep 32; an arithmetic-bound row then hides its latency better (on an H100, r20 of the
-    // rowwise sweep in bfloat16 at rows of 16384: 46 registers, two blocks, 601 us; the same formula at 40
-    // registers, three blocks, 532 us). Asked once per device.
+    // resident, two keep 32; an arithmetic-bound row then hides its latency better (on an H100, a bfloat16
+    // formula at rows of 16384 takes 601 us at 46 registers, two blocks an SM, and 532 us at 40 registers,
+    // three blocks). Asked once per device.
     const auto dense = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, 3, true, I...>;
     const auto wide = cluster_rows_kernel<Op, scalar_t, kVec, kPerThread, kThreads, kWideThreads / kMaxThreads, true, I...>;
     static PerDevice<bool> dense_spills;
@@ -1822,10 +1822,10 @@ grad_cluster_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutput
 // float32 traffic would otherwise outweigh a row of 2-byte inputs. The thread that owns a column adds
 // its rows in row order, so the sums are bitwise reproducible. With weights the kernel keeps two blocks an SM
 // (64 registers a thread): the group's running sums take registers that would otherwise leave one block an
-// SM, and on an H200 the two-block build ran the backward of five ops with weights 0.60-1.01x the time of
-// one row at a time at rows of 16384 and 65536, the one-block build 0.61-1.16x (docs/backward.md, "Stop 56").
+// SM: on an H200 the two-block build takes 0.60-1.01x the time of one row at a time for backwards with
+// weights at rows of 16384 and 65536, the one-block build 0.61-1.16x.
 // Without weight gradients it gives ptxas no minimum of blocks (0 adds none): with a minimum of one, ptxas
-// gave the same code up to 15 more registers a thread, half the blocks fit an SM, and it ran up to 1.28x the time.
+// gives the same code up to 15 more registers a thread, half the blocks fit an SM, and it takes up to 1.28x the time.
 template <class Op, typename scalar_t, int kVec, bool kWeightGrads, std::size_t... I>
 __global__ void __launch_bounds__(kMaxThreads, kWeightGrads ? 2 : 0)
 grad_long_rows_kernel(const Same<I, scalar_t>* __restrict__... in, GradOutputs<Op, scalar_t> out, int64_t rows,
@@ -2021,8 +2021,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   //   * every op takes it where the wide build's code would outgrow the SM's instruction cache: Op::kCode
   //     instructions an element (kernelgen.cost.own_code), unrolled over kPerThread elements, past
   //     kGradCode. On an H100, a backward calling sin and cos twice each (kCode 418, 32 elements: 15500 PTX
-  //     instructions, 7900 at 16) ran its float16/bfloat16 rows of 1024 and 4096 2.3x faster in the narrow
-  //     build, neither spilling; one of kCode 425 at 16 elements (7800 instructions) ran 10% faster at
+  //     instructions, 7900 at 16) runs its float16/bfloat16 rows of 1024 and 4096 2.3x faster in the narrow
+  //     build, neither spilling; one of kCode 425 at 16 elements (7800 instructions) runs 10% faster at
   //     1024 and 8% slower at 4096, so the budget lies between the two;
   //   * every other op takes it where the wide variant's build spills and the narrow one's spills less
   //     (takes_narrow): a backward's formula (the derivative of every step, a max's mask) can need
@@ -2119,18 +2119,16 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // only in kWideThreads threads where that build spills (64 registers a thread), and for rows too long for one
   // block, of at least kClusterMinCols either way. Built for the 16-byte path of the 2-byte types only: misaligned
   // rows, float32 and float64 keep the wide build or the multi-pass kernel. In float32 the cluster build holds the
-  // elements of a 1024-thread row in one 512-thread block an SM, and on an H200 it ran ten float32 backwards with
-  // weights 0.69-1.60x the time of the wide build or the multi-pass kernel at rows of 8192-65536, median 1.00
-  // (docs/backward.md, "Stop 56"): no rule of the kernel's build told the faster ones apart, so float32 spends no
-  // ptxas time on it. Without weights the launch takes it only where two of its blocks share an SM (cluster_pays).
-  // Taken only for a backward of at most kClusterReductions reductions: on an H100 at rows of
-  // 16384 (docs/backward.md, "Stop 50") the backwards of 2 to 6 reductions ran up to 2.2x faster than in the
-  // spilling 1024-thread build or the multi-pass kernel, those of 9 up to 1.45x slower (2.2x without weights, whose
-  // build held half the elements a thread). That multi-pass kernel has changed since; against today's, rows of
-  // 16384 run faster without the cluster build (kClusterMinCols). Each pass of reductions waits for the cluster's
-  // other blocks once (a block barrier, then a cluster barrier), but counting passes instead (stop 53: backwards of
-  // 7 to 10 reductions in 2 or 3 passes) ran float32 rows of 16384 up to 1.7x faster and 2-byte rows of 16384 and
-  // rows of 65536 1.2-2.2x slower, so the rule still counts reductions.
+  // elements of a 1024-thread row in one 512-thread block an SM, and on an H200 float32 backwards with weights take
+  // 0.69-1.60x the time of the wide build or the multi-pass kernel in it at rows of 8192-65536, median 1.00: no
+  // rule of the kernel's build tells the faster ones apart, so float32 spends no ptxas time on it. Without weights
+  // the launch takes it only where two of its blocks share an SM (cluster_pays).
+  // Taken only for a backward of at most kClusterReductions reductions: each pass of reductions waits for the
+  // cluster's other blocks (a block barrier, then a cluster barrier), and on an H100 backwards of up to 6
+  // reductions run up to 2.2x faster in the cluster build than in a spilling 1024-thread build, those of 9 up to
+  // 1.45x slower. Counting passes instead of reductions (backwards of 7 to 10 reductions take 2 or 3 passes) runs
+  // float32 rows of 16384 up to 1.7x faster but 2-byte rows of 16384 and 65536 1.2-2.2x slower, so the rule counts
+  // reductions. Rows of 16384 run faster without the cluster build (kClusterMinCols).
   static constexpr int kClusterReductions = 6;
   static constexpr bool kHasCluster = Op::kReductions > 0 && Op::kReductions <= kClusterReductions && sizeof(scalar_t) == 2;
   static constexpr int kClusterPerThread = per_thread<Op, scalar_t, kVecAligned, 2 * kRowRegisters>();
@@ -2159,24 +2157,23 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // The shortest rows the cluster build takes: longer than kMaxRegisterCols (16384). Rows up to that length take
   // the register kernel (spills and all) or the multi-pass kernel, which reads a row again at every pass (at most
   // 32 KiB a column, largely from L2) in 512-thread blocks that share an SM, where the cluster build runs one
-  // 512-thread block an SM that waits at a block barrier and a cluster barrier every pass. On an H200
-  // (docs/backward.md, "Stop 60"), over ten bfloat16 backwards of seed 60 (nine with a cluster build: 3-6
-  // reductions, with and without weights) at rows of 8192 and 16384, the launch without the cluster build took
-  // 0.47-0.89x its time in 11 of 20 cells and was within 1.1% in the other nine, in both of two rounds. Longer
-  // rows keep the cluster build, which holds the row on chip (without weights, see cluster_pays).
+  // 512-thread block an SM that waits at a block barrier and a cluster barrier every pass. On an H200, bfloat16
+  // backwards of 3-6 reductions, with and without weights, at rows of 8192 and 16384 take 0.47-0.89x the cluster
+  // build's time without it in about half the cases, and are within 1.1% in the others. Longer rows keep the
+  // cluster build, which holds the row on chip (without weights, see cluster_pays).
   static constexpr int64_t kClusterMinCols = kMaxRegisterCols + 1;
 
   // Whether the cluster build pays for rows that `resident` clusters of `blocks` blocks take at once. With
   // weights it does: the multi-pass kernel reads the row again at every pass and writes a slot of float32
   // partial sums for each of its blocks (two an SM: at 1024 rows of 65536, half the bytes of a 2-byte input), and
-  // on an H200 (docs/backward.md, "Stop 61") the cluster build won 38 of 60 cells of ten backwards with weights at
-  // 2-byte rows of 32768-131072, by up to 2.7x (LayerNorm and RMSNorm at 131072), and lost 19, by up to 1.8x.
+  // on an H200 the cluster build is faster for about two thirds of backwards with weights at 2-byte rows of
+  // 32768-131072, by up to 2.7x (LayerNorm and RMSNorm at 131072), and slower for the others, by up to 1.8x.
   // Without weights, only where two of its blocks share an SM (more blocks resident than SMs), so that one
   // block's loads and arithmetic fill the other's waits at the barriers of each pass. With one block an SM
-  // (builds of 71-128 registers a thread) the multi-pass kernel, whose 512-thread blocks share an SM, took
-  // 0.35-1.00x the cluster build's time in all 66 cells of seventeen backwards without weights at those rows,
-  // below 0.93x in 64 (stops 60 and 61, the slower of two rounds); the one build of 64 registers measured
-  // (x * tanh(max(x)), two blocks an SM) ran 1.23-1.34x faster in the cluster build, 51% -> 70% of a copy.
+  // (builds of 71-128 registers a thread) the multi-pass kernel, whose 512-thread blocks share an SM, takes
+  // 0.35-1.00x the cluster build's time for backwards without weights at those rows, mostly below 0.93x; a build
+  // of 64 registers (x * tanh(max(x)), two blocks an SM) runs 1.23-1.34x faster in the cluster build, 51% -> 70%
+  // of a copy.
   static bool cluster_pays(int64_t resident, int64_t blocks) {
     return kWeightGrads || resident * blocks > sm_count();
   }
@@ -2204,8 +2201,8 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // where the wide build spills more than the cluster build (by any amount: at 64 registers a thread a heavy
   // derivative's spills are stored and loaded again at every element of every row) and the row is at least
   // kClusterMinCols long (a build of 32 elements a thread holds rows of 32768). The 2-byte types only
-  // (kHasCluster): on an H200 five float32 backwards with weights ran 1.13-1.9x faster in their wide build,
-  // spills and all, than in the cluster build (docs/backward.md, "Stop 55"). Asked once per device.
+  // (kHasCluster): on an H200 float32 backwards with weights run 1.13-1.9x faster in their wide build, spills
+  // and all, than in the cluster build. Asked once per device.
   static bool cluster_over_wide(int64_t cols) {
     if constexpr (kHasCluster) {
       static PerDevice<bool> known;
@@ -2221,12 +2218,11 @@ struct GradLaunch<Op, scalar_t, std::index_sequence<I...>> {
   // there every warp of the SM waits at each pass's barrier, each with a single load of each column in
   // flight, and no other block fills the wait. The multi-pass kernel reads such a row again at every pass
   // (from L2 at these lengths), two vectors a thread, in 512-thread blocks that share an SM and overlap.
-  // On an H200 (docs/backward.md, "Stop 59") four such backwards of 7-8 reductions took 0.57-0.89x the
-  // wide build's time in the multi-pass kernel (six cells, float32 and bfloat16). Where the wide build holds
-  // two vectors or more a thread, or the backward has weights (whose multi-pass kernel adds its partial sums
-  // at every pass), the multi-pass kernel took 1.07-2.0x the wide build's time in 11 of 14 cells measured;
-  // the three others (weights, 316-484 bytes of spill loads) ran 11-26% faster in it, which no rule of the
-  // build tells apart yet.
+  // On an H200 such backwards of 7-8 reductions take 0.57-0.89x the wide build's time in the multi-pass kernel
+  // (float32 and bfloat16). Where the wide build holds two vectors or more a thread, or the backward has weights
+  // (whose multi-pass kernel adds its partial sums at every pass), the multi-pass kernel mostly takes 1.07-2.0x
+  // the wide build's time; a wide build with weights that spills 316-484 bytes of loads runs 11-26% faster in
+  // it, which no rule of the build tells apart yet.
   static constexpr bool kWideHoldsBarriers =
       kWeightGrads || kPerThread > kVecAligned || Op::kReductions <= kClusterReductions;
 
