@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Stop 75 on one H200: the two candidates of stop 74 (docs/wip/staged-fit.patch and docs/wip/one-math.patch, each
+# template version 60) against main (version 59) on seed 81, drawn after both were written.
+# Packages (python docs/device/rowwise_sweep.py generate .device/<name> --seed 81 --count 64 --only r00,...,r09
+# --backends triton --backward fused, with PYTHONPATH naming a worktree of the candidate's branch):
+#   .device/f81   main          .device/f81t  staged-fit          .device/f81m  one-math
+# Wrap each call so that $OUT returns what the phase wrote even when it is cut short:
+#   OUT=$OUT timeout 570 bash docs/device/stop75.sh PHASE
+#   ab81   carry the three packages: each built; the CUDA backward suites of both candidates (side by side) while
+#          compile's references are prewarmed; then two rounds of all three (round 1 against compile, round 2 in the
+#          opposite order), forward+backward also replayed from CUDA graphs, rows of COLS (default 4096), float32
+#          and bfloat16; each candidate's table against main, a round each
+#   land   carry .whl and PKGS (the packages the sanitizers read, default f81t f81m): the examples' whole suites
+#          (TT=420) beside compute-sanitizer's memcheck and racecheck over the backward launches of two ops of each
+# Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+W=${W:-/tmp/kg75}
+. "$(dirname "$0")/stop_common.sh"
+
+ALL81=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
+PKGS=${PKGS:-f81t f81m}
+case ${1:-ab81} in
+  ab81)
+    ops=${OPS:-$ALL81}; cols=${COLS:-4096}; t=$(date +%s)
+    for p in f81 f81t f81m; do
+      [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p
+      (build $W/$p/rsweep-ops 2>&1 | sed "s|^|$p: |") &
+    done; wait
+    for ((i = 0; i < 5; i++)); do
+      python3 docs/device/backward_bench.py $W/f81/rsweep-ops --ops $ops --dtypes float32,bfloat16 --cols $cols \
+        --prewarm --part $i/5 > $W/prewarm_$i.log 2>&1 &
+    done
+    K="cuda and backward" suites staged81 f81t $ops 200 4 > /dev/null &
+    K="cuda and backward" suites onemath81 f81m $ops 200 4 > /dev/null &
+    wait; cat "$FINAL_OUT"/staged81_tests.txt "$FINAL_OUT"/onemath81_tests.txt
+    echo "suites and prewarm at $(( $(date +%s) - t )) s"
+    for p in f81 f81t f81m; do
+      timeout ${TB:-200} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols $cols --rounds 1 --against compile --graphs --json "$FINAL_OUT/ab81_$p.json" > "$FINAL_OUT/ab81_$p.txt" 2>&1
+      echo "$p round 1 rc=$? at $(( $(date +%s) - t )) s"
+    done
+    for p in f81m f81t f81; do
+      timeout ${TB:-200} python3 docs/device/backward_bench.py $W/$p/rsweep-ops --ops $ops --dtypes float32,bfloat16 \
+        --cols $cols --rounds 1 --graphs > "$FINAL_OUT/ab81_${p}_2.txt" 2>&1
+      echo "$p round 2 rc=$? at $(( $(date +%s) - t )) s"
+    done
+    for p in f81t f81m; do for r in "" _2; do
+      echo "f81 -> $p, round ${r:-_1}"
+      python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/ab81_f81$r.txt" "$FINAL_OUT/ab81_$p$r.txt" | tail -2
+    done; done ;;
+  land)
+    t=$(date +%s)
+    (for p in $PKGS; do
+       [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p
+       build $W/$p/rsweep-ops
+       for tool in memcheck racecheck; do
+         timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+           $W/$p/rsweep-ops --ops ${SOPS:-r03_tl,r05_tl} --dtypes float32,bfloat16 > "$FINAL_OUT/${p}_$tool.log" 2>&1
+         echo "$p $tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/${p}_$tool.log" | tail -1) at $(( $(date +%s) - t )) s"
+       done
+     done > $W/sanitizers.txt 2>&1) &
+    TT=${TT:-420} examples ""
+    wait; cat $W/sanitizers.txt ;;
+esac
