@@ -325,19 +325,23 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     name = "nrm" if weights else "ctr"
     module = launch_ops[name]
     asked = []
+    # the launch asks the package's rules (_triton_rowwise, through backward_launch): they are replaced there
+    shared = importlib.import_module("launch_ops._triton_rowwise")
 
     def backward_fit(kernel, args, options, device, prefetches=False):
         asked.append((kernel, args, options, prefetches))
         return rows_fit if kernel.__name__.endswith("_rows_kernel") else one_row
 
-    monkeypatch.setattr(module, "_backward_fit", backward_fit)
+    monkeypatch.setattr(shared, "backward_fit", backward_fit)
     pipelined = []
 
     def backward_pipeline(kernel, args, options, device, rows, held, persistent=False):
         pipelined.append((kernel, args, options, rows, held, persistent))
         return (2, 2) if held else (rows, 1)  # held: two programs, pipelining their rows
 
-    monkeypatch.setattr(module, "_backward_pipeline", backward_pipeline)
+    monkeypatch.setattr(shared, "backward_pipeline", backward_pipeline)
+    staged = []
+    monkeypatch.setattr(shared, "backward_staged", lambda *args: staged.append(args))  # its staged build: refused
     if weights:
         _launch_on_cpu(monkeypatch, module)
     monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
@@ -354,6 +358,8 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
         assert kernel is module._nrm_backward_rows_kernel and prefetches
         names = [a for a in kernel.arg_names if a not in ("BLOCK", "ACC", "STAGES")]
         assert len(args) == len(names) and args[-1] == 16384 and options["BLOCK"] == 16384
+        # the rows kernel's staged build is asked for only where backward_fit refuses its unstaged build
+        assert [a[0] for a in staged] == ([kernel] if rows_fit is None else [])
         if rows_fit is not None and rows_fit[1] > 0:
             assert not asked and launched == ["_nrm_backward_rows_kernel", "_column_sum_kernel"][:1]
             # backward_pipeline's answer (persistent: the rows kernel), launched: the grid, STAGES, the warps
@@ -385,6 +391,68 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
         # the weights' kernel's flags (dx, then dw): a long row's dx comes from it, a row in registers' from the
         # row's kernel
         assert list(wrap.launches[1][2][-5:-3]) == ([1, 1] if one_row is None else [0, 1])
+
+
+def test_a_rows_kernel_that_spills_past_the_tolerance_runs_its_staged_build(launch_ops, monkeypatch):
+    # backward_fit refuses the rows kernel's unstaged build (None): where backward_staged answers warps and programs,
+    # the rows kernel runs staged on them (STAGES=PIPELINE_STAGES), and the weights' sums stay on chip (no weights'
+    # kernel); the kernel of one program a row is never asked for.
+    module = launch_ops["nrm"]
+    shared = importlib.import_module("launch_ops._triton_rowwise")
+    asked = []
+    monkeypatch.setattr(shared, "backward_fit", lambda kernel, *args, **options: asked.append(kernel) and None)
+    monkeypatch.setattr(shared, "backward_staged", lambda kernel, args, options, device, rows: (32, 2))
+    _launch_on_cpu(monkeypatch, module)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    wrap = _Recorder()
+    grads = module._nrm_backward_launch(torch.randn(3, 4096), torch.randn(3, 4096), torch.randn(4096), [True, True], wrap)
+    assert len(grads) == 2
+    assert asked == [module._nrm_backward_rows_kernel]
+    (kernel, grid, args, options), *rest = wrap.launches
+    assert kernel == "_nrm_backward_rows_kernel" and grid == (2,)
+    assert options["STAGES"] == shared.PIPELINE_STAGES and options["num_warps"] == 32
+    assert [k for k, *_ in rest] == []  # the column sum is replaced on CPU; no weights' kernel
+
+
+@pytest.mark.parametrize("held, wide, narrow, rows, block, answer", [
+    (8, (132, 40), None, 16384, 4096, (16, 132)),        # twice the warps fits: taken, the narrow never compiled
+    (8, (132, 100), (132, 40), 16384, 4096, (8, 132)),   # twice spills past SPILL_TOLERATED: options' warps
+    (8, (132, 100), (132, 100), 16384, 4096, None),      # both spill past it: the kernel of one program a row
+    (8, (0, 0), (132, 0), 16384, 4096, (8, 132)),        # twice does not build (OutOfResources, a failing Triton)
+    (8, (132, 40), (132, 0), 100, 4096, None),           # no more rows than programs at either warps
+    (16, (132, 20), (132, 30), 16384, 8192, None),       # rows longer than 4096: ROWS_SPILL_TOLERATED_LONG (16)...
+    (16, (132, 20), (132, 8), 16384, 8192, (16, 132)),   # ... met at options' warps
+    (32, (132, 0), None, 16384, 16384, (32, 132)),       # warps at 32 already: asked once
+])
+def test_the_rows_kernels_staged_build_where_its_unstaged_build_spills_past_the_tolerance(
+        tmp_path, monkeypatch, held, wide, narrow, rows, block, answer):
+    shared = _shared(tmp_path)
+    counts = {held: narrow, min(32, 2 * held): wide}
+    asked = []
+
+    def staged(kernel, args, options, device):
+        asked.append(options["num_warps"])
+        return counts[options["num_warps"]]
+
+    monkeypatch.setattr(shared, "_staged", staged)
+    options = {"BLOCK": block, "ACC": None, "num_warps": held}
+    assert shared.backward_staged(_Staged(), [torch.bfloat16] * 3 + [1, 16, block], options, torch.device("cuda", 0),
+                                  rows) == answer
+    assert options["num_warps"] == held  # the caller's options are not changed
+    order = list(dict.fromkeys((min(32, 2 * held), held)))  # twice the warps first, then options' warps
+    assert asked == (order if answer is None else order[:order.index(answer[0]) + 1])
+
+
+def test_the_rows_kernels_staged_build_is_not_asked_for_symbolic_lengths(tmp_path, monkeypatch):
+    shared = _shared(tmp_path)
+    monkeypatch.setattr(shared, "_staged", lambda *args: pytest.fail("nothing is compiled for a symbolic length"))
+
+    class Symbolic:
+        pass
+
+    options = {"BLOCK": 4096, "ACC": None, "num_warps": 8}
+    assert shared.backward_staged(_Staged(), [torch.float32, 16, Symbolic()], options, torch.device("cuda", 0), 100) is None
+    assert shared.backward_staged(_Staged(), [torch.float32, 16, 4096], options, torch.device("cuda", 0), Symbolic()) is None
 
 
 @pytest.mark.parametrize("needs, flags", [([True, False], [1, 0]), ([False, True], [0, 1])])

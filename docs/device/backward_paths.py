@@ -10,8 +10,11 @@ rows take the long kernel whatever the patch):
   auto       what the launch takes by itself; the resident() answers it read are printed (kernel, warps,
              programs held, bytes spilled a thread)
   rows@W     the rows kernel (as many programs as the GPU holds at W warps, weights summed on chip), for ops
-             with weights: _backward_fit answers W for it
-  one@W      the kernel of one program a row at W warps: _backward_fit answers None for the rows kernel, W for it
+             with weights: backward_fit answers W for it (backward_pipeline then stages it where it would)
+  staged@W   the rows kernel's staged build at W warps (its next row in shared memory), for ops with weights:
+             backward_fit answers None for the rows kernel, backward_staged W
+  one@W      the kernel of one program a row at W warps: backward_fit answers None for the rows kernel, W for it,
+             and backward_staged None
   long       the long kernel's passes (_MAX_BACKWARD_BLOCK lowered below the row)
   long:BxW   (--long) the long kernel at chunks of B elements and W warps, the module's cache hints; long:BxW:h
              with the hints (evict_last, then evict_first) and long:BxW:n without, whatever the dtype; at every
@@ -66,8 +69,8 @@ def main(argv: list[str] | None = None) -> None:
         g = torch.empty((args.size // cols, cols), dtype=dtype, device="cuda").normal_(
             generator=torch.Generator("cuda").manual_seed(args.size + 1))
         base_warps = module._num_warps(1 << (cols - 1).bit_length())
-        originals = {k: getattr(module, k) for k in ("_backward_fit", "_MAX_BACKWARD_BLOCK", "_long_backward")
-                     if hasattr(module, k)}
+        originals = {k: getattr(module, k) for k in ("_MAX_BACKWARD_BLOCK", "_long_backward") if hasattr(module, k)}
+        shared_originals = {k: getattr(shared, k) for k in ("backward_fit", "backward_staged")}
 
         def forced(kernel, kargs, options, device, prefetches=False, rows_warps=None, one_warps=None):
             if kernel.__name__.endswith("_rows_kernel"):
@@ -76,14 +79,24 @@ def main(argv: list[str] | None = None) -> None:
                 return rows_warps, real_resident(kernel, kargs, {**options, "num_warps": rows_warps}, device)[0]
             return one_warps, 1
 
+        def staged_at(kernel, kargs, options, device, rows, warps):
+            held = shared._staged(kernel, kargs, {**options, "num_warps": warps}, device)[0]
+            return (warps, held) if held else None
+
         def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals, cols=cols):
             patch = dict(originals)
+            shared_patch = dict(shared_originals)
             if path == "auto":
                 shared.resident = recording
             elif path.startswith("rows@"):
-                patch["_backward_fit"] = lambda *a, w=int(path[5:]), **kw: forced(*a, **kw, rows_warps=w)
+                shared_patch["backward_fit"] = lambda *a, w=int(path[5:]), **kw: forced(*a, **kw, rows_warps=w)
+            elif path.startswith("staged@"):
+                shared_patch["backward_fit"] = lambda kernel, *a, real=shared_originals["backward_fit"], **kw: (
+                    None if kernel.__name__.endswith("_rows_kernel") else real(kernel, *a, **kw))
+                shared_patch["backward_staged"] = lambda *a, w=int(path[7:]): staged_at(*a, warps=w)
             elif path.startswith("one@"):
-                patch["_backward_fit"] = lambda *a, w=int(path[4:]), **kw: forced(*a, **kw, one_warps=w)
+                shared_patch["backward_fit"] = lambda *a, w=int(path[4:]), **kw: forced(*a, **kw, one_warps=w)
+                shared_patch["backward_staged"] = lambda *a: None
             if args.lift and path != "long":
                 patch["_MAX_BACKWARD_BLOCK"] = max(cols, originals["_MAX_BACKWARD_BLOCK"])
             if path == "long" or path.startswith("long:"):
@@ -102,18 +115,22 @@ def main(argv: list[str] | None = None) -> None:
                 patch["_long_backward"] = shaped
             for key, value in patch.items():
                 setattr(module, key, value)
+            for key, value in shared_patch.items():
+                setattr(shared, key, value)
             try:
                 return backward(g, *xs, [True] * n)
             finally:
                 shared.resident = real_resident
                 for key, value in originals.items():
                     setattr(module, key, value)
+                for key, value in shared_originals.items():
+                    setattr(shared, key, value)
 
         wide = min(32, 2 * base_warps)
         paths = ["auto"]
         if cols <= module._MAX_BACKWARD_BLOCK or args.lift:
             if n_weights:
-                paths += [f"rows@{base_warps}", f"rows@{wide}"]
+                paths += [f"rows@{base_warps}", f"rows@{wide}", f"staged@{base_warps}", f"staged@{wide}"]
             paths += [f"one@{base_warps}", f"one@{wide}", "long"]
         paths += [f"long:{shape}" for shape in args.long.split(",") if shape]
         if args.compile_only:
