@@ -205,7 +205,11 @@ from .nodes import Num, RowRef, Var
 #:     was written, 0.65-1.06 (r01_tl float32 35% faster, 2 more cells 3-4% faster; 4 cells 3.6-5.6% slower).
 #: 59: the generated comments say what each rule does and why in the present tense, with their figures, and name
 #:     none of kernelgen's history (its stops, its draws' seeds, its docs' files); tests/test_golden.py keeps it so.
-TEMPLATE_VERSION = "59"
+#: 60: (candidate, not measured on a GPU) where the Triton rowwise backward's rows kernel spills past the
+#:     tolerance at both of backward_fit's warps, its staged build (the next row in shared memory) where that fits
+#:     (_triton_rowwise.backward_staged), before the kernel of one program a row and the weights' kernel; one launch
+#:     helper for the register kernels (backward_launch).
+TEMPLATE_VERSION = "60"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

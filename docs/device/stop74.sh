@@ -24,6 +24,7 @@ W=${W:-/tmp/kg74}
 . "$(dirname "$0")/stop_common.sh"
 
 WEIGHTS80=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r07_tl,r08_tl,r09_tl
+WEIGHTS81=r00_tl,r01_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl
 case ${1:-paths80} in
   paths80)
     for p in f80t; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
@@ -32,7 +33,7 @@ case ${1:-paths80} in
       --cols 4096 --graphs > "$FINAL_OUT/paths80.txt" 2>&1; echo "paths rc=$?"; cut -c1-400 "$FINAL_OUT/paths80.txt" | tail -20 ;;
   ab80|ab81)
     seed=${1#ab}; old=f${seed}s; new=f${seed}t; [ $seed = 81 ] && old=f81
-    ops=${OPS:-$WEIGHTS80}
+    weights=WEIGHTS$seed; ops=${OPS:-${!weights}}
     for p in $old $new; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
     GRAPHS=1 K="cuda and backward" TB=170 small_ab staged$seed $old $new $ops float32,bfloat16 ${COLS:-4096} 200 22
     GRAPHS=1 ORDER="$new $old" TB=130 second_round staged$seed $old $new $ops float32,bfloat16 ${COLS:-4096}

@@ -11,8 +11,9 @@ The op's _MAX_BACKWARD_BLOCK, if it has one, is printed beside it.
     python docs/device/triton_spills.py PACKAGE_DIR --backward-choice [--blocks 1024,4096,16384]
 
 prints instead, for every op with a generated backward, the kernel its backward launch takes at each row length
-(BLOCK) and dtype, from the same counts, by the package's own rule (_triton_rowwise.backward_fit): the rows kernel
-(the weights' sums on chip), else the kernel of one program a row, else the long kernel; rows longer than
+(BLOCK) and dtype, from the same counts, by the package's own rule (_triton_rowwise.backward_launch): the rows kernel
+(the weights' sums on chip; "staged" where its staged build), else the kernel of one program a row ("pipelined"
+where it loops over its rows at STAGES 2), else the long kernel; rows longer than
 _MAX_BACKWARD_BLOCK take the long one. This machine's Triton need not be the GPU's: on stop 65's H200 its counts
 differed (r03_tl's kernel of one program a row at rows of 16384 spilled 182 bytes there at 32 warps, 1.2 KB here),
 and docs/device/backward_paths.py prints the GPU's own.
@@ -72,44 +73,46 @@ def compile_sm90(triton, tl, kernel, block: int, dtype: str, warps: int, stages:
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 
 
-def compile_counts(triton, tl, kernel, block: int, dtype: str, warps: int, cuda_home: str) -> tuple[int, int]:
-    """(registers, bytes spilled) of ``kernel`` compiled by compile_sm90."""
-    text = ptxas(compile_sm90(triton, tl, kernel, block, dtype, warps).asm["ptx"], cuda_home)
-    found = re.match(r"(\d+) regs, (\d+) B spilled", text)
-    return (int(found.group(1)), int(found.group(2))) if found else (0, 1)
-
-
 def backward_choice(triton, tl, module, name: str, block: int, dtype: str, cuda_home: str) -> str:
-    """The kernel the backward launch takes for rows of ``block`` elements of ``dtype``: the package's own rule
-    (_triton_rowwise.backward_fit), asked with this machine's counts and an H100's or H200's SMs (132 of 2048
-    threads and 65536 registers each) in place of the GPU's."""
+    """The kernel the backward launch takes for rows of ``block`` elements of ``dtype`` (many rows): the package's own
+    rule (_triton_rowwise.backward_launch), asked with this machine's counts and an H100's or H200's SMs (132 of 2048
+    threads, 65536 registers and 228 KB of shared memory each) in place of the GPU's. "staged" marks the rows
+    kernel's staged build, "pipelined" the kernel of one program a row looping over its rows at STAGES 2."""
     if block > module._MAX_BACKWARD_BLOCK:
         return "long (row length)"
+    import torch
+
     shared = importlib.import_module(module.__name__.rsplit(".", 2)[0] + "._triton_rowwise")
     counts = {}
 
     def resident(kernel, args, options, device):
-        warps = options["num_warps"]
-        regs, spilled = compile_counts(triton, tl, kernel, block, dtype, warps, cuda_home)
-        counts[kernel] = f"{warps}w {regs}r" + (f" {spilled} B spilled" if spilled else "")
+        warps, stages = options["num_warps"], options.get("STAGES", 1)
+        compiled = compile_sm90(triton, tl, kernel, block, dtype, warps, stages if stages > 1 else 0)
+        found = re.match(r"(\d+) regs, (\d+) B spilled", ptxas(compiled.asm["ptx"], cuda_home))
+        regs, spilled = (int(found.group(1)), int(found.group(2))) if found else (0, 1)
+        smem = compiled.metadata.shared
+        if smem > 232448:
+            raise shared.OutOfResources(smem, 232448, "shared memory")
+        counts[kernel] = counts[(kernel, warps, stages)] = f"{warps}w {regs}r" + (f" {spilled} B spilled" if spilled else "")
         registers = -(-max(regs, 1) * 32 // 256) * 256
-        return max(1, min(2048 // (32 * warps), 65536 // (registers * warps))) * 132, spilled
+        return max(1, min(2048 // (32 * warps), 65536 // (registers * warps), 233472 // max(smem, 1))) * 132, spilled
 
     shared.resident = resident
     shared._sm_count = lambda device: 132
     options = {"BLOCK": block, "num_warps": module._num_warps(block)}
+    device, rows = torch.device("cuda", 0), 1 << 20
     rows_kernel = getattr(module, f"_{name}_backward_rows_kernel", None)
     if rows_kernel is not None:
-        fit = shared.backward_fit(rows_kernel, [block], options, None, prefetches=True)
-        if fit is not None:
-            resident(rows_kernel, [block], {**options, "num_warps": fit[0]}, None)
-            return f"rows {counts[rows_kernel]}"
+        plan = shared.backward_launch(rows_kernel, [dtype, block], options, device, rows, rows_kernel=True)
+        if plan is not None:
+            warps, _, stages = plan
+            return f"rows {counts[(rows_kernel, warps, stages)]}" + (" staged" if stages > 1 else "")
     one_row = getattr(module, f"_{name}_backward_kernel")
-    fit = shared.backward_fit(one_row, [block], options, None)
-    if fit is None:
+    plan = shared.backward_launch(one_row, [dtype, block], options, device, rows)
+    if plan is None:
         return f"long ({counts[one_row]})"
-    resident(one_row, [block], {**options, "num_warps": fit[0]}, None)
-    return f"one-row {counts[one_row]}"
+    warps, _, stages = plan
+    return f"one-row {counts[(one_row, warps, 1)]}" + (" pipelined" if stages > 1 else "")
 
 
 def main() -> None:

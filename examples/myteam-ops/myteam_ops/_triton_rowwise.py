@@ -174,7 +174,7 @@ def backward_fit(kernel, args: list, options: dict, device: torch.device, prefet
 # and 8-15% slower where it spills nothing.
 PIPELINE_PROGRAMS_PER_SM = 1
 PIPELINE_STAGES = 2
-_PIPELINED: dict[tuple, int] = {}
+_PIPELINED: dict[tuple, tuple[int, int]] = {}
 
 
 def backward_pipeline(kernel, args: list, options: dict, device: torch.device, rows, held: int,
@@ -195,26 +195,69 @@ def backward_pipeline(kernel, args: list, options: dict, device: torch.device, r
         return unstaged
     if persistent and resident(kernel, args, options, device)[1] == 0:
         return unstaged  # its registers already hold the next row without spilling
-    key = _key(kernel, args, options, device)
-    if key not in _PIPELINED:
-        _PIPELINED[key] = _staged_programs(kernel, args, options, device)
-    programs = _PIPELINED[key]
+    held, spills = _staged(kernel, args, options, device)
+    programs = held if spills <= SPILL_TOLERATED else 0
     return (programs, PIPELINE_STAGES) if 0 < programs < rows else unstaged
 
 
-def _staged_programs(kernel, args: list, options: dict, device: torch.device) -> int:
-    """The programs of ``kernel`` at PIPELINE_STAGES the GPU holds, or 0 where it should not run staged."""
-    try:
-        held, spills = resident(kernel, args, {**options, "STAGES": PIPELINE_STAGES}, device)
-    except OutOfResources:  # its rows in shared memory do not fit an SM
-        return 0
-    except Exception as error:  # a Triton whose pipeliner cannot build it: the rows run unstaged
-        reason = (str(error).strip().splitlines() or [""])[0][:200]
-        warnings.warn(f"{getattr(kernel, '__name__', 'a kernel')}: this Triton ({triton.__version__}) fails to build the kernel "
-                      f"with STAGES={PIPELINE_STAGES} ({type(error).__name__}: {reason}); its rows run one program a row",
-                      stacklevel=3)
-        return 0
-    return held if spills <= SPILL_TOLERATED else 0
+# Where the rows kernel spills past the tolerance at both of backward_fit's warps, the rows would take the kernel of
+# one program a row and a second read of the rows for the weights' sums (the weights' kernel). Its staged build holds
+# no next row in registers (on an H200, rows kernels at rows of 4096 that spill 60-108 bytes a thread unstaged at 16
+# warps otherwise take that second read, at 22-37% of a copy), so the launch tries it first.
+def backward_staged(kernel, args: list, options: dict, device: torch.device, rows) -> tuple[int, int] | None:
+    """The warps and programs to launch ``kernel`` (the rows kernel) with at PIPELINE_STAGES where backward_fit
+    refused its unstaged build: twice options' warps (at most 32), else options' warps, the first whose build at
+    PIPELINE_STAGES fits an SM's shared memory, spills no more than backward_fit tolerates, and is held by the GPU in
+    fewer programs than there are rows; else None (the caller takes the kernel of one program a row). ``args`` and
+    ``options`` are as resident() takes them, the row length last. None where the rows or the row length are a
+    symbol (torch.compile's dynamic shapes) or the counts are unknown."""
+    if not (isinstance(rows, int) and isinstance(args[-1], int)):
+        return None
+    tolerated = ROWS_SPILL_TOLERATED_LONG if options["BLOCK"] > 4096 else SPILL_TOLERATED
+    for warps in dict.fromkeys((min(32, 2 * options["num_warps"]), options["num_warps"])):
+        held, spills = _staged(kernel, args, {**options, "num_warps": warps}, device)
+        if 0 < held < rows and spills <= tolerated:
+            return warps, held
+    return None
+
+
+def backward_launch(kernel, args: list, options: dict, device: torch.device, rows,
+                    rows_kernel: bool = False) -> tuple[int, int, int] | None:
+    """How to launch a backward register kernel for ``rows`` rows: its warps, programs and STAGES, or None where the
+    caller takes the next kernel. ``rows_kernel``: ``kernel`` is the rows kernel (ops with weights: persistent, its
+    next row prefetched), else the kernel of one program a row. backward_fit picks the warps of its unstaged build,
+    and backward_pipeline the programs and STAGES at them; where backward_fit refuses the rows kernel's unstaged
+    build, its staged build (backward_staged), at PIPELINE_STAGES; where the rows kernel's counts are unknown, None
+    (the kernel of one program a row needs none). ``args`` and ``options`` are as resident() takes them."""
+    fit = backward_fit(kernel, args, options, device, prefetches=rows_kernel)
+    if fit is None:
+        staged = backward_staged(kernel, args, options, device, rows) if rows_kernel else None
+        return None if staged is None else (*staged, PIPELINE_STAGES)
+    warps, held = fit
+    if rows_kernel and held == 0:
+        return None
+    programs, stages = backward_pipeline(kernel, args, {**options, "num_warps": warps}, device, rows, held,
+                                         persistent=rows_kernel)
+    return warps, programs, stages
+
+
+def _staged(kernel, args: list, options: dict, device: torch.device) -> tuple[int, int]:
+    """resident() of ``kernel`` at PIPELINE_STAGES (cached): the programs the GPU holds and the bytes a thread spills;
+    (0, 0) where it does not build: where its rows in shared memory do not fit an SM, and, with a warning, where
+    this Triton fails to build it."""
+    key = _key(kernel, args, options, device)
+    if key not in _PIPELINED:
+        try:
+            _PIPELINED[key] = resident(kernel, args, {**options, "STAGES": PIPELINE_STAGES}, device)
+        except OutOfResources:  # its rows in shared memory do not fit an SM
+            _PIPELINED[key] = (0, 0)
+        except Exception as error:  # a Triton whose pipeliner cannot build it: the rows run unstaged
+            reason = (str(error).strip().splitlines() or [""])[0][:200]
+            warnings.warn(f"{getattr(kernel, '__name__', 'a kernel')}: this Triton ({triton.__version__}) fails to build the kernel "
+                          f"with STAGES={PIPELINE_STAGES} ({type(error).__name__}: {reason}); its rows run unstaged",
+                          stacklevel=4)
+            _PIPELINED[key] = (0, 0)
+    return _PIPELINED[key]
 
 # The weights' kernel's tile (rows, columns, warps), and the narrower one it takes where the wide one spills more
 # than WEIGHT_SPILL_TOLERATED bytes a thread or leaves an SM fewer than WEIGHT_PROGRAMS_PER_SM programs. The kernel

@@ -21,10 +21,9 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
-# The warps of the backward's register kernels, or the next kernel where they spill; and where the kernel of one
-# program a row pipelines its rows instead.
-from .._triton_rowwise import backward_fit as _backward_fit
-from .._triton_rowwise import backward_pipeline as _backward_pipeline
+# How the backward's register kernels launch (warps, programs, and whether their rows pipeline), or None where
+# they spill past the tolerance and the next kernel takes the rows.
+from .._triton_rowwise import backward_launch as _backward_launch
 
 # The weights' kernel's tile, how it splits the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
@@ -520,7 +519,7 @@ if TRITON_AVAILABLE:
 # gradient, the inputs and weights, the shared terms (a mask's exact ones among them), the reductions'
 # arguments): past about 12 of them a row of 16384 spills to local memory (on an H100 such a backward runs at 5%
 # of a copy), so the longest row in registers falls with their number, and longer rows take the long kernel.
-# The launch then reads what the kernel compiled for the row length spills (_backward_fit): the count is an
+# The launch then reads what the kernel compiled for the row length spills (_backward_launch): the count is an
 # estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 
@@ -539,10 +538,10 @@ def _long_backward(dtype: torch.dtype) -> dict:
     return {"BLOCK": block, "num_warps": warps, **_cache_hints(dtype)}
 
 
-# The backward's launch: rows in registers, at the forward's BLOCK and warps, take the rows kernel, as many
-# programs as the GPU holds, where its compiled code spills little (_backward_fit), else one program a row (or, where
-# one program fills an SM, as many as the GPU holds, pipelining their rows: _backward_pipeline), and the weights'
-# kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
+# The backward's launch (_backward_launch): rows in registers, at the forward's BLOCK and warps, take the rows
+# kernel, as many programs as the GPU holds, where its compiled code spills little, unstaged or staged (its next row
+# in shared memory), else one program a row (or, where one program fills an SM, as many as the GPU holds,
+# pipelining their rows), and the weights' kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
 # warps for their per-row values, then the weights' kernel for every gradient. The weights' kernel runs on the
 # tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that spills or leaves an SM
 # too few programs). The column sum adds the weights' partial sums.
@@ -609,24 +608,22 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
             # loop) and cols. Under torch.compile's dynamic shapes, where the row length is a symbol, nothing can
             # be compiled ahead (0 programs), and the rows take the kernel of one program a row.
             rows_args = [_grad.dtype] * 5 + [opmath] * 2 + [1] * 1 + [16, cols]
-            fit = _backward_fit(_layernorm_tl_backward_rows_kernel, rows_args, launch, _grad.device, prefetches=True)
-            if fit is not None and fit[1] > 0:
-                launch["num_warps"] = fit[0]
-                # Where one program fills an SM, the next row's loads into shared memory instead (backward_pipeline).
-                programs, stages = _backward_pipeline(_layernorm_tl_backward_rows_kernel, rows_args, launch, _grad.device, rows, fit[1],
-                                                      persistent=True)
+            # Where one program fills an SM and that kernel spills, or where it spills past the tolerance, its
+            # staged build, the next row copied into shared memory instead (backward_launch).
+            plan = _backward_launch(_layernorm_tl_backward_rows_kernel, rows_args, launch, _grad.device, rows, rows_kernel=True)
+            if plan is not None:
+                launch["num_warps"], programs, stages = plan
                 partials = [torch.empty((programs, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
                 wrap(_layernorm_tl_backward_rows_kernel)[(programs,)](
                     _grad_contig, x_contig, w_contig, b_contig, *outs, *partials, *flags, rows, cols, STAGES=stages, **launch)
             else:
                 # The same for the kernel of one program a row, its per-row values in op math; then how many programs
-                # it runs on and whether they pipeline their rows (backward_pipeline).
+                # it runs on and whether they pipeline their rows (backward_launch).
                 one_row = [_grad.dtype] * 5 + [opmath] + [1] * 1 + [16, cols]
-                fit = _backward_fit(_layernorm_tl_backward_kernel, one_row, launch, _grad.device)
-                long = fit is None
+                plan = _backward_launch(_layernorm_tl_backward_kernel, one_row, launch, _grad.device, rows)
+                long = plan is None
                 if not long:
-                    launch["num_warps"] = fit[0]
-                    programs, stages = _backward_pipeline(_layernorm_tl_backward_kernel, one_row, launch, _grad.device, rows, fit[1])
+                    launch["num_warps"], programs, stages = plan
                     stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
                     wrap(_layernorm_tl_backward_kernel)[(programs,)](
                         _grad_contig, x_contig, w_contig, b_contig, *outs, stats, *flags, rows, cols, STAGES=stages, **launch)

@@ -21,10 +21,9 @@ from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
-# The warps of the backward's register kernels, or the next kernel where they spill; and where the kernel of one
-# program a row pipelines its rows instead.
-from .._triton_rowwise import backward_fit as _backward_fit
-from .._triton_rowwise import backward_pipeline as _backward_pipeline
+# How the backward's register kernels launch (warps, programs, and whether their rows pipeline), or None where
+# they spill past the tolerance and the next kernel takes the rows.
+from .._triton_rowwise import backward_launch as _backward_launch
 
 try:
     import triton
@@ -366,7 +365,7 @@ if TRITON_AVAILABLE:
 # gradient, the inputs and weights, the shared terms (a mask's exact ones among them), the reductions'
 # arguments): past about 12 of them a row of 16384 spills to local memory (on an H100 such a backward runs at 5%
 # of a copy), so the longest row in registers falls with their number, and longer rows take the long kernel.
-# The launch then reads what the kernel compiled for the row length spills (_backward_fit): the count is an
+# The launch then reads what the kernel compiled for the row length spills (_backward_launch): the count is an
 # estimate, the compiled kernel is not.
 _MAX_BACKWARD_BLOCK = 16384
 
@@ -386,7 +385,7 @@ def _long_backward(dtype: torch.dtype) -> dict:
 
 
 # The backward's launch: rows in registers at the forward's BLOCK and warps, one program a row (or, where one
-# program fills an SM, as many as the GPU holds, pipelining their rows: _backward_pipeline); longer rows in the
+# program fills an SM, as many as the GPU holds, pipelining their rows: _backward_launch); longer rows in the
 # long kernel at _long_backward's chunk and warps.
 
 
@@ -424,13 +423,12 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
             # The kernel's warps and how many of its programs the GPU holds, from the kernel compiled (once, not
             # launched) for these dtypes and this row length (rows: 16 stands in, it only bounds the loop); then how
-            # many programs it runs on and whether they pipeline their rows (backward_pipeline).
+            # many programs it runs on and whether they pipeline their rows (backward_launch).
             one_row = [_grad.dtype] * 3 + [1] * 1 + [16, cols]
-            fit = _backward_fit(_softmax_tl_backward_kernel, one_row, launch, _grad.device)
-            long = fit is None
+            plan = _backward_launch(_softmax_tl_backward_kernel, one_row, launch, _grad.device, rows)
+            long = plan is None
             if not long:
-                launch["num_warps"] = fit[0]
-                programs, stages = _backward_pipeline(_softmax_tl_backward_kernel, one_row, launch, _grad.device, rows, fit[1])
+                launch["num_warps"], programs, stages = plan
                 wrap(_softmax_tl_backward_kernel)[(programs,)](
                     _grad_contig, x_contig, *outs, *flags, rows, cols, STAGES=stages, **launch)
         if long:
