@@ -408,7 +408,7 @@ def test_a_rows_kernel_that_spills_past_the_tolerance_runs_its_staged_build(laun
     grads = module._nrm_backward_launch(torch.randn(3, 4096), torch.randn(3, 4096), torch.randn(4096), [True, True], wrap)
     assert len(grads) == 2
     assert asked == [module._nrm_backward_rows_kernel]
-    (kernel, grid, args, options), *rest = wrap.launches
+    (kernel, grid, _args, options), *rest = wrap.launches
     assert kernel == "_nrm_backward_rows_kernel" and grid == (2,)
     assert options["STAGES"] == shared.PIPELINE_STAGES and options["num_warps"] == 32
     assert [k for k, *_ in rest] == []  # the column sum is replaced on CPU; no weights' kernel

@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> None:
             held = shared._staged(kernel, kargs, {**options, "num_warps": warps}, device)[0]
             return (warps, held) if held else None
 
-        def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals, cols=cols):
+        def run(path: str, xs=xs, g=g, backward=backward, n=n_args, module=module, originals=originals, cols=cols,
+                shared_originals=shared_originals):
             patch = dict(originals)
             shared_patch = dict(shared_originals)
             if path == "auto":
