@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Prepared in stop 73 for the next session's device time: the rows kernel's staged build where its unstaged build
-# spills past the tolerance (the candidate docs/wip/staged-fit.patch: backward_staged, backward_launch), against
-# version 58, and the four cells of seed 80 that version 58 made slower.
+# spills past the tolerance (the candidate docs/wip/staged-fit.patch, version 60: backward_staged, backward_launch),
+# against main (version 58 or 59: the same kernels and launches), and the four cells of seed 80 that version 58 made
+# slower.
 # Packages (python docs/device/rowwise_sweep.py generate .device/<name> --seed N --count 64 --only r00,...,r09
 # --backends triton --backward fused):
-#   .device/f80s  seed 80 at version 58 (main)
+#   .device/f80s  seed 80 at main (version 58 or 59)
 #   .device/f80t  seed 80 with the candidate (git am docs/wip/staged-fit.patch on a branch of main)
-#   .device/f81, .device/f81t  seed 81, drawn after the candidate was written, at version 58 and with it
+#   .device/f81, .device/f81t  seed 81, drawn after the candidate was written, at main and with the candidate
 # Wrap each call so that $OUT returns what the phase wrote even when it is cut short:
 #   OUT=$OUT timeout 540 bash docs/device/stop74.sh PHASE
 # On a two-GPU machine, two phases side by side (CUDA_VISIBLE_DEVICES=0 OUT=$OUT/a ... & sleep 12;
@@ -16,7 +17,7 @@
 #   paths80   carry .device/f80t: every path of the backward (auto, rows@W, staged@W, one@W, long) timed with the
 #             GPU's counts, seed 80's ops with weights at rows of 4096 (r03_tl, r07_tl and r08_tl are the cells
 #             version 58 made 4-6% slower)
-#   ab80      carry .device/f80s and .device/f80t: the candidate against version 58, the ops with weights at rows of
+#   ab80      carry .device/f80s and .device/f80t: the candidate against main, the ops with weights at rows of
 #             COLS (default 4096), two rounds; memcheck and racecheck over two of them
 #   ab81      the same on seed 81 (.device/f81, .device/f81t)
 #   examples  carry .whl: the examples' whole suites (TT=440)
