@@ -21,6 +21,9 @@
 #             COLS (default 4096), two rounds; memcheck and racecheck over two of them
 #   ab81      the same on seed 81 (.device/f81, .device/f81t)
 #   examples  carry .whl: the examples' whole suites (TT=440)
+#   host81    carry .device/f81t: the host's time a step (host_overhead.py, 8 rows, so the GPU never waits for the
+#             host), ours against compile's, seed 81's ops with weights at rows of 4096 and 16384, and where ours
+#             goes (cProfile of OPS, default r03_tl): the figure any change to the launch's host work is judged by
 W=${W:-/tmp/kg74}
 . "$(dirname "$0")/stop_common.sh"
 
@@ -44,4 +47,11 @@ case ${1:-paths80} in
       echo "$tool: rc=$? $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$FINAL_OUT/staged${seed}_$tool.log" | tail -1)"
     done ;;
   examples) TT=${TT:-440} examples "" ;;
+  host81)
+    for p in f81t; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; done
+    build $W/f81t/rsweep-ops
+    timeout 300 python3 docs/device/host_overhead.py $W/f81t/rsweep-ops --ops $WEIGHTS81 --cols 4096,16384 \
+      > "$FINAL_OUT/host81.txt" 2>&1; echo "host rc=$?"; tail -20 "$FINAL_OUT/host81.txt" | cut -c1-200
+    timeout 100 python3 docs/device/host_overhead.py $W/f81t/rsweep-ops --ops ${OPS:-r03_tl} --cols 16384 --profile \
+      > "$FINAL_OUT/host81_profile.txt" 2>&1; echo "profile rc=$?" ;;
 esac
