@@ -205,11 +205,18 @@ from .nodes import Num, RowRef, Var
 #:     was written, 0.65-1.06 (r01_tl float32 35% faster, 2 more cells 3-4% faster; 4 cells 3.6-5.6% slower).
 #: 59: the generated comments say what each rule does and why in the present tense, with their figures, and name
 #:     none of kernelgen's history (its stops, its draws' seeds, its docs' files); tests/test_golden.py keeps it so.
-#: 60: (candidate, not measured on a GPU) where the Triton rowwise backward's rows kernel spills past the
-#:     tolerance at both of backward_fit's warps, its staged build (the next row in shared memory) where that fits
-#:     (_triton_rowwise.backward_staged), before the kernel of one program a row and the weights' kernel; one launch
-#:     helper for the register kernels (backward_launch).
-TEMPLATE_VERSION = "60"
+#: 60: where the Triton rowwise backward's rows kernel spills past the tolerance at both of backward_fit's warps,
+#:     its staged build (the next row in shared memory) where that fits (_triton_rowwise.backward_staged), before
+#:     the kernel of one program a row and the weights' kernel; one launch helper for the register kernels
+#:     (backward_launch). On an H200 (stop 75), seed 81 (drawn after it was written), forward+backward replayed
+#:     from CUDA graphs at rows of 4096, two rounds: r00_tl float32 0.82 of version 59's time (its backward from
+#:     45% to 58% of a copy), the 19 other cells 0.99-1.01.
+#: 61: a Triton rowwise op's backward has one EDIT HERE block for a row in registers, _<op>_backward_math (its
+#:     per-row values, its inputs' gradients and its weights' contributions), which _<op>_backward_row and
+#:     _<op>_backward_rows_step call (Triton inlines it) instead of a copy each. On an H200 (stop 75), seed 81,
+#:     the same cells: 0.996-1.011 of version 59's time (62 of 72 kernels of seed 82 compile to the same PTX
+#:     instructions; the rest add two weights' sums in the other order).
+TEMPLATE_VERSION = "61"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -10,8 +10,9 @@
 #          compile's references are prewarmed; then two rounds of all three (round 1 against compile, round 2 in the
 #          opposite order), forward+backward also replayed from CUDA graphs, rows of COLS (default 4096), float32
 #          and bfloat16; each candidate's table against main, a round each
-#   land   carry .whl and PKGS (the packages the sanitizers read, default f81t f81m): the examples' whole suites
-#          (TT=420) beside compute-sanitizer's memcheck and racecheck over the backward launches of two ops of each
+#   land   carry .whl and PKGS (default f81t f81m): the examples' whole suites (TT=420) beside each package's CUDA
+#          backward suites (three side by side) and compute-sanitizer's memcheck and racecheck over the backward
+#          launches of two of its ops
 # Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
 W=${W:-/tmp/kg75}
 . "$(dirname "$0")/stop_common.sh"
@@ -52,6 +53,7 @@ case ${1:-ab81} in
     (for p in $PKGS; do
        [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p
        build $W/$p/rsweep-ops
+       K="cuda and backward" suites $p $p ${OPS:-$ALL81} 330 3 > /dev/null
        for tool in memcheck racecheck; do
          timeout 100 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
            $W/$p/rsweep-ops --ops ${SOPS:-r03_tl,r05_tl} --dtypes float32,bfloat16 > "$FINAL_OUT/${p}_$tool.log" 2>&1
@@ -59,5 +61,5 @@ case ${1:-ab81} in
        done
      done > $W/sanitizers.txt 2>&1) &
     TT=${TT:-420} examples ""
-    wait; cat $W/sanitizers.txt ;;
+    wait; cat $W/sanitizers.txt; for p in $PKGS; do cat "$FINAL_OUT/${p}_tests.txt"; done ;;
 esac

@@ -314,13 +314,13 @@ if TRITON_AVAILABLE:
     # whatever the caller asks for. The row's per-row values go to _stats (rows, 4), where
     # _layernorm_tl_weight_grad_kernel reads them: this kernel serves rows whose weights' sums do not fit on chip
     # (_layernorm_tl_backward_rows_kernel below).
+    # The row's math, once for every kernel that holds a row in registers: from the row's values (the gradient,
+    # the inputs, the weights), its per-row values (_r<k>: the forward's reductions and the backward's own) and
+    # every input's gradient (_d<i>), and each weight's contribution from this row (_dw<j>). Triton inlines it where it is called, and
+    # drops what a caller does not use.
     @triton.jit
-    def _layernorm_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _stats_ptr, w, b, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
-        # The gradients of row `row` (the weights already loaded): _layernorm_tl_backward_kernel's body, inlined where it is called.
-        base = tl.cast(row, tl.int64) * cols
+    def _layernorm_tl_backward_math(_grad, x, w, b, cols, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
         _n = cols
-        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
         # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
         _a0 = x
         _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
@@ -333,7 +333,18 @@ if TRITON_AVAILABLE:
         _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
         _t1 = x - _r0
         _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
+        _dw0 = _grad * (_t1 * _t0)  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
+        _dw1 = _grad  # d/db: _grad
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        return _r0, _r1, _r2, _r3, _d0, _dw0, _dw1
+
+    @triton.jit
+    def _layernorm_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _stats_ptr, w, b, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        # The gradients of row `row` (the weights already loaded): _layernorm_tl_backward_kernel's body, inlined where it is called.
+        base = tl.cast(row, tl.int64) * cols
+        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        _r0, _r1, _r2, _r3, _d0, _dw0, _dw1 = _layernorm_tl_backward_math(_grad, x, w, b, cols, mask, BLOCK, ACC)
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
         tl.store(_stats_ptr + tl.cast(row, tl.int64) * 4 + 0, _r0)
@@ -367,24 +378,11 @@ if TRITON_AVAILABLE:
     def _layernorm_tl_backward_rows_step(base, _grad, x, w_ptr, b_ptr, _d0_ptr, _s0, _s1, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
         # One row's gradients from its values, loaded: the inputs' stored, the weights' added to the program's sums
         # (_layernorm_tl_backward_rows_kernel's body, inlined where it is called).
-        _n = cols
         w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
         b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-        # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
-        _a0 = x
-        _r0 = tl.sum(tl.where(mask, _a0, 0.0), axis=0) / cols  # mean(x)
-        _a1 = (x - _r0) * (x - _r0)
-        _r1 = tl.sum(tl.where(mask, _a1, 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
-        _a2 = _grad * w
-        _r2 = tl.sum(tl.where(mask, _a2, 0.0), axis=0) / cols  # mean(_grad * w)
-        _a3 = _grad * w * (x - _r0)
-        _r3 = tl.sum(tl.where(mask, _a3, 0.0), axis=0) / cols  # mean(_grad * w * (x - mean(x)))
-        _t0 = tl.rsqrt(_r1 + tl.full((), 1e-05, ACC))
-        _t1 = x - _r0
-        _d0 = _grad * (_t0 * w) - _t0 * _r2 - (_t0) * (_t0) * (_t0) * _r3 * _t1  # d/dx: _grad * (rsqrt(_r1 + 1e-05) * w) - rsqrt(_r1 + 1e-05) * _r2 - rsqrt(_r1 + 1e-05) ** 3.0 * _r3 * (x - _r0)
-        _s0 += tl.where(mask, _grad * (_t1 * _t0), 0.0)  # d/dw: _grad * ((x - _r0) * rsqrt(_r1 + 1e-05))
-        _s1 += tl.where(mask, _grad, 0.0)  # d/db: _grad
-        # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        _r0, _r1, _r2, _r3, _d0, _dw0, _dw1 = _layernorm_tl_backward_math(_grad, x, w, b, cols, mask, BLOCK, ACC)
+        _s0 += tl.where(mask, _dw0, 0.0)  # the program's sum of d/dw
+        _s1 += tl.where(mask, _dw1, 0.0)  # the program's sum of d/db
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
         return _s0, _s1

@@ -285,13 +285,13 @@ if TRITON_AVAILABLE:
     # computes the current one (../_triton_rowwise.py, backward_pipeline). _need<j> is a run-time flag, never a
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
     # whatever the caller asks for.
+    # The row's math, once for every kernel that holds a row in registers: from the row's values (the gradient,
+    # the inputs), its per-row values (_r<k>: the forward's reductions and the backward's own) and
+    # every input's gradient (_d<i>). Triton inlines it where it is called, and
+    # drops what a caller does not use.
     @triton.jit
-    def _softmax_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
-        # The gradients of row `row`: _softmax_tl_backward_kernel's body, inlined where it is called.
-        base = tl.cast(row, tl.int64) * cols
+    def _softmax_tl_backward_math(_grad, x, cols, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
         _n = cols
-        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
-        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
         # ---- EDIT HERE: the backward's per-row values, then the gradients (keep them the derivatives of reference())
         _a0 = x
         _r0 = tl.reduce(tl.where(mask, _a0, float("-inf")), 0, _max_nan)  # max(x)
@@ -302,6 +302,15 @@ if TRITON_AVAILABLE:
         _t0 = tl.exp(x - _r0)
         _d0 = _grad * (_t0 * (tl.full((), 1.0, ACC) / _r1)) - _r2 / ((_r1) * (_r1)) * _t0  # d/dx: _grad * (exp(x - _r0) * (1.0 / _r1)) - _r2 / _r1 ** 2.0 * exp(x - _r0)
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
+        return _r0, _r1, _r2, _d0
+
+    @triton.jit
+    def _softmax_tl_backward_row(row, _grad_ptr, x_ptr, _d0_ptr, _need0, cols, offsets, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
+        # The gradients of row `row`: _softmax_tl_backward_kernel's body, inlined where it is called.
+        base = tl.cast(row, tl.int64) * cols
+        _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0).to(ACC)
+        _r0, _r1, _r2, _d0 = _softmax_tl_backward_math(_grad, x, cols, mask, BLOCK, ACC)
         if _need0 != 0:
             tl.store(_d0_ptr + base + offsets, _d0.to(_d0_ptr.dtype.element_ty), mask=mask)
 
