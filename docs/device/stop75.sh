@@ -13,6 +13,9 @@
 #   land   carry .whl and PKGS (default f81t f81m): the examples' whole suites (TT=420) beside each package's CUDA
 #          backward suites (three side by side) and compute-sanitizer's memcheck and racecheck over the backward
 #          launches of two of its ops
+#   team   carry .whl and .device/f81s: myteam-ops (the example with Triton rowwise ops) built on every core, its
+#          whole suite (not large) four files side by side; then every path of the backward of PATHS (default
+#          r07_tl,r00_tl) at rows of 4096 in bfloat16, timed alone, with the GPU's counts
 # Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
 W=${W:-/tmp/kg75}
 . "$(dirname "$0")/stop_common.sh"
@@ -62,4 +65,18 @@ case ${1:-ab81} in
      done > $W/sanitizers.txt 2>&1) &
     TT=${TT:-420} examples ""
     wait; cat $W/sanitizers.txt; for p in $PKGS; do cat "$FINAL_OUT/${p}_tests.txt"; done ;;
+  team)
+    t=$(date +%s)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
+    export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source
+    example examples/myteam-ops ex_team 16
+    (cd $W/ex_team && ls tests/test_*.py | timeout ${TT:-300} xargs -P 4 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfEs {} -m "not large" > '"$FINAL_OUT"'/team_$(basename {} .py).log 2>&1;
+        echo "{}: $(tail -1 '"$FINAL_OUT"'/team_$(basename {} .py).log)"' | sort > "$FINAL_OUT/team_tests.txt")
+    echo "suite at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/team_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/team_test_*.log | cut -c1-200 | head -8
+    [ -d $W/f81s ] || cp -r .device/f81s $W/f81s
+    timeout ${TP:-200} python3 docs/device/backward_paths.py $W/f81s/rsweep-ops --ops ${PATHS:-r07_tl,r00_tl} \
+      --dtypes bfloat16 --cols 4096 --graphs > "$FINAL_OUT/paths81.txt" 2>&1
+    echo "paths rc=$? at $(( $(date +%s) - t )) s"; cut -c1-300 "$FINAL_OUT/paths81.txt" | tail -24 ;;
 esac
