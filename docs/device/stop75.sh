@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Stop 75 on one H200: the two candidates of stop 74 (docs/wip/staged-fit.patch and docs/wip/one-math.patch, each
-# template version 60) against main (version 59) on seed 81, drawn after both were written.
+# template version 60) against main (version 59) on seed 81, drawn after both were written. Both landed in stop 75
+# (versions 60 and 61); their commits are in main's history, the patches no longer in docs/wip.
 # Packages (python docs/device/rowwise_sweep.py generate .device/<name> --seed 81 --count 64 --only r00,...,r09
 # --backends triton --backward fused, with PYTHONPATH naming a worktree of the candidate's branch):
 #   .device/f81   main          .device/f81t  staged-fit          .device/f81m  one-math
