@@ -216,7 +216,12 @@ from .nodes import Num, RowRef, Var
 #:     _<op>_backward_rows_step call (Triton inlines it) instead of a copy each. On an H200 (stop 75), seed 81,
 #:     the same cells: 0.996-1.011 of version 59's time (62 of 72 kernels of seed 82 compile to the same PTX
 #:     instructions; the rest add two weights' sums in the other order).
-TEMPLATE_VERSION = "61"
+#: 62: the Triton rowwise launch keeps its answers (_triton_rowwise._answer: backward_launch, weight_tile) for the
+#:     calls seen, at most ANSWERS_KEPT of them, so a call seen before asks resident() nothing and builds no key of
+#:     strings. The same answers and launches; on the dev machine's CPU (docs/device/launch_host_cost.py, seed 81's
+#:     ten ops at rows of 4096, two runs beside other work): a register kernel's launch answer from 3.1-9.5 us a
+#:     call to 1.3-4.6 (10.8-30.1 to 1.3-5.4 where every build spills), the weights' tile from 11-27 us to 0.9-4.2.
+TEMPLATE_VERSION = "62"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

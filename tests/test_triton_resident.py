@@ -307,6 +307,13 @@ def launch_ops(tmp_path_factory):
         sys.path.remove(str(out / "launch-ops"))
 
 
+def _fresh_answers(monkeypatch, shared):
+    """The launches' kept answers (_triton_rowwise._answer) emptied for this test, whose rules are replaced, on a GPU
+    numbered 0 for the CPU tensors' launches."""
+    monkeypatch.setattr(shared, "_ANSWERS", {})
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+
+
 def _launch_on_cpu(monkeypatch, module):
     """The weights' launch helpers of ``module`` replaced for CPU tensors: one split, a tile of 16 x 64, a plain sum."""
     monkeypatch.setattr(module, "_splits", lambda device, rows, blocks, tile: (1, rows))
@@ -327,6 +334,7 @@ def test_the_backward_launch_takes_the_kernel_backward_fit_answers(launch_ops, m
     asked = []
     # the launch asks the package's rules (_triton_rowwise, through backward_launch): they are replaced there
     shared = importlib.import_module("launch_ops._triton_rowwise")
+    _fresh_answers(monkeypatch, shared)
 
     def backward_fit(kernel, args, options, device, prefetches=False):
         asked.append((kernel, args, options, prefetches))
@@ -399,6 +407,7 @@ def test_a_rows_kernel_that_spills_past_the_tolerance_runs_its_staged_build(laun
     # kernel); the kernel of one program a row is never asked for.
     module = launch_ops["nrm"]
     shared = importlib.import_module("launch_ops._triton_rowwise")
+    _fresh_answers(monkeypatch, shared)
     asked = []
     monkeypatch.setattr(shared, "backward_fit", lambda kernel, *args, **options: asked.append(kernel) and None)
     monkeypatch.setattr(shared, "backward_staged", lambda kernel, args, options, device, rows: (32, 2))
@@ -469,3 +478,70 @@ def test_a_long_rows_gradients_come_from_the_weights_kernel_whatever_is_asked(la
     # the long kernel's arguments: the gradient, x, w, the per-row values, cols (no gradient, no flag)
     assert len(wrap.launches[0][2]) == 5 and wrap.launches[0][2][-1] == 65536
     assert list(wrap.launches[1][2][-5:-3]) == flags
+
+
+def _asking_resident(monkeypatch, shared, answer):
+    """resident() answering ``answer`` (programs held, bytes spilled) for every build, on a GPU of 132 SMs; returns
+    the list of the options it was asked about."""
+    asked = []
+
+    def resident(kernel, args, options, device):
+        asked.append(dict(options))
+        return answer
+
+    monkeypatch.setattr(shared, "resident", resident)
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+    monkeypatch.setattr(shared, "_staged", lambda kernel, args, options, device: answer)
+    _fresh_answers(monkeypatch, shared)
+    return asked
+
+
+@pytest.mark.parametrize("answer", [(264, 0), (132, 100)], ids=["fits", "spills"])
+def test_the_launch_keeps_its_answers_and_asks_no_build_twice(tmp_path, monkeypatch, answer):
+    # backward_launch and weight_tile answer a call seen before from what they kept: the same answer, and no build
+    # of the kernel asked about again (each question costs the host a key of 15-25 arguments made into strings).
+    shared = _shared(tmp_path)
+    asked = _asking_resident(monkeypatch, shared, answer)
+    kernel, device = _Staged(), torch.device("cuda", 0)
+    args, options = [torch.bfloat16] * 6 + [1, 16, 4096], {"BLOCK": 4096, "ACC": None, "num_warps": 8}
+    first = shared.backward_launch(kernel, args, options, device, 16384, rows_kernel=True)
+    builds = len(asked)
+    assert builds > 0
+    assert shared.backward_launch(kernel, args, options, device, 16384, rows_kernel=True) == first
+    assert len(asked) == builds
+    # another row count, another kernel, other options: each asked for once, then kept
+    for call in [(kernel, args, options, device, 100), (_Staged(), args, options, device, 16384),
+                 (kernel, args, {**options, "num_warps": 16}, device, 16384)]:
+        fresh = shared.backward_launch(*call, rows_kernel=True)
+        assert len(asked) > builds
+        builds = len(asked)
+        assert shared.backward_launch(*call, rows_kernel=True) == fresh and len(asked) == builds
+    tile = shared.weight_tile(kernel, [torch.float32] * 4, 4096, 16384, None, device)
+    builds = len(asked)
+    assert shared.weight_tile(kernel, [torch.float32] * 4, 4096, 16384, None, device) == tile and len(asked) == builds
+    # an answer kept is the answer computed: the same calls with nothing kept
+    monkeypatch.setattr(shared, "_ANSWERS", {})
+    assert shared.backward_launch(kernel, args, options, device, 16384, rows_kernel=True) == first
+    assert shared.weight_tile(kernel, [torch.float32] * 4, 4096, 16384, None, device) == tile
+
+
+def test_the_launch_keeps_no_answer_for_a_symbolic_length_and_at_most_answers_kept(tmp_path, monkeypatch):
+    shared = _shared(tmp_path)
+    asked = _asking_resident(monkeypatch, shared, (264, 0))
+    kernel, device = _Staged(), torch.device("cuda", 0)
+    options = {"BLOCK": 4096, "ACC": None, "num_warps": 8}
+
+    class Symbolic:  # torch.compile's dynamic shapes: a length that is a symbol (and not hashable)
+        __hash__ = None
+
+    assert shared.backward_launch(kernel, [torch.float32, 16, Symbolic()], options, device, 100) == (8, 100, 1)
+    assert shared.backward_launch(kernel, [torch.float32, 16, 4096], options, device, Symbolic())[0] == 8
+    assert shared.weight_tile(kernel, [torch.float32], Symbolic(), 4096, None, device) == shared.WEIGHT_TILE
+    assert shared._ANSWERS == {}
+    monkeypatch.setattr(shared, "ANSWERS_KEPT", 3)
+    for rows in range(100, 105):
+        shared.backward_launch(kernel, [torch.float32, 16, 4096], options, device, rows)
+    assert [key[-2] for key in shared._ANSWERS] == [102, 103, 104]  # the oldest dropped first
+    builds = len(asked)
+    shared.backward_launch(kernel, [torch.float32, 16, 4096], options, device, 100)  # dropped: asked again
+    assert len(asked) > builds

@@ -87,6 +87,7 @@ def main(argv: list[str] | None = None) -> None:
                 shared_originals=shared_originals):
             patch = dict(originals)
             shared_patch = dict(shared_originals)
+            getattr(shared, "_ANSWERS", {}).clear()  # the launch's kept answers: each path asks its own rules
             if path == "auto":
                 shared.resident = recording
             elif path.startswith("rows@"):

@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from triton_spills import compile_sm90  # noqa: E402
+from triton_spills import compile_sm90
 
 ARITHMETIC = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "min",
               "max", "abs", "neg", "setp", "selp", "cvt")

@@ -98,6 +98,7 @@ def backward_choice(triton, tl, module, name: str, block: int, dtype: str, cuda_
         return max(1, min(2048 // (32 * warps), 65536 // (registers * warps), 233472 // max(smem, 1))) * 132, spilled
 
     shared.resident = resident
+    getattr(shared, "_ANSWERS", {}).clear()  # the launch's kept answers: these counts are this machine's
     shared._sm_count = lambda device: 132
     options = {"BLOCK": block, "num_warps": module._num_warps(block)}
     device, rows = torch.device("cuda", 0), 1 << 20

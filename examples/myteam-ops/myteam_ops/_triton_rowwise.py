@@ -30,8 +30,12 @@ _SMS: dict[int, int] = {}
 _HELD: dict[tuple, tuple[int, int]] = {}
 
 
+def _index(device: torch.device) -> int:
+    return device.index if device.index is not None else torch.cuda.current_device()
+
+
 def _sm_count(device: torch.device) -> int:
-    index = device.index if device.index is not None else torch.cuda.current_device()
+    index = _index(device)
     if index not in _SMS:
         _SMS[index] = torch.cuda.get_device_properties(index).multi_processor_count
     return _SMS[index]
@@ -39,8 +43,30 @@ def _sm_count(device: torch.device) -> int:
 
 def _key(kernel, args: list, options: dict, device: torch.device) -> tuple:
     """The cache key of ``kernel`` compiled for ``args`` and ``options`` on ``device``'s GPU."""
-    index = device.index if device.index is not None else torch.cuda.current_device()
-    return (kernel, index, *map(str, args), *sorted(options.items()))
+    return (kernel, _index(device), *map(str, args), *sorted(options.items()))
+
+
+# The launches' answers (backward_launch, weight_tile) for the calls seen, by everything they read: an answer asks
+# resident() about up to four builds of a kernel, each a cached count behind a key of 15-25 arguments made into
+# strings: 3-30 microseconds of the host's time a call in Python, 35-70 a backward whose rows kernel spills (three
+# calls), where the GPU runs a backward of a few hundred. A call seen before costs one lookup, 1.3-5. At most ANSWERS_KEPT are kept, the oldest dropped first, so
+# that a stream of batch sizes cannot grow them without bound. Calls with a symbolic length (torch.compile's
+# dynamic shapes) are answered without compiling anything, and not kept.
+ANSWERS_KEPT = 1024
+_ANSWERS: dict[tuple, object] = {}
+_UNSEEN = object()
+
+
+def _answer(key: tuple | None, compute):
+    """compute(), kept under ``key`` (None: computed every call)."""
+    if key is None:
+        return compute()
+    found = _ANSWERS.get(key, _UNSEEN)
+    if found is _UNSEEN:
+        if len(_ANSWERS) >= ANSWERS_KEPT:
+            del _ANSWERS[next(iter(_ANSWERS))]
+        found = _ANSWERS[key] = compute()
+    return found
 
 
 def resident(kernel, args: list, options: dict, device: torch.device) -> tuple[int, int]:
@@ -228,7 +254,15 @@ def backward_launch(kernel, args: list, options: dict, device: torch.device, row
     next row prefetched), else the kernel of one program a row. backward_fit picks the warps of its unstaged build,
     and backward_pipeline the programs and STAGES at them; where backward_fit refuses the rows kernel's unstaged
     build, its staged build (backward_staged), at PIPELINE_STAGES; where the rows kernel's counts are unknown, None
-    (the kernel of one program a row needs none). ``args`` and ``options`` are as resident() takes them."""
+    (the kernel of one program a row needs none). ``args`` and ``options`` are as resident() takes them. Each
+    answer is kept (_answer)."""
+    known = isinstance(rows, int) and isinstance(args[-1], int)
+    key = ("launch", kernel, _index(device), *args, *options.items(), rows, rows_kernel) if known else None
+    return _answer(key, lambda: _launch(kernel, args, options, device, rows, rows_kernel))
+
+
+def _launch(kernel, args: list, options: dict, device: torch.device, rows, rows_kernel: bool) -> tuple[int, int, int] | None:
+    """backward_launch's answer, computed."""
     fit = backward_fit(kernel, args, options, device, prefetches=rows_kernel)
     if fit is None:
         staged = backward_staged(kernel, args, options, device, rows) if rows_kernel else None
@@ -281,9 +315,15 @@ def weight_tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.d
     launch's rows, cols and rows per split) spills more than WEIGHT_SPILL_TOLERATED bytes a thread or fits fewer
     than WEIGHT_PROGRAMS_PER_SM programs an SM, then WEIGHT_TILE_NARROW. Under torch.compile's dynamic shapes,
     where a length is a symbol, nothing is compiled ahead: WEIGHT_TILE; where the compiled kernel's counts are
-    unknown (resident's (0, 1)), WEIGHT_TILE too."""
+    unknown (resident's (0, 1)), WEIGHT_TILE too. Each answer is kept (_answer)."""
     if not (isinstance(rows, int) and isinstance(cols, int)):
         return WEIGHT_TILE
+    return _answer(("tile", kernel, _index(device), *dtypes, rows, cols, acc),
+                   lambda: _tile(kernel, dtypes, rows, cols, acc, device))
+
+
+def _tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.device) -> tuple[int, int, int]:
+    """weight_tile's answer, computed."""
     tile_rows, tile_cols, warps = WEIGHT_TILE
     _, per_split = splits(device, rows, triton.cdiv(cols, tile_cols), tile_rows)
     held, spilled = resident(kernel, [*dtypes, rows, cols, per_split],
