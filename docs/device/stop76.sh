@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Prepared in stop 75 for the next session's device time (one H200 is enough; about 20 of its 30 minutes).
+# Packages (python docs/device/rowwise_sweep.py generate .device/<name> --seed N --count 64 --only r00,...,r09
+# --backends triton --backward fused; a version's worktree on PYTHONPATH for an older one):
+#   .device/f81s  seed 81 at version 61 (git worktree add /tmp/wt61 14398bb; PYTHONPATH=/tmp/wt61)
+#   .device/f81v  seed 81 at version 62 (main from 006b664 on)
+#   .device/f83   seed 83 at version 62 (drawn in stop 75; every launch path passed in the interpreter only)
+# Wrap each call so that $OUT returns what the phase wrote even when it is cut short:
+#   OUT=$OUT timeout 570 bash docs/device/stop76.sh PHASE
+#   host      carry .device/f81s and .device/f81v: the host's time a step (host_overhead.py, 8 rows, so the GPU
+#             never waits for the host), version 61 against 62 (which keeps the launch's answers), two rounds in
+#             opposite order, seed 81's ops with weights at rows of 4096 and 16384; then where version 62's step
+#             goes (cProfile of OPS, default r03_tl at 16384)
+#   examples  carry .whl: the examples' whole suites at version 62 (myteam-ops's twelve files three side by side,
+#             OMP_NUM_THREADS=4: four side by side at the machine's 16 threads each took 2-4 minutes a file in
+#             stop 75, against 25 s alone)
+#   fresh83   carry .device/f83: seed 83's CUDA backward suites, then forward+backward against compile (graphed)
+#             at rows of 1024, 4096 and 16384, float32 and bfloat16, one round (COLS, ROUNDS to change), and
+#             memcheck and racecheck over two of its ops
+# Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+W=${W:-/tmp/kg76}
+. "$(dirname "$0")/stop_common.sh"
+
+WEIGHTS81=r00_tl,r01_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r09_tl
+ALL=r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl
+case ${1:-host} in
+  host)
+    for p in f81s f81v; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; build $W/$p/rsweep-ops; done
+    for r in 1 2; do
+      [ $r = 1 ] && order="f81s f81v" || order="f81v f81s"
+      for p in $order; do
+        timeout 150 python3 docs/device/host_overhead.py $W/$p/rsweep-ops --ops ${OPS:-$WEIGHTS81} --cols 4096,16384 \
+          > "$FINAL_OUT/host_${p}_$r.txt" 2>&1; echo "$p round $r rc=$?"
+      done
+    done
+    for r in 1 2; do paste -d'|' <(cut -c1-110 "$FINAL_OUT/host_f81s_$r.txt") <(cut -c1-110 "$FINAL_OUT/host_f81v_$r.txt") | tail -18; done
+    timeout 100 python3 docs/device/host_overhead.py $W/f81v/rsweep-ops --ops ${PROFILE:-r03_tl} --cols 16384 --profile \
+      > "$FINAL_OUT/host_profile.txt" 2>&1; echo "profile rc=$?" ;;
+  examples)
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/cutlass .whl/nvidia_cutlass-*.whl
+    export KERNELGEN_CUTLASS_DIR=/tmp/cutlass/cutlass_library/source OMP_NUM_THREADS=4
+    t=$(date +%s)
+    example examples/rmsnorm ex_rms 4 & example examples/muladd ex_mul 4 & example examples/myteam-ops ex_team 8 & wait
+    for n in ex_rms ex_mul; do
+      (cd $W/$n && timeout ${TT:-400} python3 -m pytest -q -p no:cacheprovider -rfE tests -m "not large" \
+         > "$FINAL_OUT/test_$n.log" 2>&1; echo "$n: $(tail -n 1 "$FINAL_OUT/test_$n.log") at $(( $(date +%s) - t )) s") &
+    done
+    (cd $W/ex_team && ls tests/test_*.py | timeout ${TT:-400} xargs -P 3 -I{} sh -c \
+       'python3 -m pytest -q -p no:cacheprovider -rfE {} -m "not large" > '"$FINAL_OUT"'/team_$(basename {} .py).log 2>&1;
+        echo "{}: $(tail -n 1 '"$FINAL_OUT"'/team_$(basename {} .py).log)"' | sort > "$FINAL_OUT/team_tests.txt")
+    wait; echo "suites at $(( $(date +%s) - t )) s"; cat "$FINAL_OUT/team_tests.txt"
+    grep -h -E "^(FAILED|ERROR)" "$FINAL_OUT"/test_*.log "$FINAL_OUT"/team_*.log | cut -c1-200 | head -8 ;;
+  fresh83)
+    [ -d $W/f83 ] || cp -r .device/f83 $W/f83
+    prepared f83 ${OPS:-$ALL} float32,bfloat16 ${COLS:-1024,4096,16384}
+    timeout ${TB:-300} python3 docs/device/backward_bench.py $W/f83/rsweep-ops --ops ${OPS:-$ALL} --dtypes float32,bfloat16 \
+      --cols ${COLS:-1024,4096,16384} --rounds ${ROUNDS:-1} --against compile --graphs --json "$FINAL_OUT/fresh83.json" \
+      > "$FINAL_OUT/fresh83.txt" 2>&1; echo "bench rc=$?"; grep -E "x compile" "$FINAL_OUT/fresh83.txt" | tail -12 | cut -c1-200
+    for tool in memcheck racecheck; do
+      timeout 80 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/f83/rsweep-ops --ops ${SOPS:-r00_tl,r06_tl} --dtypes float32,bfloat16 > "$FINAL_OUT/fresh83_$tool.log" 2>&1
+      echo "$tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/fresh83_$tool.log" | tail -1)"
+    done ;;
+esac
