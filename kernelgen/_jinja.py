@@ -221,7 +221,10 @@ from .nodes import Num, RowRef, Var
 #:     strings. The same answers and launches; on the dev machine's CPU (docs/device/launch_host_cost.py, seed 81's
 #:     ten ops at rows of 4096, two runs beside other work): a register kernel's launch answer from 3.1-9.5 us a
 #:     call to 1.3-4.6 (10.8-30.1 to 1.3-5.4 where every build spills), the weights' tile from 11-27 us to 0.9-4.2.
-TEMPLATE_VERSION = "62"
+#: 63: the Triton ops' grid and block arithmetic on the host in plain integers (_triton_eager.cdiv and
+#:     next_power_of_2): triton.cdiv and triton.next_power_of_2 are constexpr functions, about 1.6 us a call from
+#:     Python, and a rowwise backward with weights made up to ten such calls a step.
+TEMPLATE_VERSION = "63"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

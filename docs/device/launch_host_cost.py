@@ -10,7 +10,12 @@ registers, --spills bytes spilled a thread, 1 KB of shared memory, on 132 SMs of
 228 KB each), every cache already filled by a first call, then N calls timed. The arguments are the ones the
 template's launch passes (a dtype a tensor, bfloat16 with the per-row values and partial sums in float32, 1 a
 flag, 16 rows standing in for the loop bound, the row length). It runs on any version of the template, so two
-packages generated from one seed compare a change of the launch's host work. It asserts nothing.
+packages generated from one seed compare a change of the launch's host work.
+
+With --whole, each op's whole backward launch (_<op>_backward_launch: the checks, the allocations, the rules, the
+grid arithmetic) is timed too, on CPU tensors of --rows x --cols in bfloat16, every gradient asked for, with the
+kernels recorded instead of launched: the host's time a step that the package's Python adds to Triton's own
+launches. It asserts nothing.
 """
 
 from __future__ import annotations
@@ -60,6 +65,29 @@ def per_call(call, n: int) -> float:
     return (time.perf_counter() - start) / n * 1e6
 
 
+class _Recorded:
+    """wrap() of a kernel whose launches are not made: kernel[grid](*args, **options) does nothing."""
+
+    def __getitem__(self, grid):
+        return lambda *args, **options: None
+
+
+def whole_launch(torch, shared, module, name: str, args) -> float:
+    """Microseconds a call of ``module``'s _<name>_backward_launch on CPU tensors, kernels not launched."""
+    import contextlib
+    import inspect
+
+    launch = getattr(module, f"_{name}_backward_launch")
+    params = [p for p in inspect.signature(launch).parameters if p not in ("_grad", "_needs", "wrap")]
+    weights = [p for p in params if p.startswith("w")]
+    torch.cuda.device = lambda device: contextlib.nullcontext()
+    module._column_sum = lambda partial, dtype, wrap: torch.empty(partial.shape[-1], dtype=dtype)
+    grad = torch.empty(args.rows, args.cols, dtype=torch.bfloat16)
+    tensors = [torch.empty(args.cols if p in weights else (args.rows, args.cols), dtype=torch.bfloat16) for p in params]
+    needs = [True] * len(params)
+    return per_call(lambda: launch(grad, *tensors, needs, lambda kernel: _Recorded()), max(1, args.calls // 10))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("package", type=Path)
@@ -68,6 +96,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rows", type=int, default=16384)
     parser.add_argument("--spills", default="0,100", help="bytes a thread every build spills, a run each")
     parser.add_argument("--calls", type=int, default=20000)
+    parser.add_argument("--whole", action="store_true", help="also time each op's whole backward launch")
     args = parser.parse_args(argv)
     import torch
 
@@ -116,6 +145,8 @@ def main(argv: list[str] | None = None) -> None:
                 cost = per_call(lambda kernel=kernels["weight_grad_kernel"], dtypes=dtypes: shared.weight_tile(
                     kernel, dtypes, args.rows, args.cols, None, device), args.calls)
                 figures.append(f"weight_tile {cost:5.1f}")
+            if args.whole:
+                figures.append(f"whole launch {whole_launch(torch, shared, module, name, args):6.1f}")
             print(f"{name:10s} spills {spills:3d} B: " + "; ".join(figures), flush=True)
 
 

@@ -3,15 +3,16 @@
 # Packages (python docs/device/rowwise_sweep.py generate .device/<name> --seed N --count 64 --only r00,...,r09
 # --backends triton --backward fused; a version's worktree on PYTHONPATH for an older one):
 #   .device/f81s  seed 81 at version 61 (git worktree add /tmp/wt61 14398bb; PYTHONPATH=/tmp/wt61)
-#   .device/f81v  seed 81 at version 62 (main from 006b664 on)
-#   .device/f83   seed 83 at version 62 (drawn in stop 75; every launch path passed in the interpreter only)
+#   .device/f81v  seed 81 at version 63 (main from stop 75's last commit: the launch keeps its answers, version 62,
+#                 and does its grid arithmetic in plain integers, 63)
+#   .device/f83   seed 83 at version 63 (drawn in stop 75; every launch path passed in the interpreter only)
 # Wrap each call so that $OUT returns what the phase wrote even when it is cut short:
 #   OUT=$OUT timeout 570 bash docs/device/stop76.sh PHASE
 #   host      carry .device/f81s and .device/f81v: the host's time a step (host_overhead.py, 8 rows, so the GPU
-#             never waits for the host), version 61 against 62 (which keeps the launch's answers), two rounds in
-#             opposite order, seed 81's ops with weights at rows of 4096 and 16384; then where version 62's step
-#             goes (cProfile of OPS, default r03_tl at 16384)
-#   examples  carry .whl: the examples' whole suites at version 62 (myteam-ops's twelve files three side by side,
+#             never waits for the host), version 61 against 63 (the launch's host work), two rounds in
+#             opposite order, seed 81's ops with weights at rows of 4096 and 16384; then where version 63's step
+#             goes (cProfile of PROFILE, default r03_tl at 16384)
+#   examples  carry .whl: the examples' whole suites at version 63 (myteam-ops's twelve files three side by side,
 #             OMP_NUM_THREADS=4: four side by side at the machine's 16 threads each took 2-4 minutes a file in
 #             stop 75, against 25 s alone)
 #   fresh83   carry .device/f83: seed 83's CUDA backward suites, then forward+backward against compile (graphed)

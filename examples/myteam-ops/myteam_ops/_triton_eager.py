@@ -19,7 +19,7 @@ from __future__ import annotations
 import torch
 
 try:
-    import triton  # noqa: F401  (only whether it imports matters here)
+    import triton
 except ImportError:  # a CPU-only install: every call takes the registered op (its CPU implementation)
     TRITON_AVAILABLE = False
 else:
@@ -61,3 +61,17 @@ def eager_autograd_ok(*tensors: torch.Tensor) -> bool:
     wrapper and the op's body, forward and backward): on an H100 machine 600 us of host time per
     forward+backward of an elementwise op, longer than its kernels run on 2^26 float32 elements."""
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors) and _plain_eager(tensors)
+
+
+# The launches' grid and block arithmetic on the host, in plain integers. triton.cdiv and triton.next_power_of_2
+# are constexpr functions: called from Python, each unwraps its arguments and imports a module on every call,
+# about 1.6 us, and a backward of a Triton rowwise op with weights calls them up to ten times a step.
+def cdiv(a, b):
+    """ceil(a / b) of two lengths (ints, or torch.compile's symbolic ones: the same expression as triton.cdiv's)."""
+    return (a + b - 1) // b
+
+
+def next_power_of_2(n):
+    """The least power of 2 that is at least the length ``n``; a symbolic length (torch.compile's dynamic shapes)
+    goes to triton.next_power_of_2."""
+    return 1 << (n - 1).bit_length() if isinstance(n, int) and n >= 1 else triton.next_power_of_2(n)

@@ -19,6 +19,8 @@ import warnings
 
 import torch
 
+from ._triton_eager import cdiv
+
 try:
     import triton
     import triton.language as tl
@@ -325,7 +327,7 @@ def weight_tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.d
 def _tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.device) -> tuple[int, int, int]:
     """weight_tile's answer, computed."""
     tile_rows, tile_cols, warps = WEIGHT_TILE
-    _, per_split = splits(device, rows, triton.cdiv(cols, tile_cols), tile_rows)
+    _, per_split = splits(device, rows, cdiv(cols, tile_cols), tile_rows)
     held, spilled = resident(kernel, [*dtypes, rows, cols, per_split],
                              dict(BLOCK_R=tile_rows, BLOCK_C=tile_cols, ACC=acc, num_warps=warps), device)
     if held == 0:
@@ -337,10 +339,10 @@ def _tile(kernel, dtypes: list, rows: int, cols: int, acc, device: torch.device)
 def splits(device: torch.device, rows: int, column_blocks: int, tile_rows: int) -> tuple[int, int]:
     """How many splits of the rows, and rows per split (a whole number of tiles), so that the weight-gradient
     kernel's programs (column_blocks per split) fill the GPU about 8 times over."""
-    tiles = triton.cdiv(rows, tile_rows)
-    count = max(1, min(tiles, triton.cdiv(8 * _sm_count(device), column_blocks)))
-    per_split = triton.cdiv(tiles, count) * tile_rows
-    return triton.cdiv(rows, per_split), per_split
+    tiles = cdiv(rows, tile_rows)
+    count = max(1, min(tiles, cdiv(8 * _sm_count(device), column_blocks)))
+    per_split = cdiv(tiles, count) * tile_rows
+    return cdiv(rows, per_split), per_split
 
 
 if triton is not None:
@@ -367,6 +369,6 @@ def column_sum(partial: torch.Tensor, dtype: torch.dtype, wrap) -> torch.Tensor:
     parts, cols = partial.shape
     out = torch.empty(cols, dtype=dtype, device=partial.device)
     block_parts, block_cols = 128, 32
-    wrap(_column_sum_kernel)[(triton.cdiv(cols, block_cols),)](partial, out, parts, cols, BLOCK_P=block_parts,
+    wrap(_column_sum_kernel)[(cdiv(cols, block_cols),)](partial, out, parts, cols, BLOCK_P=block_parts,
                                                                BLOCK_C=block_cols, num_warps=4)
     return out

@@ -18,6 +18,8 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.gelu_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
+# The grid's arithmetic on the host in plain integers (../_triton_eager.py: triton.cdiv costs a call from Python).
+from .._triton_eager import cdiv as _cdiv
 
 try:
     import triton
@@ -130,7 +132,7 @@ def _gelu_tl_launch(x: torch.Tensor, kernel) -> torch.Tensor:
         return out
     block = _BLOCK[out.element_size()]
     acc = tl.float64 if out.dtype == torch.float64 else tl.float32
-    grid = (triton.cdiv(n, block),)
+    grid = (_cdiv(n, block),)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
@@ -208,7 +210,7 @@ def _gelu_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: list[
     outs = [next(slots) if need else _grad_contig for need in _needs]
     block = _BLOCK[_grad.element_size()]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    kernel, grid, flags = wrap(_gelu_tl_backward_kernel), (triton.cdiv(n, block),), [int(need) for need in _needs]
+    kernel, grid, flags = wrap(_gelu_tl_backward_kernel), (_cdiv(n, block),), [int(need) for need in _needs]
     # On the inputs' GPU, on its current stream (see _gelu_tl_launch).
     if x.device.index == torch.cuda.current_device():
         kernel[grid](_grad_contig, x_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)

@@ -18,6 +18,9 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.layernorm_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
+# The grid's arithmetic on the host in plain integers (../_triton_eager.py: triton.cdiv costs a call from Python).
+from .._triton_eager import cdiv as _cdiv
+from .._triton_eager import next_power_of_2 as _next_power_of_2
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
@@ -252,7 +255,7 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
     hints = {}
     warps: int | None = None
     if cols <= _MAX_BLOCK:
-        block = triton.next_power_of_2(cols)
+        block = _next_power_of_2(cols)
         warps = _forward_warps(block, out.dtype)
         if block == _MAX_BLOCK and warps < 32 and isinstance(cols, int):
             # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 spill
@@ -555,9 +558,9 @@ def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torc
     tile_rows, tile_cols, warps = _weight_tile(_layernorm_tl_weight_grad_kernel,
                                                [_grad.dtype, x.dtype, w.dtype, b.dtype, *[out.dtype for out in outs], stats.dtype]
                                                + [opmath] * 2 + [1] * 3, rows, cols, acc, _grad.device)
-    splits, rows_per_split = _splits(_grad.device, rows, triton.cdiv(cols, tile_cols), tile_rows)
+    splits, rows_per_split = _splits(_grad.device, rows, _cdiv(cols, tile_cols), tile_rows)
     partials = [torch.empty((splits, cols), dtype=opmath, device=_grad.device) for _ in range(2)]
-    wrap(_layernorm_tl_weight_grad_kernel)[(triton.cdiv(cols, tile_cols), splits)](
+    wrap(_layernorm_tl_weight_grad_kernel)[(_cdiv(cols, tile_cols), splits)](
         _grad, x, w, b, *outs, stats, *partials, *flags, rows, cols, rows_per_split, BLOCK_R=tile_rows, BLOCK_C=tile_cols,
         ACC=acc, num_warps=warps)
     return partials
@@ -598,7 +601,7 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
         # kernel's passes take the others.
         long = cols > _MAX_BACKWARD_BLOCK
         if not long:
-            block = triton.next_power_of_2(cols)
+            block = _next_power_of_2(cols)
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
             # The rows kernel's warps and how many of its programs the GPU holds at once, from the kernel compiled
             # (once, not launched) for these dtypes and this row length: the gradient, the inputs, the weights and

@@ -18,6 +18,8 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.muladd_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
+# The grid's arithmetic on the host in plain integers (../_triton_eager.py: triton.cdiv costs a call from Python).
+from .._triton_eager import cdiv as _cdiv
 
 try:
     import triton
@@ -149,7 +151,7 @@ def _muladd_tl_launch(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, kernel)
         return out
     block = _BLOCK[out.element_size()]
     acc = tl.float64 if out.dtype == torch.float64 else tl.float32
-    grid = (triton.cdiv(n, block),)
+    grid = (_cdiv(n, block),)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
@@ -236,7 +238,7 @@ def _muladd_tl_backward_launch(_grad: torch.Tensor, a: torch.Tensor, b: torch.Te
     outs = [next(slots) if need else _grad_contig for need in _needs]
     block = _BLOCK[_grad.element_size()]
     acc = tl.float64 if _grad.dtype == torch.float64 else tl.float32
-    kernel, grid, flags = wrap(_muladd_tl_backward_kernel), (triton.cdiv(n, block),), [int(need) for need in _needs]
+    kernel, grid, flags = wrap(_muladd_tl_backward_kernel), (_cdiv(n, block),), [int(need) for need in _needs]
     # On the inputs' GPU, on its current stream (see _muladd_tl_launch).
     if a.device.index == torch.cuda.current_device():
         kernel[grid](_grad_contig, a_contig, b_contig, c_contig, *outs, *flags, n, BLOCK=block, ACC=acc, num_warps=_NUM_WARPS)

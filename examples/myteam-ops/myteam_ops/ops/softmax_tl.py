@@ -18,6 +18,9 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.softmax_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
+# The grid's arithmetic on the host in plain integers (../_triton_eager.py: triton.cdiv costs a call from Python).
+from .._triton_eager import cdiv as _cdiv
+from .._triton_eager import next_power_of_2 as _next_power_of_2
 
 # The warps for the longest rows the rows kernel holds, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import rows_warps as _rows_warps
@@ -225,7 +228,7 @@ def _softmax_tl_launch(x: torch.Tensor, kernel, long_kernel) -> torch.Tensor:
     hints = {}
     warps: int | None = None
     if cols <= _MAX_BLOCK:
-        block = triton.next_power_of_2(cols)
+        block = _next_power_of_2(cols)
         warps = _forward_warps(block, out.dtype)
         if block == _MAX_BLOCK and warps < 32 and isinstance(cols, int):
             # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 spill
@@ -428,7 +431,7 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
         # kernel's passes take the others.
         long = cols > _MAX_BACKWARD_BLOCK
         if not long:
-            block = triton.next_power_of_2(cols)
+            block = _next_power_of_2(cols)
             launch = dict(BLOCK=block, ACC=acc, num_warps=_num_warps(block))
             # The kernel's warps and how many of its programs the GPU holds, from the kernel compiled (once, not
             # launched) for these dtypes and this row length (rows: 16 stands in, it only bounds the loop); then how
