@@ -27,6 +27,9 @@ import time
 import types
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paths_common import package_on_path
+
 
 class _Compiled:
     """A compiled kernel's counts, as Triton reports them after _init_handles."""
@@ -100,24 +103,21 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     import torch
 
-    sys.path.insert(0, str(args.package.resolve()))
-    packages = [p.name for p in args.package.iterdir() if (p / "ops").is_dir()]
-    if len(packages) != 1:
-        sys.exit(f"{args.package}: expected one Python package with an ops/ folder, found {packages}")
-    shared = importlib.import_module(f"{packages[0]}._triton_rowwise")
+    package = package_on_path(args.package)
+    shared = importlib.import_module(f"{package}._triton_rowwise")
     props = types.SimpleNamespace(max_threads_per_multi_processor=2048, regs_per_multiprocessor=65536,
                                   shared_memory_per_multiprocessor=233472, multi_processor_count=132)
     torch.cuda.get_device_properties = lambda index: props
     torch.cuda.current_device = lambda: 0
     device = torch.device("cuda", 0)
-    ops_dir = args.package / packages[0] / "ops"
+    ops_dir = args.package / package / "ops"
     names = [n for n in args.ops.split(",") if n] or sorted(p.stem for p in ops_dir.glob("*.py") if p.stem != "__init__")
     version = next((line.split(":", 1)[1].strip() for line in (args.package / ".copier-answers.yml").read_text().splitlines()
                     if line.startswith("_template_version")), "?")
     print(f"template version {version}; rows of {args.cols}, {args.rows} rows; microseconds a call, {args.calls} calls")
     for spills in map(int, args.spills.split(",")):
         for name in names:
-            module = importlib.import_module(f"{packages[0]}.ops.{name}")
+            module = importlib.import_module(f"{package}.ops.{name}")
             kernels = {k: getattr(module, f"_{name}_{k}", None) for k in ("backward_rows_kernel", "backward_kernel",
                                                                          "weight_grad_kernel")}
             if kernels["backward_kernel"] is None:

@@ -1,10 +1,22 @@
 """What docs/device/backward_paths.py and forward_paths.py share: their common arguments, the cells (op, dtype, row
-length) a process takes, each op's arguments on the GPU, and a cell's paths compiled or timed."""
+length) a process takes, each op's arguments on the GPU, and a cell's paths compiled or timed; and the generated
+package a script reads (package_on_path, also for triton_ptx_count.py and launch_host_cost.py)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+
+
+def package_on_path(root: Path) -> str:
+    """The name of the one Python package with an ops/ folder in the generated package ``root``, importable once this
+    returns (``root`` on sys.path); exits with a message where there is not exactly one."""
+    names = [p.name for p in root.iterdir() if (p / "ops").is_dir()]
+    if len(names) != 1:
+        sys.exit(f"{root}: expected one Python package with an ops/ folder, found {names}")
+    sys.path.insert(0, str(root.resolve()))
+    return names[0]
 
 
 def parser(doc: str, dtypes: str, cols: str) -> argparse.ArgumentParser:

@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from paths_common import package_on_path
 from triton_spills import compile_sm90
 
 ARITHMETIC = ("add", "sub", "mul", "fma", "div", "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos", "tanh", "min",
@@ -47,17 +48,14 @@ def main(argv: list[str] | None = None) -> None:
     import triton
     import triton.language as tl
 
-    sys.path.insert(0, str(args.package.resolve()))
-    packages = [p.name for p in args.package.iterdir() if (p / "ops").is_dir()]
-    if len(packages) != 1:
-        sys.exit(f"{args.package}: expected one Python package with an ops/ folder, found {packages}")
-    ops_module = importlib.import_module(f"{packages[0]}.ops")
+    package = package_on_path(args.package)
+    ops_module = importlib.import_module(f"{package}.ops")
     wanted = [name for name in args.ops.split(",") if name]
     names = wanted or sorted(m.name for m in pkgutil.iter_modules(ops_module.__path__))
     print(f"{'op':10s} {'dtype':5s} {'warps':>5s} {'fwd all':>8s} {'fwd arith':>9s} {'bwd all':>8s} {'bwd arith':>9s}"
           f" {'fwd/bwd':>7s}   (PTX instructions an element, BLOCK {args.block})")
     for name in names:
-        module = importlib.import_module(f"{packages[0]}.ops.{name}")
+        module = importlib.import_module(f"{package}.ops.{name}")
         forward = getattr(module, f"_{name}_kernel", None)
         backward = getattr(module, f"_{name}_backward_kernel", None)
         if forward is None or backward is None or not hasattr(module, "_num_warps"):
