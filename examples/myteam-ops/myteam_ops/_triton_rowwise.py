@@ -51,9 +51,10 @@ def _key(kernel, args: list, options: dict, device: torch.device) -> tuple:
 # The launches' answers (backward_launch, weight_tile) for the calls seen, by everything they read: an answer asks
 # resident() about up to four builds of a kernel, each a cached count behind a key of 15-25 arguments made into
 # strings: 3-30 microseconds of the host's time a call in Python, 35-70 a backward whose rows kernel spills (three
-# calls), where the GPU runs a backward of a few hundred. A call seen before costs one lookup, 1.3-5. At most ANSWERS_KEPT are kept, the oldest dropped first, so
-# that a stream of batch sizes cannot grow them without bound. Calls with a symbolic length (torch.compile's
-# dynamic shapes) are answered without compiling anything, and not kept.
+# calls), where the GPU runs a backward of a few hundred. A call seen before costs one lookup, 1.3-5. At most
+# ANSWERS_KEPT are kept, the oldest dropped first, so that a stream of batch sizes cannot grow them without bound.
+# Calls with a symbolic length (torch.compile's dynamic shapes) are answered without compiling anything, and not
+# kept.
 ANSWERS_KEPT = 1024
 _ANSWERS: dict[tuple, object] = {}
 _UNSEEN = object()

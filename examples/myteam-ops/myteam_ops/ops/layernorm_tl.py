@@ -319,9 +319,10 @@ if TRITON_AVAILABLE:
     # _layernorm_tl_weight_grad_kernel reads them: this kernel serves rows whose weights' sums do not fit on chip
     # (_layernorm_tl_backward_rows_kernel below).
     # The row's math, once for every kernel that holds a row in registers: from the row's values (the gradient,
-    # the inputs, the weights), its per-row values (_r<k>: the forward's reductions and the backward's own) and
-    # every input's gradient (_d<i>), and each weight's contribution from this row (_dw<j>). Triton inlines it where it is called, and
-    # drops what a caller does not use.
+    # the inputs, the weights), its per-row values (_r<k>: the forward's reductions and the backward's own)
+    # and every input's gradient (_d<i>),
+    # and each weight's contribution from this row (_dw<j>). Triton inlines it where it is called,
+    # and drops what a caller does not use.
     @triton.jit
     def _layernorm_tl_backward_math(_grad, x, w, b, cols, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
         _n = cols
@@ -543,10 +544,10 @@ def _long_backward(dtype: torch.dtype) -> dict:
 # The backward's launch (_backward_launch): rows in registers, at the forward's BLOCK and warps, take the rows
 # kernel, as many programs as the GPU holds, where its compiled code spills little, unstaged or staged (its next row
 # in shared memory), else one program a row (or, where one program fills an SM, as many as the GPU holds,
-# pipelining their rows), and the weights' kernel for the weights' gradients. Longer rows take the long kernel at _long_backward's chunk and
-# warps for their per-row values, then the weights' kernel for every gradient. The weights' kernel runs on the
-# tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that spills or leaves an SM
-# too few programs). The column sum adds the weights' partial sums.
+# pipelining their rows), and the weights' kernel for the weights' gradients. Longer rows take the long kernel at
+# _long_backward's chunk and warps for their per-row values, then the weights' kernel for every gradient. The
+# weights' kernel runs on the tile _weight_tile answers (rows, columns, warps: 16 x 64 at 4, or 8 x 64 where that
+# spills or leaves an SM too few programs). The column sum adds the weights' partial sums.
 
 
 def _weight_grads(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, outs: list[torch.Tensor], stats: torch.Tensor, rows: int, cols: int,

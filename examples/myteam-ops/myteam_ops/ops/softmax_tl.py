@@ -290,9 +290,9 @@ if TRITON_AVAILABLE:
     # compile-time constant (do_not_specialize): the arithmetic, and with it every gradient's bits, is the same
     # whatever the caller asks for.
     # The row's math, once for every kernel that holds a row in registers: from the row's values (the gradient,
-    # the inputs), its per-row values (_r<k>: the forward's reductions and the backward's own) and
-    # every input's gradient (_d<i>). Triton inlines it where it is called, and
-    # drops what a caller does not use.
+    # the inputs), its per-row values (_r<k>: the forward's reductions and the backward's own)
+    # and every input's gradient (_d<i>). Triton inlines it where it is called,
+    # and drops what a caller does not use.
     @triton.jit
     def _softmax_tl_backward_math(_grad, x, cols, mask, BLOCK: tl.constexpr, ACC: tl.constexpr):
         _n = cols
