@@ -224,7 +224,12 @@ from .nodes import Num, RowRef, Var
 #: 63: the Triton ops' grid and block arithmetic on the host in plain integers (_triton_eager.cdiv and
 #:     next_power_of_2): triton.cdiv and triton.next_power_of_2 are constexpr functions, about 1.6 us a call from
 #:     Python, and a rowwise backward with weights made up to ten such calls a step.
-TEMPLATE_VERSION = "63"
+#: 64: a Triton rowwise backward's reductions compute a masked argument's subterms exact, as the mask and the
+#:     gradients do (diff.emit's exact_nodes), instead of a contracted copy beside the exact one: the compiler then
+#:     computes each subterm, and each function of it, once. PTX instructions an element of the one-row backward
+#:     (docs/device/triton_ptx_count.py): seed 81's r07_tl 434 -> 311, r08_tl 270 -> 168; seed 83's r01_tl 381 -> 283,
+#:     r09_tl 348 -> 247; ops without a masked max or min unchanged.
+TEMPLATE_VERSION = "64"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -546,13 +551,17 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
 
     for k in sorted(masked):
         share(stage_args[k])
+    # The other reductions' arguments compute those subterms exact too (diff.emit's exact_nodes): the kernel then
+    # holds one copy of each, which the compiler computes once, and of every function of it (cos(u) in a sum and
+    # in the gradients), where a contracted copy beside the exact one would compute both.
     exact_read = {k: diff.emit(diff.transform(stage_args[k], shared.get), "triton", acc="ACC", exact=True)
                   for k in sorted(masked)}
     # the long kernel's passes over the row (kernelgen.rowplan.pass_forms); an online sum's term computes first
     # the masked arguments its maximum's does not
     passes = rowplan.pass_forms(
         [rowplan.RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(backward.stages, stage_args, strict=True)],
-        [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC"), diff.walk)
+        [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC", exact_nodes=shared),
+        diff.walk)
     for forms in passes:
         forms["before_sum"] = {j: [f"_a{q} = {exact_args[q]}" for q in masks_read(stage_args[j]) if q not in masks_read(stage_args[k])]
                                for j, k in forms["online"].items()}
@@ -576,8 +585,8 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
                                         style, acc="ACC")
         out[style] = {
             "reductions": [
-                {"func": stage.func, "arg": diff.emit(arg, style, acc="ACC"), "canonical": stage.canonical,
-                 "masked": index in masked}
+                {"func": stage.func, "arg": diff.emit(arg, style, acc="ACC", exact_nodes=shared if style == "triton" else ()),
+                 "canonical": stage.canonical, "masked": index in masked}
                 for index, (stage, arg) in enumerate(zip(backward.stages, stage_args, strict=True))
             ],
             "bindings": bindings,

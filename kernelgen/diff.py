@@ -35,7 +35,7 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Union
 
@@ -613,7 +613,7 @@ def as_parsed(tree: Node, like: ParsedExpr, extra_inputs: Iterable[str] = ()) ->
 
 
 def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = "ACC",
-         exact: bool = False) -> str:
+         exact: bool = False, exact_nodes: Collection[Node] = ()) -> str:
     """The text of ``tree`` in ``style`` (``cpp``, ``torch``, ``triton`` or ``canonical``).
 
     Comparisons print as ``(a > b ? acc_t(1.0) : acc_t(0.0))`` (C++), ``(a > b).to(ACC)`` (Triton),
@@ -627,7 +627,11 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
     ``sub_rn``, ``mul_rn`` and ``ipow<N, true>``; ``libdevice.add_rn``, ``sub_rn`` and ``mul_rn``): two copies of
     such an expression in one kernel give the same bits however each is compiled. A mask ``[f == max(f)]``
     needs that. Without it, a copy contracts ``a * b + c`` or not by how its products are used around it,
-    and so does a function's last multiplication with the addition that reads its result."""
+    and so does a function's last multiplication with the addition that reads its result.
+
+    ``exact_nodes`` prints only those subtrees (wherever they occur) as ``exact`` does, the rest as usual: a
+    kernel that computes such a subtree exactly elsewhere then computes the very same operations here, which
+    the compiler merges into one (a function of it, ``cos(f)``, included) instead of computing both."""
     if style not in _STYLES:
         raise ValueError(f"unknown style {style!r}; choose from {', '.join(_STYLES)}")
     holes: list[str] = []
@@ -653,7 +657,7 @@ def emit(tree: Node, style: str = "cpp", *, acc_type: str = "acc_t", acc: str = 
             return hole(f"_r[{node.index}]" if style == "cpp" else f"_r{node.index}")
         if isinstance(node, RowLen):
             return hole(ROW_LENGTH)
-        if exact and style in ("cpp", "triton"):
+        if (exact or node in exact_nodes) and style in ("cpp", "triton"):
             text = _exact_text(node, style, acc_type, acc)
             if text is not None:
                 return hole(text)

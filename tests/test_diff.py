@@ -295,6 +295,19 @@ def test_triton_powers_are_bracketed():
     torch.testing.assert_close(run_torch(emit(tree, "triton"), values), run_torch(emit(tree, "torch"), values))
 
 
+def test_exact_nodes_print_only_those_subtrees_exact():
+    # cos(u) * v + u * w with u = x * y + 1: u is printed with operations the compiler never contracts, wherever it
+    # occurs; the rest (u * w + ..., the product with v) stays plain, free to contract.
+    u = BinOp("+", BinOp("*", Var("x"), Var("y")), Num(1.0))
+    tree = BinOp("+", BinOp("*", Call("cos", (u,)), Var("v")), BinOp("*", u, Var("w")))
+    exact_u = "libdevice.add_rn(libdevice.mul_rn(x, y), tl.full((), 1.0, ACC))"
+    text = emit(tree, "triton", acc="ACC", exact_nodes={u})
+    assert text == f"libdevice.cos({exact_u}) * v + {exact_u} * w"
+    assert emit(tree, "triton", acc="ACC", exact_nodes={u}) != emit(tree, "triton", acc="ACC")
+    assert emit(tree, "cpp", exact_nodes={u}).count("opmath::mul_rn(x, y)") == 2
+    assert emit(tree, "torch", exact_nodes={u}) == emit(tree, "torch")  # PyTorch has no contraction to stop
+
+
 def test_compare_node_emission():
     tree = BinOp("*", Var("g"), Compare(">", BinOp("+", Var("a"), Num(1.0)), Num(0.0)))
     assert emit(tree, "cpp") == "g * (a + acc_t(1.0) > acc_t(0.0) ? acc_t(1.0) : acc_t(0.0))"

@@ -117,6 +117,28 @@ def test_a_masked_arguments_subterms_are_computed_once_and_exact(source, inputs,
         assert op not in gradients and sum(text.count(op) for text in shared.values()) == 1, op
 
 
+def test_the_other_reductions_compute_a_masked_arguments_subterms_as_the_mask_does():
+    # sum(_grad * x * cos(x / (y * y + 1.0)) / (y * y + 1.0)) reads x / (y * y + 1.0), a subterm of the masked min's
+    # argument, which the kernels compute exact (_e2). The sum's argument computes it with the same exact operations,
+    # not contracted: the kernel then holds one copy of it and of cos of it, and the compiler computes each once.
+    import re
+
+    from kernelgen._jinja import rowwise_backward_python
+    source = "x / (y * y + 1.0) * tanh(min(sin(x / (y * y + 1.0) * w) * v)) * cos(x / (y * y + 1.0))"
+    backward = rowwise_backward_python({"names": {}}, source, ["x", "y"], ["w", "v"])
+    shared = dict(backward["exact_bindings"])
+
+    def whole(text: str) -> str:  # every _e<i> replaced by what it computes
+        return re.sub(r"\b_e\d+\b", lambda match: whole(shared[match.group(0)]), text)
+
+    quotient = next(whole(text) for text in shared.values() if whole(text).startswith("x / "))
+    plain = [r["arg"] for k, r in enumerate(backward["triton"]["reductions"]) if k not in backward["masked"]]
+    assert any(f"libdevice.cos({quotient})" in arg for arg in plain)
+    assert not any("y * y" in arg for arg in plain)  # no contracted copy left
+    torch_args = [r["arg"] for r in backward["torch"]["reductions"]]
+    assert any("torch.cos(x / (y * y + 1.0))" in arg for arg in torch_args)  # the CPU reference keeps plain PyTorch
+
+
 def _leaves(node):
     from kernelgen.nodes import Var, collect
     return collect(node, lambda n: n if isinstance(n, Var) else None)
