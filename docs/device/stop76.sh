@@ -18,6 +18,15 @@
 #   fresh83   carry .device/f83: seed 83's CUDA backward suites, then forward+backward against compile (graphed)
 #             at rows of 1024, 4096 and 16384, float32 and bfloat16, one round (COLS, ROUNDS to change), and
 #             memcheck and racecheck over two of its ops
+#   ab64      carry .device/f81v, .device/g81, .device/f83, .device/g83 (g: version 64, generated in this session from
+#             the worktree of cand-saved-stats: a Triton backward's reductions compute a masked argument's subterms
+#             exact, as the mask does, so the compiler computes them once): the changed ops' CUDA backward suites at
+#             version 64 side by side with compile's references prewarmed, then each package's forward+backward
+#             (graphed) against compile, version 63 then 64, seed 81 then 83, rows of 4096 and 16384, and the
+#             two tables compared (ab_compare_bwd.py); memcheck and racecheck over one op of each seed
+# Run in stop 76 (docs/results/stop76/<phase>/): examples, fresh83, then ab64 with OPS83=r01_tl,r09_tl,r03_tl
+# TOOLS="memcheck racecheck" (its seed-81 table was compared here afterwards: the script then named the old file
+# wrongly, since fixed); host was not run (too little device time).
 # Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
 W=${W:-/tmp/kg76}
 . "$(dirname "$0")/stop_common.sh"
@@ -61,5 +70,31 @@ case ${1:-host} in
       timeout 80 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
         $W/f83/rsweep-ops --ops ${SOPS:-r00_tl,r06_tl} --dtypes float32,bfloat16 > "$FINAL_OUT/fresh83_$tool.log" 2>&1
       echo "$tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/fresh83_$tool.log" | tail -1)"
+    done ;;
+  ab64)
+    ops81=${OPS81:-r07_tl,r08_tl,r00_tl}; ops83=${OPS83:-r01_tl,r09_tl}; cols=${COLS:-4096,16384}; t=$(date +%s)
+    for p in f81v g81 f83 g83; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; build $W/$p/rsweep-ops; done
+    for ((i = 0; i < 3; i++)); do
+      python3 docs/device/backward_bench.py $W/g81/rsweep-ops --ops $ops81 --dtypes float32,bfloat16 --cols $cols \
+        --prewarm --part $i/3 > $W/prewarm81_$i.log 2>&1 &
+      python3 docs/device/backward_bench.py $W/g83/rsweep-ops --ops $ops83 --dtypes float32,bfloat16 --cols $cols \
+        --prewarm --part $i/3 > $W/prewarm83_$i.log 2>&1 &
+    done
+    K="cuda and backward" suites cse81 g81 $ops81 ${T:-150} 3 > /dev/null &
+    K="cuda and backward" suites cse83 g83 $ops83 ${T:-150} 2 > /dev/null &
+    wait; cat "$FINAL_OUT"/cse81_tests.txt "$FINAL_OUT"/cse83_tests.txt; echo "suites and prewarm at $(( $(date +%s) - t )) s"
+    for p in f81v:$ops81 g81:$ops81 f83:$ops83 g83:$ops83; do
+      timeout ${TB:-75} python3 docs/device/backward_bench.py $W/${p%%:*}/rsweep-ops --ops ${p#*:} --dtypes float32,bfloat16 \
+        --cols $cols --rounds 1 --graphs --json "$FINAL_OUT/cse_${p%%:*}.json" > "$FINAL_OUT/cse_${p%%:*}.txt" 2>&1
+      echo "${p%%:*} rc=$? at $(( $(date +%s) - t )) s"
+    done
+    for p in f81v:g81 f83:g83; do
+      echo "${p%%:*} -> ${p#*:}, version 63 -> 64:"
+      python3 docs/device/ab_compare_bwd.py "$FINAL_OUT/cse_${p%%:*}.txt" "$FINAL_OUT/cse_${p#*:}.txt" | tail -16
+    done
+    for tool in ${TOOLS:-memcheck}; do
+      timeout 40 compute-sanitizer --tool $tool --error-exitcode 9 python3 docs/device/sanitize_backward.py \
+        $W/g81/rsweep-ops --ops r07_tl --dtypes float32,bfloat16 > "$FINAL_OUT/cse81_$tool.log" 2>&1
+      echo "$tool: rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$FINAL_OUT/cse81_$tool.log" | tail -1)"
     done ;;
 esac
