@@ -18,8 +18,8 @@
 #   fresh83   carry .device/f83: seed 83's CUDA backward suites, then forward+backward against compile (graphed)
 #             at rows of 1024, 4096 and 16384, float32 and bfloat16, one round (COLS, ROUNDS to change), and
 #             memcheck and racecheck over two of its ops
-#   ab64      carry .device/f81v, .device/g81, .device/f83, .device/g83 (g: version 64, generated in this session from
-#             the worktree of cand-saved-stats: a Triton backward's reductions compute a masked argument's subterms
+#   ab64      carry .device/f81v, .device/g81, .device/f83, .device/g83 (g: version 64, generated in this session at
+#             f6aafcc: a Triton backward's reductions compute a masked argument's subterms
 #             exact, as the mask does, so the compiler computes them once): the changed ops' CUDA backward suites at
 #             version 64 side by side with compile's references prewarmed, then each package's forward+backward
 #             (graphed) against compile, version 63 then 64, seed 81 then 83, rows of 4096 and 16384, and the
