@@ -231,7 +231,13 @@ from .nodes import Num, RowRef, Var
 #:     r09_tl 348 -> 247; ops without a masked max or min unchanged. On an H200, forward+backward replayed from CUDA
 #:     graphs at rows of 4096 and 16384: 0.80-1.01 of version 63's time (seed 81's r07_tl, r08_tl, r00_tl; seed 83's
 #:     r01_tl, r09_tl), none slower by 3%; r07_tl bfloat16 4096 from 0.79x of compile to 0.96x.
-TEMPLATE_VERSION = "64"
+#: 65: a Triton rowwise op's eager training path saves the forward's per-row values that its backward reads (a few
+#:     floats a row; _<op>_launch's save, written with SAVE), and the backward's long kernel loads them (KNOWN)
+#:     instead of computing them again: on the rows too long for registers, every drawn op's backward passes over
+#:     the row before its gradients fall to one (from 2-4). The forward computes the arguments of the maxima and
+#:     minima the backward masks exact, as the backward does, so that a saved maximum is the one its mask compares
+#:     with. The registered op (torch.compile's) computes them again, as before.
+TEMPLATE_VERSION = "65"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
@@ -564,7 +570,32 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         [rowplan.RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(backward.stages, stage_args, strict=True)],
         [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC", exact_nodes=shared),
         diff.walk)
-    for forms in passes:
+    # The forward's per-row values the backward reads (stage.forward), which the eager training path saves: the
+    # long kernel loads them (_known) and takes only the passes of the backward's own reductions (pass_forms'
+    # known). A masked one must hold the bits the backward's mask compares with, so the forward computes its
+    # argument exact, as the backward does (forward_exact: the text over the forward's _r<k>). A masked stage
+    # whose argument reads a reduction the forward does not number is not saved.
+    number = {k: stage.forward for k, stage in enumerate(backward.stages) if stage.forward is not None}
+    forward_exact: dict[int, Any] = {}
+    for k in sorted(masked):
+        reads = {node.index for node in diff.walk(stage_args[k]) if isinstance(node, RowRef)}
+        if k in number and reads <= number.keys():
+            forward_exact[number[k]] = diff.transform(
+                stage_args[k], lambda node: RowRef(number[node.index]) if isinstance(node, RowRef) else None)
+    saved = [k for k in number if k not in masked or number[k] in forward_exact]
+    # The forward's reductions and output as its kernels print them, with every subterm of those arguments exact
+    # (diff.emit's exact_nodes): one spelling of each, which the compiler computes once.
+    exact_subterms = {node for tree in forward_exact.values() for node in diff.walk(tree) if not diff.is_leaf(node)}
+    forward_plan = parsed.plan()
+    forward_texts = {
+        "reductions": [diff.emit(stage.arg, "triton", acc="ACC", exact_nodes=exact_subterms) for stage in forward_plan.reductions],
+        "output": diff.emit(forward_plan.output, "triton", acc="ACC", exact_nodes=exact_subterms),
+    } if forward_exact else None
+    known_passes = rowplan.pass_forms(
+        [rowplan.RowStage(stage.func, arg, stage.canonical) for stage, arg in zip(backward.stages, stage_args, strict=True)],
+        [diff.GRAD, *parsed.inputs, *parsed.weights], lambda node: diff.emit(node, "triton", acc="ACC", exact_nodes=shared),
+        diff.walk, known=saved)
+    for forms in passes + known_passes:
         forms["before_sum"] = {j: [f"_a{q} = {exact_args[q]}" for q in masks_read(stage_args[j]) if q not in masks_read(stage_args[k])]
                                for j, k in forms["online"].items()}
     out: dict[str, Any] = {
@@ -581,6 +612,13 @@ def rowwise_backward_python(context: Any, source: str, inputs: list[str], weight
         "exact_bindings": exact_bindings,
         "exact_read": exact_read,
         "long_passes": passes,
+        # the saved per-row values: the backward's stages, in the order of the columns of the forward's _stats, the
+        # forward's reductions they are, and the passes that remain; the forward's texts where it computes a masked
+        # argument exact (None where it computes none)
+        "saved": saved,
+        "saved_forward": [number[k] for k in saved],
+        "known_passes": known_passes,
+        "forward": forward_texts,
     }
     for style in ("triton", "torch"):
         bindings, grads = diff.emit_cse([diff.transform(tree, shared.get) for tree in trees] if style == "triton" else trees,

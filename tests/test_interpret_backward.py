@@ -42,7 +42,8 @@ def test_every_path_matches_the_exact_gradients(package):
     done = run(package)
     assert done.returncode == 0, done.stdout + done.stderr[-2000:]
     line = next(line for line in done.stdout.splitlines() if line.startswith("resrms"))
-    for path in ("rows ok", "rows-staged ok", "rows-staged-only ok", "one ok", "one-staged ok", "long ok"):
+    for path in ("rows ok", "rows-staged ok", "rows-staged-only ok", "one ok", "one-staged ok", "long ok", "long-known ok",
+                 "long-known-fwd ok"):
         assert path in line, line
 
 
@@ -60,3 +61,22 @@ def test_a_planted_error_fails_the_paths_that_run_it(package, tmp_path):
     line = next(line for line in done.stdout.splitlines() if line.startswith("resrms"))
     assert "one FAILED" in line and "one-staged FAILED" in line, line
     assert "long ok" in line, line  # the long rows' gradients come from the weights' kernel, untouched
+
+
+def test_a_wrong_saved_value_fails_only_the_paths_that_load_it(package, tmp_path):
+    """The long kernel's KNOWN build reads what the forward saved, not a value of its own: the first saved value 1% too
+    large fails the paths that load it, and no other."""
+    mutated = tmp_path / "interp-ops"
+    subprocess.run(["cp", "-r", str(package), str(mutated)], check=True)
+    op = mutated / "interp_ops" / "ops" / "resrms.py"
+    text = op.read_text()
+    save = next(line for line in text.splitlines() if "tl.store(_stats_ptr + tl.program_id(0)" in line)
+    saved = save.rstrip(")").rpartition(", ")[2]
+    wrong = save.replace(f", {saved})", f", {saved} * 1.01)")
+    assert wrong != save and text.count(save) == 2  # the register kernel's and the long kernel's
+    op.write_text(text.replace(save, wrong))
+    done = run(mutated)
+    assert done.returncode == 1, done.stdout + done.stderr[-2000:]
+    line = next(line for line in done.stdout.splitlines() if line.startswith("resrms"))
+    assert "long-known FAILED" in line and "long-known-fwd FAILED" in line, line
+    assert "long ok" in line and "one ok" in line, line

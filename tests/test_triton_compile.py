@@ -64,7 +64,7 @@ def _signature(kernel, dtype: str, hints: dict[str, str]) -> tuple[dict[str, str
             constants[name] = hints[name]
         if name in constants:
             signature[name] = "constexpr"
-        elif name in ("_stats_ptr", "partial_ptr") or (name.startswith("_p") and name.endswith("_ptr")):
+        elif name in ("_stats_ptr", "_known_ptr", "partial_ptr") or (name.startswith("_p") and name.endswith("_ptr")):
             signature[name] = "*" + opmath  # the backward's per-row values and partial sums: op-math precision
         elif name.endswith("_ptr"):
             signature[name] = "*" + element
@@ -101,15 +101,21 @@ def _compile_all(kernels) -> list[str]:
             signature, constants = _signature(kernel, dtype, hints)
             # the backward's kernel of one program a row: one row a program (STAGES=1), and pipelined over its rows
             # (STAGES=2), as the launch runs it where one program fills an SM
-            for stages in (1, 2) if "STAGES" in kernel.arg_names else (None,):
-                if stages is not None:
-                    signature["STAGES"], constants["STAGES"] = "constexpr", stages
+            # and the forward's kernels saving the per-row values the backward reads (SAVE) and not, the backward's long
+            # kernel loading them (KNOWN) and not
+            variants = [{"STAGES": 1}, {"STAGES": 2}] if "STAGES" in kernel.arg_names else [{}]
+            for flag in ("SAVE", "KNOWN"):
+                if flag in kernel.arg_names:
+                    variants = [{**v, flag: on} for v in variants for on in (False, True)]
+            for variant in variants:
+                for name, value in variant.items():
+                    signature[name], constants[name] = "constexpr", value
                 try:
                     triton.compile(ASTSource(kernel, signature=signature, constexprs=constants),
                                    target=GPUTarget("cuda", 90, 32), options={"num_warps": 4})
                 except Exception as error:  # every failure is reported, with its kernel and dtype
-                    failures.append(f"{label} ({dtype}{'' if stages is None else f', STAGES={stages}'}): "
-                                    f"{type(error).__name__}: {str(error)[-600:]}")
+                    shown = "".join(f", {name}={value}" for name, value in variant.items())
+                    failures.append(f"{label} ({dtype}{shown}): {type(error).__name__}: {str(error)[-600:]}")
     return failures
 
 

@@ -146,6 +146,9 @@ def _leaves(node):
 
 _DRIVER = """
 kernel = getattr(mod, f"_{op}_long_kernel")
+# An op whose backward reads the forward's per-row values: the forward saves them (SAVE) into a buffer as long as
+# any op needs (rows x 64), and the backward's long kernel runs both with them (KNOWN) and without.
+saves = "SAVE" in kernel.arg_names
 failures = []
 for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
     for case in ("plain", "rising", "special"):
@@ -158,7 +161,11 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
             args[0][2, 7777] = float("nan")
             args[0][3, 123] = float("inf")
         out = torch.full(args[0].shape, float("nan"), dtype=dtype)
-        kernel[(4,)](*args, out, 20000, BLOCK=4096, ACC=acc, **mod._long_forward(dtype)[1])
+        if saves:
+            kernel[(4,)](*args, out, 20000, torch.empty(4 * 64, dtype=dtype), BLOCK=4096, ACC=acc, SAVE=True,
+                         **mod._long_forward(dtype)[1])
+        else:
+            kernel[(4,)](*args, out, 20000, BLOCK=4096, ACC=acc, **mod._long_forward(dtype)[1])
         if case != "special":
             try:
                 suite.assert_matches(out, args)
@@ -182,20 +189,29 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
 shared = importlib.import_module("longrows._triton_rowwise")
 n_in, n_w = len(suite.op.inputs), len(suite.op.weights)
 long_kernel = getattr(mod, f"_{op}_backward_long_kernel")
-for case in ("plain", "rising"):
+known_build = "KNOWN" in long_kernel.arg_names
+assert known_build == saves, "the forward saves per-row values exactly where the backward's long kernel can load them"
+for case in [f"{rows} {known}" for rows in ("plain", "rising") for known in (("recomputed", "known") if saves else ("recomputed",))]:
     args, grad = suite.backward_args((3, 20000), torch.float32, "cpu", seed=41)
-    if case == "rising":
+    if case.startswith("rising"):
         args[0] = args[0] + torch.linspace(0, 40, 20000)
+    extra, flag = [], {}
+    if saves:  # the forward's per-row values, saved by its long kernel
+        known = torch.full((3 * 64,), float("nan"))
+        kernel[(3,)](*args, torch.empty_like(args[0]), 20000, known, BLOCK=4096, ACC=tl.float32, SAVE=True,
+                     **mod._long_forward(torch.float32)[1])
+        extra, flag = [known], {"KNOWN": case.endswith("known")}
     if not n_w:
         dxs = [torch.full_like(args[0], float("nan")) for _ in range(n_in)]
-        long_kernel[(3,)](grad, *args, *dxs, *[1] * n_in, 20000, BLOCK=4096, ACC=tl.float32, KEEP="", STREAM="")
+        long_kernel[(3,)](grad, *args, *dxs, *[1] * n_in, 20000, *extra, BLOCK=4096, ACC=tl.float32, KEEP="", STREAM="",
+                          **flag)
         try:
             suite.assert_gradients_match(dxs, grad, args)
         except AssertionError as err:
             failures.append(f"backward {case}: {str(err)[:200]}")
         continue
     stats = torch.full((3 * 64,), float("nan"))
-    long_kernel[(3,)](grad, *args, stats, 20000, BLOCK=4096, ACC=tl.float32, KEEP="", STREAM="")
+    long_kernel[(3,)](grad, *args, stats, 20000, *extra, BLOCK=4096, ACC=tl.float32, KEEP="", STREAM="", **flag)
     # the weights' kernel at both of its tiles (_triton_rowwise.weight_tile): the wide one, and the narrow one taken
     # where the wide one spills
     for tile_rows, tile_cols, _ in (shared.WEIGHT_TILE, shared.WEIGHT_TILE_NARROW):

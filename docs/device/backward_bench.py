@@ -30,6 +30,9 @@ distribution of the ratios to compile per dtype and the ten worst cells.
     --prewarm --part i/n     compile the references of every n-th op from i (forward and backward, each dtype
                              and shape) and time nothing: n such processes side by side fill Inductor's cache
                              on disk, and the timing run then loads the compiled code (as rowwise_sweep.py's)
+    --registered             with --graphs, also time ours through the registered op (torch.ops.<ns>.<op>, whose
+                             backward computes the forward's per-row values again) replayed from a CUDA graph:
+                             against ours (the eager training path, which saves them), the saved values' worth
 """
 
 from __future__ import annotations
@@ -99,6 +102,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--against", default="vjp,eager,compile", help="the baselines timed (compile always)")
     parser.add_argument("--graphs", action="store_true", help="also time fwd+bwd replayed from CUDA graphs")
     parser.add_argument("--prewarm", action="store_true", help="compile the references, time nothing")
+    parser.add_argument("--registered", action="store_true", help="with --graphs, also time the registered op's fwd+bwd")
     parser.add_argument("--part", default="0/1", help="i/n: every n-th op from the i-th (with --prewarm)")
     args = parser.parse_args(argv)
     against = {"compile", *(name for name in args.against.split(",") if name)}
@@ -168,10 +172,13 @@ def main(argv: list[str] | None = None) -> None:
             compiled(*leaves).backward(g)  # compile forward and backward before timing
             if args.prewarm:
                 continue  # nothing timed: the next cell's tensors replace these
-            best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd", "ours_graph", "compile_graph")}
+            best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd", "ours_graph", "compile_graph",
+                                                  "registered_graph")}
             replays = {}
             if args.graphs:
                 replays = {"ours_graph": graphed(lambda: fwd_bwd(call)), "compile_graph": graphed(lambda: fwd_bwd(compiled))}
+                if args.registered:
+                    replays["registered_graph"] = graphed(lambda: fwd_bwd(overload))
             for _ in range(args.rounds):
                 best["ours"] = min(best["ours"], bench(lambda: fwd_bwd(call)))
                 if "vjp" in against:
@@ -193,13 +200,16 @@ def main(argv: list[str] | None = None) -> None:
                    "vs_vjp": best["vjp"] / best["ours"] if "vjp" in against else None,
                    "vs_eager": best["eager"] / best["ours"] if "eager" in against else None,
                    "bwd_roofline": copy_ms / best["bwd"],
-                   "graph_vs_compile": best["compile_graph"] / best["ours_graph"] if args.graphs else None}
+                   "graph_vs_compile": best["compile_graph"] / best["ours_graph"] if args.graphs else None,
+                   "saved_speedup": best["registered_graph"] / best["ours_graph"] if args.graphs and args.registered else None}
             for key in ("vjp", "eager"):
                 if key not in against:
                     row[f"{key}_ms"] = None
             results.append(row)
             graphs = (f"; graphs: ours {best['ours_graph']:.3f}, compile {best['compile_graph']:.3f} ms, "
                       f"{row['graph_vs_compile']:.2f}x compile" if args.graphs else "")
+            if row["saved_speedup"] is not None:
+                graphs += f"; registered op {best['registered_graph']:.3f} ms (ours {row['saved_speedup']:.2f}x faster)"
             others = "".join(f", {key} {best[key]:.3f}" for key in ("vjp", "eager") if key in against)
             versus = f", {row['vs_vjp']:.2f}x vjp" if "vjp" in against else ""
             print(f"{name:12s} {dtype_name:9s} {shape[-1]:>9d} fwd+bwd ours {best['ours']:.3f} ms{others}, compile "

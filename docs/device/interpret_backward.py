@@ -14,6 +14,9 @@ The paths:
   one           the kernel of one program a row (the rows kernel spills too much), then the weights' kernel
   one-staged    the same, looping over its rows at STAGES=2 (one program an SM)
   long          the long kernel's passes and the weights' kernel (rows longer than _MAX_BACKWARD_BLOCK)
+  long-known    the same, with the per-row values the forward saved (the eager training path: _<op>_launch with
+                save, then the backward with known); its forward holds the row in registers where it fits
+  long-known-fwd  the same at rows longer than _MAX_BLOCK, saved by the forward's long kernel
 Each path's gradients (float32, every argument flagged) are checked with the generated test's own
 assert_gradients_match, against the exact gradients of reference(). The interpreter computes in numpy: this checks
 the kernels' logic and the launch's arguments on expressions nobody tuned for, not their speed nor their bits on a
@@ -26,6 +29,7 @@ import argparse
 import contextlib
 import importlib
 import importlib.util
+import inspect
 import os
 import sys
 import traceback
@@ -33,7 +37,7 @@ from pathlib import Path
 
 os.environ["TRITON_INTERPRET"] = "1"
 
-PATHS = ("rows", "rows-staged", "rows-staged-only", "one", "one-staged", "long")
+PATHS = ("rows", "rows-staged", "rows-staged-only", "one", "one-staged", "long", "long-known", "long-known-fwd")
 
 
 def fake_resident(path: str):
@@ -55,7 +59,7 @@ def fake_resident(path: str):
         if name.endswith("_backward_kernel"):
             if path == "one-staged":
                 return 2, 0
-            if path == "long":
+            if path.startswith("long"):
                 return 2, 100_000
             return 100, 0
         return 100, 0
@@ -125,13 +129,22 @@ def main(argv: list[str] | None = None) -> int:
         for path in PATHS:
             if path.startswith("rows") and not weights:
                 continue
-            cols = mod._MAX_BACKWARD_BLOCK + 3 if path == "long" else args.cols
+            known = path.startswith("long-known")
+            if known and "save" not in inspect.signature(getattr(mod, f"_{op}_launch")).parameters:
+                continue  # the forward saves nothing the backward reads
+            cols = (mod._MAX_BLOCK + 3 if path == "long-known-fwd" else mod._MAX_BACKWARD_BLOCK + 3 if path.startswith("long")
+                    else args.cols)
             shared.resident = fake_resident(path)
             for cache in ("_HELD", "_PIPELINED", "_STAGED", "_ANSWERS"):
                 getattr(shared, cache, {}).clear()
             xs, grad = suite.backward_args((args.rows, cols), torch.float32, "cpu", seed=cols)
             try:
-                grads = launch(grad, *xs, [True] * len(xs), lambda kernel: kernel)
+                if known:
+                    _, stats = getattr(mod, f"_{op}_launch")(*xs, getattr(mod, f"_{op}_kernel"), getattr(mod, f"_{op}_long_kernel"),
+                                                              save=True)
+                    grads = launch(grad, *xs, [True] * len(xs), lambda kernel: kernel, known=stats)
+                else:
+                    grads = launch(grad, *xs, [True] * len(xs), lambda kernel: kernel)
                 suite.assert_gradients_match(grads, grad, xs)
                 verdicts.append(f"{path} ok")
             except Exception as error:  # each path's failure is reported, the others still run

@@ -15,6 +15,8 @@
 #   rest64    carry .device/f81v, .device/g81: version 64's A/B on the seed-81 ops stop 76 did not time (r03_tl,
 #             r04_tl, r06_tl, r09_tl: 3-10% fewer instructions), rows of 4096 and 16384, graphed; then
 #             myteam-ops's softmax_tl file alone (its summary did not come back in stop 76)
+#   saved65   carry .device/f84 (generated at version 65 with --only softmax,layernorm,resrms,r00,...,r09): suites
+#             and forward+backward at rows of 16384 and 65536, the saved values against the registered op's
 #   host      carry .device/f81s, .device/f81v: the host's time a step, version 61 against 63 (stop 76 ran out of
 #             device time for it)
 # Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
@@ -43,6 +45,18 @@ case ${1:-fresh84} in
     example examples/myteam-ops ex_team 16
     (cd $W/ex_team && timeout ${TT:-200} python3 -m pytest -q -p no:cacheprovider -rfE tests/test_softmax_tl.py -m "not large" \
        > "$FINAL_OUT/team_softmax_tl.log" 2>&1; echo "softmax_tl: $(tail -n 1 "$FINAL_OUT/team_softmax_tl.log")") ;;
+  saved65)
+    # Version 65 (the eager training path saves the forward's per-row values; the backward's long kernel loads them)
+    # on seed 84, drawn after it was written, with the examples' softmax and LayerNorm and the issue's resrms:
+    # the suites (the new long-row training test included), then forward+backward replayed from CUDA graphs at the
+    # rows the long kernels take, ours (saving) against the registered op (computing again) and compile.
+    [ -d $W/f84 ] || cp -r .device/f84 $W/f84
+    K="(cuda and (backward or gradcheck)) or training" T=${T:-220} prepared f84 ${OPS:-softmax_tl,layernorm_tl,resrms_tl,$ALL} \
+      float32,bfloat16 ${COLS:-16384,65536}
+    timeout ${TB:-270} python3 docs/device/backward_bench.py $W/f84/rsweep-ops --ops ${BOPS:-$ALL,softmax_tl,layernorm_tl,resrms_tl} \
+      --dtypes float32,bfloat16 --cols ${COLS:-16384,65536} --rounds 1 --against compile --graphs --registered \
+      --json "$FINAL_OUT/saved65.json" > "$FINAL_OUT/saved65.txt" 2>&1; echo "bench rc=$?"
+    grep -E "x compile" "$FINAL_OUT/saved65.txt" | tail -14 | cut -c1-200 ;;
   host)
     for p in f81s f81v; do [ -d .device/$p ] && [ ! -d $W/$p ] && cp -r .device/$p $W/$p; build $W/$p/rsweep-ops; done
     for r in 1 2; do

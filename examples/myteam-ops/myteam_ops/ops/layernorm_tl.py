@@ -76,7 +76,7 @@ def layernorm_tl(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Ten
         if t.layout != torch.strided:
             raise RuntimeError(f"layernorm_tl: {name} must be a dense tensor, got layout {t.layout}")
     if _eager_launch_ok(x, w, b):
-        return _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel)  # see "the eager fast path" below
+        return _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel)[0]  # see "the eager fast path" below
     if _eager_autograd_ok(x, w, b):
         return _LayernormTlAutograd.apply(x, w, b)  # the eager training path, below
     return torch.ops.myteam.layernorm_tl.default(x, w, b)
@@ -137,7 +137,7 @@ if TRITON_AVAILABLE:
         return tl.minimum(lhs, rhs, propagate_nan=tl.PropagateNan.ALL)
 
     @triton.jit
-    def _layernorm_tl_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _layernorm_tl_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, _stats_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr, SAVE: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
@@ -146,6 +146,10 @@ if TRITON_AVAILABLE:
         # Each reduction over the row's lanes; masked lanes hold the reduction's identity.
         _r0 = tl.sum(tl.where(mask, x, 0.0), axis=0) / cols  # mean(x)
         _r1 = tl.sum(tl.where(mask, (x - _r0) * (x - _r0), 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
+        if SAVE:
+            # the per-row values the backward reads, for the eager training path's backward (see the backward)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 0, _r0)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 1, _r1)
         # Weights only the output reads are loaded here, after the reductions: loaded with the row, they
         # would hold registers through every reduction (a LayerNorm at rows of 16384 in bfloat16: 97
         # registers, one 512-thread program per SM, 0.76x of torch.compile; loaded here 63 registers).
@@ -156,8 +160,8 @@ if TRITON_AVAILABLE:
         tl.store(out_ptr + base + offsets, result.to(out_ptr.dtype.element_ty), mask=mask)
 
     @triton.jit
-    def _layernorm_tl_long_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
-                    KEEP: tl.constexpr, STREAM: tl.constexpr):
+    def _layernorm_tl_long_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, _stats_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr, SAVE: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -----
         _acc0 = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
@@ -174,6 +178,10 @@ if TRITON_AVAILABLE:
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
             _acc1 += tl.where(mask, (x - _r0) * (x - _r0), 0.0)
         _r1 = tl.sum(_acc1, axis=0) / cols
+        if SAVE:
+            # the per-row values the backward reads, for the eager training path's backward (see the backward)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 0, _r0)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 1, _r1)
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
@@ -235,13 +243,15 @@ def _layernorm_tl_impl(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> tor
         return _layernorm_tl_cpu(x, w, b)
     if not TRITON_AVAILABLE:
         raise RuntimeError("layernorm_tl: the CUDA implementation needs triton (pip install triton)")
-    return _layernorm_tl_launch(x, w, b, wrap_triton(_layernorm_tl_kernel), wrap_triton(_layernorm_tl_long_kernel))
+    return _layernorm_tl_launch(x, w, b, wrap_triton(_layernorm_tl_kernel), wrap_triton(_layernorm_tl_long_kernel))[0]
 
 
-def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kernel, long_kernel) -> torch.Tensor:
+def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kernel, long_kernel, save: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The CUDA implementation: the checks, then one launch of ``kernel`` (rows in registers) or
     ``long_kernel`` (longer rows), which are the @triton.jit functions themselves on the eager fast
-    path and wrap_triton of them inside the registered op (where torch.compile must see the launch)."""
+    path and wrap_triton of them inside the registered op (where torch.compile must see the launch).
+    Returns the output and, with ``save``, the per-row values the backward reads (rows, 2), in op math
+    (the eager training path saves them for its backward); else None."""
     _check_inputs(x, w, b)
     # Row-major data; the *_contig locals keep any copies alive during the launch.
     x_contig = x.contiguous()
@@ -249,9 +259,11 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
     b_contig = b.contiguous()
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     cols = x.shape[-1]
+    rows = out.numel() // cols if cols else 0
+    stats = torch.empty((rows, 2), dtype=torch.float64 if out.dtype == torch.float64 else torch.float32,
+                        device=out.device) if save else None
     if out.numel() == 0:
-        return out
-    rows = out.numel() // cols
+        return out, stats
     acc = tl.float64 if out.dtype == torch.float64 else tl.float32
     hints = {}
     warps: int | None = None
@@ -263,20 +275,23 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
             # little, and the long kernel where both spill more (_rows_warps), read from the kernel
             # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes,
             # where the row length is a symbol, it keeps 16.
-            warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols],
-                                dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
+            warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols, out.dtype],
+                                dict(BLOCK=block, ACC=acc, num_warps=warps, SAVE=False), x.device, 32)
     if cols > _MAX_BLOCK or warps is None:
         kernel, (block, hints) = long_kernel, _long_forward(out.dtype)
         warps = _forward_warps(block, out.dtype)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
+    # Without save, the kernels' _stats_ptr is out, which SAVE=False never writes.
     if x.device.index == torch.cuda.current_device():
-        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=warps, **hints)
+        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, out if stats is None else stats, BLOCK=block, ACC=acc, num_warps=warps,
+                        SAVE=save, **hints)
     else:
         with torch.cuda.device(x.device):
-            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, BLOCK=block, ACC=acc, num_warps=warps, **hints)
-    return out
+            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, out if stats is None else stats, BLOCK=block, ACC=acc, num_warps=warps,
+                            SAVE=save, **hints)
+    return out, stats
 
 
 # The CPU implementation: the reference, in op-math precision, rounded once.
@@ -293,9 +308,12 @@ def _layernorm_tl_cpu(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torc
 
 # ---- the backward -------------------------------------------------------------------------------
 # layernorm_tl_backward: the gradient of every input asked for and of every weight, from the derivatives kernelgen
-# wrote from the expression (in the kernels and the CPU implementation below). It saves nothing but the
-# arguments: each row's per-row values (the forward's reductions and the backward's own) are computed again
-# from the row, which costs arithmetic, not memory traffic.
+# wrote from the expression (in the kernels and the CPU implementation below). The registered op saves nothing
+# but the arguments: each row's per-row values (the forward's reductions and the backward's own) are computed
+# again from the row, which costs arithmetic, not memory traffic, where the row stays on chip.
+# Rows longer than that are read once more for every pass that computes them, so the eager training path's
+# forward saves the forward's values the backward reads (2 a row, _layernorm_tl_launch's save), and the long
+# kernel loads them (KNOWN) and takes passes only for the backward's own reductions: 1 instead of 2.
 def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool]) -> None:
     # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
     _check_inputs(x, w, b)
@@ -429,42 +447,63 @@ if TRITON_AVAILABLE:
     # use are dropped by the compiler. The passes before the last load the row with KEEP and the last with
     # STREAM, as the forward's (_long_backward says for which dtypes).
     @triton.jit
-    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _stats_ptr, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
-                    KEEP: tl.constexpr, STREAM: tl.constexpr):
+    def _layernorm_tl_backward_long_kernel(_grad_ptr, x_ptr, w_ptr, b_ptr, _stats_ptr, cols, _known_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr, KNOWN: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         base = row * cols
         _n = cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) ---------
-        _acc0 = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
-        _acc2 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            _a0 = x
-            _acc0 += tl.where(mask, _a0, 0.0)
-            _a2 = _grad * w
-            _acc2 += tl.where(mask, _a2, 0.0)
-        _r0 = tl.sum(_acc0, axis=0) / cols
-        _r2 = tl.sum(_acc2, axis=0) / cols
-        _acc1 = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
-        _acc3 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w * (x - mean(x))): lane-wise partials, then one reduction
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
-            w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
-            _a1 = (x - _r0) * (x - _r0)
-            _acc1 += tl.where(mask, _a1, 0.0)
-            _a3 = _grad * w * (x - _r0)
-            _acc3 += tl.where(mask, _a3, 0.0)
-        _r1 = tl.sum(_acc1, axis=0) / cols
-        _r3 = tl.sum(_acc3, axis=0) / cols
+        if KNOWN:
+            # The forward's per-row values, saved by the eager training path's forward (_known, rows x 2): loaded,
+            # not computed again, so that only the backward's own reductions take a pass over the row.
+            _r0 = tl.load(_known_ptr + row * 2 + 0).to(ACC)  # mean(x)
+            _r1 = tl.load(_known_ptr + row * 2 + 1).to(ACC)  # mean((x - mean(x)) ** 2.0)
+            _acc2 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w): lane-wise partials, then one reduction
+            _acc3 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w * (x - mean(x))): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a2 = _grad * w
+                _acc2 += tl.where(mask, _a2, 0.0)
+                _a3 = _grad * w * (x - _r0)
+                _acc3 += tl.where(mask, _a3, 0.0)
+            _r2 = tl.sum(_acc2, axis=0) / cols
+            _r3 = tl.sum(_acc3, axis=0) / cols
+        else:
+            _acc0 = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
+            _acc2 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a0 = x
+                _acc0 += tl.where(mask, _a0, 0.0)
+                _a2 = _grad * w
+                _acc2 += tl.where(mask, _a2, 0.0)
+            _r0 = tl.sum(_acc0, axis=0) / cols
+            _r2 = tl.sum(_acc2, axis=0) / cols
+            _acc1 = tl.full((BLOCK,), 0.0, ACC)  # mean((x - mean(x)) ** 2.0): lane-wise partials, then one reduction
+            _acc3 = tl.full((BLOCK,), 0.0, ACC)  # mean(_grad * w * (x - mean(x))): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=STREAM).to(ACC)
+                w = tl.load(w_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                b = tl.load(b_ptr + offsets, mask=mask, other=0.0).to(ACC)
+                _a1 = (x - _r0) * (x - _r0)
+                _acc1 += tl.where(mask, _a1, 0.0)
+                _a3 = _grad * w * (x - _r0)
+                _acc3 += tl.where(mask, _a3, 0.0)
+            _r1 = tl.sum(_acc1, axis=0) / cols
+            _r3 = tl.sum(_acc3, axis=0) / cols
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
         tl.store(_stats_ptr + row * 4 + 0, _r0)
         tl.store(_stats_ptr + row * 4 + 1, _r1)
@@ -577,10 +616,12 @@ def _layernorm_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, w: torch.T
     return _layernorm_tl_backward_launch(_grad, x, w, b, _needs, wrap_triton)
 
 
-def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool], wrap) -> list[torch.Tensor]:
+def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, _needs: list[bool], wrap,
+                    known: torch.Tensor | None = None) -> list[torch.Tensor]:
     """The CUDA implementation of the backward: the checks, then the launches of wrap(each kernel): wrap_triton
     inside the registered op (where torch.compile must see the launches), the kernel itself on the eager
-    training path (_LayernormTlAutograd below)."""
+    training path (_LayernormTlAutograd below). ``known``: the forward's per-row values, saved by
+    that path's forward (_layernorm_tl_launch's save), which the long kernel loads instead of computing them again."""
     _check_backward_inputs(_grad, x, w, b, _needs)
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
@@ -635,7 +676,8 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
         if long:
             stats = torch.empty((rows, 4), dtype=opmath, device=_grad.device)
             wrap(_layernorm_tl_backward_long_kernel)[(rows,)](
-                _grad_contig, x_contig, w_contig, b_contig, stats, cols, ACC=acc, **_long_backward(_grad.dtype))
+                _grad_contig, x_contig, w_contig, b_contig, stats, cols, stats if known is None else known, ACC=acc,
+                KNOWN=known is not None, **_long_backward(_grad.dtype))
             partials = _weight_grads(_grad_contig, x_contig, w_contig, b_contig, outs, stats, rows, cols, acc, opmath, flags + weight_flags, wrap)
         if not any(_needs[1:]):
             return [g for g, need in zip(outs, _needs) if need]
@@ -729,17 +771,22 @@ class _LayernormTlAutograd(torch.autograd.Function):
     """What autograd records for an eager call of layernorm_tl() that needs gradients, when nothing else
     watches the call (../_triton_eager.py: eager_autograd_ok): the registered op's forward and backward
     (_layernorm_tl_launch, _layernorm_tl_backward_launch), their kernels launched directly. The saved tensors
-    and the gradients are the registered op's; the host time per step is a fraction of it."""
+    and the gradients are the registered op's; the host time per step is a fraction of it. The forward also
+    saves the per-row values the backward reads (2 a row, in op math: 8 bytes a row of float16, bfloat16
+    or float32, 16 of float64), which spares the backward's long kernel the passes over the row that would
+    compute them again; the registered op, which torch.compile traces, computes them again instead."""
 
     @staticmethod
     def forward(ctx, x, w, b):
-        ctx.save_for_backward(x, w, b)
-        return _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel)
+        out, stats = _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel, save=True)
+        ctx.save_for_backward(x, w, b, stats)
+        return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
         needs = list(ctx.needs_input_grad)
-        grads = iter(_layernorm_tl_backward_launch(grad_out, *ctx.saved_tensors, needs, lambda kernel: kernel))
+        *arguments, stats = ctx.saved_tensors
+        grads = iter(_layernorm_tl_backward_launch(grad_out, *arguments, needs, lambda kernel: kernel, known=stats))
         return tuple(next(grads) if need else None for need in needs)
 

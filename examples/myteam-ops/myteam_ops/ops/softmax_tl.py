@@ -67,7 +67,7 @@ def softmax_tl(x: torch.Tensor) -> torch.Tensor:
         if t.layout != torch.strided:
             raise RuntimeError(f"softmax_tl: {name} must be a dense tensor, got layout {t.layout}")
     if _eager_launch_ok(x):
-        return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)  # see "the eager fast path" below
+        return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)[0]  # see "the eager fast path" below
     if _eager_autograd_ok(x):
         return _SoftmaxTlAutograd.apply(x)  # the eager training path, below
     return torch.ops.myteam.softmax_tl.default(x)
@@ -116,7 +116,7 @@ if TRITON_AVAILABLE:
         return tl.minimum(lhs, rhs, propagate_nan=tl.PropagateNan.ALL)
 
     @triton.jit
-    def _softmax_tl_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr, ACC: tl.constexpr):
+    def _softmax_tl_kernel(x_ptr, out_ptr, cols, _stats_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr, SAVE: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
@@ -125,13 +125,17 @@ if TRITON_AVAILABLE:
         # Each reduction over the row's lanes; masked lanes hold the reduction's identity.
         _r0 = tl.reduce(tl.where(mask, x, float("-inf")), 0, _max_nan)  # max(x)
         _r1 = tl.sum(tl.where(mask, tl.exp(x - _r0), 0.0), axis=0)  # sum(exp(x - max(x)))
+        if SAVE:
+            # the per-row values the backward reads, for the eager training path's backward (see the backward)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 0, _r0)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 1, _r1)
         result = tl.exp(x - _r0) / _r1
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
         tl.store(out_ptr + base + offsets, result.to(out_ptr.dtype.element_ty), mask=mask)
 
     @triton.jit
-    def _softmax_tl_long_kernel(x_ptr, out_ptr, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
-                    KEEP: tl.constexpr, STREAM: tl.constexpr):
+    def _softmax_tl_long_kernel(x_ptr, out_ptr, cols, _stats_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr, SAVE: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -----
         _acc0 = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
@@ -151,6 +155,10 @@ if TRITON_AVAILABLE:
             _acc0 = _m
         _r0 = tl.reduce(_acc0, 0, _max_nan)
         _r1 = tl.sum(_acc1 * tl.exp(_acc0 - _r0), axis=0)
+        if SAVE:
+            # the per-row values the backward reads, for the eager training path's backward (see the backward)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 0, _r0)
+            tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 1, _r1)
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
@@ -210,21 +218,25 @@ def _softmax_tl_impl(x: torch.Tensor) -> torch.Tensor:
         return _softmax_tl_cpu(x)
     if not TRITON_AVAILABLE:
         raise RuntimeError("softmax_tl: the CUDA implementation needs triton (pip install triton)")
-    return _softmax_tl_launch(x, wrap_triton(_softmax_tl_kernel), wrap_triton(_softmax_tl_long_kernel))
+    return _softmax_tl_launch(x, wrap_triton(_softmax_tl_kernel), wrap_triton(_softmax_tl_long_kernel))[0]
 
 
-def _softmax_tl_launch(x: torch.Tensor, kernel, long_kernel) -> torch.Tensor:
+def _softmax_tl_launch(x: torch.Tensor, kernel, long_kernel, save: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The CUDA implementation: the checks, then one launch of ``kernel`` (rows in registers) or
     ``long_kernel`` (longer rows), which are the @triton.jit functions themselves on the eager fast
-    path and wrap_triton of them inside the registered op (where torch.compile must see the launch)."""
+    path and wrap_triton of them inside the registered op (where torch.compile must see the launch).
+    Returns the output and, with ``save``, the per-row values the backward reads (rows, 2), in op math
+    (the eager training path saves them for its backward); else None."""
     _check_inputs(x)
     # Row-major data; the *_contig locals keep any copies alive during the launch.
     x_contig = x.contiguous()
     out = torch.empty(x.shape, dtype=x.dtype, device=x.device)
     cols = x.shape[-1]
+    rows = out.numel() // cols if cols else 0
+    stats = torch.empty((rows, 2), dtype=torch.float64 if out.dtype == torch.float64 else torch.float32,
+                        device=out.device) if save else None
     if out.numel() == 0:
-        return out
-    rows = out.numel() // cols
+        return out, stats
     acc = tl.float64 if out.dtype == torch.float64 else tl.float32
     hints = {}
     warps: int | None = None
@@ -236,20 +248,23 @@ def _softmax_tl_launch(x: torch.Tensor, kernel, long_kernel) -> torch.Tensor:
             # little, and the long kernel where both spill more (_rows_warps), read from the kernel
             # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes,
             # where the row length is a symbol, it keeps 16.
-            warps = _rows_warps(_softmax_tl_kernel, [x.dtype, out.dtype, cols],
-                                dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
+            warps = _rows_warps(_softmax_tl_kernel, [x.dtype, out.dtype, cols, out.dtype],
+                                dict(BLOCK=block, ACC=acc, num_warps=warps, SAVE=False), x.device, 32)
     if cols > _MAX_BLOCK or warps is None:
         kernel, (block, hints) = long_kernel, _long_forward(out.dtype)
         warps = _forward_warps(block, out.dtype)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
+    # Without save, the kernels' _stats_ptr is out, which SAVE=False never writes.
     if x.device.index == torch.cuda.current_device():
-        kernel[(rows,)](x_contig, out, cols, BLOCK=block, ACC=acc, num_warps=warps, **hints)
+        kernel[(rows,)](x_contig, out, cols, out if stats is None else stats, BLOCK=block, ACC=acc, num_warps=warps,
+                        SAVE=save, **hints)
     else:
         with torch.cuda.device(x.device):
-            kernel[(rows,)](x_contig, out, cols, BLOCK=block, ACC=acc, num_warps=warps, **hints)
-    return out
+            kernel[(rows,)](x_contig, out, cols, out if stats is None else stats, BLOCK=block, ACC=acc, num_warps=warps,
+                            SAVE=save, **hints)
+    return out, stats
 
 
 # The CPU implementation: the reference, in op-math precision, rounded once.
@@ -266,9 +281,12 @@ def _softmax_tl_cpu(x: torch.Tensor) -> torch.Tensor:
 
 # ---- the backward -------------------------------------------------------------------------------
 # softmax_tl_backward: the gradient of every input asked for, from the derivatives kernelgen
-# wrote from the expression (in the kernels and the CPU implementation below). It saves nothing but the
-# arguments: each row's per-row values (the forward's reductions and the backward's own) are computed again
-# from the row, which costs arithmetic, not memory traffic.
+# wrote from the expression (in the kernels and the CPU implementation below). The registered op saves nothing
+# but the arguments: each row's per-row values (the forward's reductions and the backward's own) are computed
+# again from the row, which costs arithmetic, not memory traffic, where the row stays on chip.
+# Rows longer than that are read once more for every pass that computes them, so the eager training path's
+# forward saves the forward's values the backward reads (2 a row, _softmax_tl_launch's save), and the long
+# kernel loads them (KNOWN) and computes only the backward's own reductions, in as many passes as without them.
 def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> None:
     # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
     _check_inputs(x)
@@ -334,34 +352,49 @@ if TRITON_AVAILABLE:
     # the gradients. Loads that a pass does not use are dropped by the compiler. The passes before the last load
     # the row with KEEP and the last with STREAM, as the forward's (_long_backward says for which dtypes).
     @triton.jit(do_not_specialize=["_need0"])
-    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, BLOCK: tl.constexpr, ACC: tl.constexpr,
-                    KEEP: tl.constexpr, STREAM: tl.constexpr):
+    def _softmax_tl_backward_long_kernel(_grad_ptr, x_ptr, _d0_ptr, _need0, cols, _known_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr, KNOWN: tl.constexpr):
         row = tl.program_id(0).to(tl.int64)
         base = row * cols
         _n = cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) ---------
-        _acc0 = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
-        _acc1 = tl.zeros((BLOCK,), ACC)  # sum(exp(x - max(x))): lane-wise partials at the lane's running maximum
-        _acc2 = tl.zeros((BLOCK,), ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials at the lane's running maximum
-        for start in range(0, cols, BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            mask = offsets < cols
-            _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
-            _a0 = x
-            # max(x) and, in the same pass, sum(exp(x - max(x))), sum(_grad * exp(x - max(x))):
-            # each lane adds its terms at its own running maximum _m, and rescales what it has added by
-            # exp(old - new) when _m grows (the online softmax: no pass of their own after the maximum).
-            # A lane that has seen only -inf adds 0 times the rest of the term, as the exact sum does.
-            _f = tl.where(mask, _a0, -float("inf"))
-            _m = _max_nan(_acc0, _f)
-            _scale = tl.where(_m == -float("inf"), 1.0, tl.exp(_acc0 - _m))
-            _acc1 = _acc1 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0, tl.exp(_f - _m)), 0.0)
-            _acc2 = _acc2 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0 * (_grad), tl.exp(_f - _m) * (_grad)), 0.0)
-            _acc0 = _m
-        _r0 = tl.reduce(_acc0, 0, _max_nan)
-        _r1 = tl.sum(_acc1 * tl.exp(_acc0 - _r0), axis=0)
-        _r2 = tl.sum(_acc2 * tl.exp(_acc0 - _r0), axis=0)
+        if KNOWN:
+            # The forward's per-row values, saved by the eager training path's forward (_known, rows x 2): loaded,
+            # not computed again, so that only the backward's own reductions take a pass over the row.
+            _r0 = tl.load(_known_ptr + row * 2 + 0).to(ACC)  # max(x)
+            _r1 = tl.load(_known_ptr + row * 2 + 1).to(ACC)  # sum(exp(x - max(x)))
+            _acc2 = tl.full((BLOCK,), 0.0, ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials, then one reduction
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+                _a2 = _grad * tl.exp(x - _r0)
+                _acc2 += tl.where(mask, _a2, 0.0)
+            _r2 = tl.sum(_acc2, axis=0)
+        else:
+            _acc0 = tl.full((BLOCK,), float("-inf"), ACC)  # max(x): lane-wise partials, then one reduction
+            _acc1 = tl.zeros((BLOCK,), ACC)  # sum(exp(x - max(x))): lane-wise partials at the lane's running maximum
+            _acc2 = tl.zeros((BLOCK,), ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials at the lane's running maximum
+            for start in range(0, cols, BLOCK):
+                offsets = start + tl.arange(0, BLOCK)
+                mask = offsets < cols
+                _grad = tl.load(_grad_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+                x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
+                _a0 = x
+                # max(x) and, in the same pass, sum(exp(x - max(x))), sum(_grad * exp(x - max(x))):
+                # each lane adds its terms at its own running maximum _m, and rescales what it has added by
+                # exp(old - new) when _m grows (the online softmax: no pass of their own after the maximum).
+                # A lane that has seen only -inf adds 0 times the rest of the term, as the exact sum does.
+                _f = tl.where(mask, _a0, -float("inf"))
+                _m = _max_nan(_acc0, _f)
+                _scale = tl.where(_m == -float("inf"), 1.0, tl.exp(_acc0 - _m))
+                _acc1 = _acc1 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0, tl.exp(_f - _m)), 0.0)
+                _acc2 = _acc2 * _scale + tl.where(mask, tl.where(_m == -float("inf"), 0.0 * (_grad), tl.exp(_f - _m) * (_grad)), 0.0)
+                _acc0 = _m
+            _r0 = tl.reduce(_acc0, 0, _max_nan)
+            _r1 = tl.sum(_acc1 * tl.exp(_acc0 - _r0), axis=0)
+            _r2 = tl.sum(_acc2 * tl.exp(_acc0 - _r0), axis=0)
         for start in range(0, cols, BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             mask = offsets < cols
@@ -411,10 +444,12 @@ def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list
     return _softmax_tl_backward_launch(_grad, x, _needs, wrap_triton)
 
 
-def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], wrap) -> list[torch.Tensor]:
+def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], wrap,
+                    known: torch.Tensor | None = None) -> list[torch.Tensor]:
     """The CUDA implementation of the backward: the checks, then the launches of wrap(each kernel): wrap_triton
     inside the registered op (where torch.compile must see the launches), the kernel itself on the eager
-    training path (_SoftmaxTlAutograd below)."""
+    training path (_SoftmaxTlAutograd below). ``known``: the forward's per-row values, saved by
+    that path's forward (_softmax_tl_launch's save), which the long kernel loads instead of computing them again."""
     _check_backward_inputs(_grad, x, _needs)
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
@@ -446,7 +481,8 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
                     _grad_contig, x_contig, *outs, *flags, rows, cols, STAGES=stages, **launch)
         if long:
             wrap(_softmax_tl_backward_long_kernel)[(rows,)](
-                _grad_contig, x_contig, *outs, *flags, cols, ACC=acc, **_long_backward(_grad.dtype))
+                _grad_contig, x_contig, *outs, *flags, cols, _grad_contig if known is None else known, ACC=acc,
+                KNOWN=known is not None, **_long_backward(_grad.dtype))
     return [g for g, need in zip(outs, _needs) if need]
 
 
@@ -526,17 +562,22 @@ class _SoftmaxTlAutograd(torch.autograd.Function):
     """What autograd records for an eager call of softmax_tl() that needs gradients, when nothing else
     watches the call (../_triton_eager.py: eager_autograd_ok): the registered op's forward and backward
     (_softmax_tl_launch, _softmax_tl_backward_launch), their kernels launched directly. The saved tensors
-    and the gradients are the registered op's; the host time per step is a fraction of it."""
+    and the gradients are the registered op's; the host time per step is a fraction of it. The forward also
+    saves the per-row values the backward reads (2 a row, in op math: 8 bytes a row of float16, bfloat16
+    or float32, 16 of float64), which spares the backward's long kernel the passes over the row that would
+    compute them again; the registered op, which torch.compile traces, computes them again instead."""
 
     @staticmethod
     def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)
+        out, stats = _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel, save=True)
+        ctx.save_for_backward(x, stats)
+        return out
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
         needs = list(ctx.needs_input_grad)
-        grads = iter(_softmax_tl_backward_launch(grad_out, *ctx.saved_tensors, needs, lambda kernel: kernel))
+        *arguments, stats = ctx.saved_tensors
+        grads = iter(_softmax_tl_backward_launch(grad_out, *arguments, needs, lambda kernel: kernel, known=stats))
         return tuple(next(grads) if need else None for need in needs)
 

@@ -8,6 +8,7 @@ RowwiseSuite)``.
 from __future__ import annotations
 
 import importlib
+import inspect
 
 import pytest
 import torch
@@ -96,3 +97,25 @@ class TritonEagerChecks:
                 assert torch.equal(g, e)
         with torch.device("cuda"):  # a TorchFunctionMode: the registered op
             assert not module._eager_autograd_ok(*leaves)
+
+    @requires_cuda
+    @pytest.mark.parametrize("cols", ["backward", "forward"])
+    def test_eager_training_path_at_long_rows_matches_the_exact_gradients(self, dtype, cols):
+        """At rows longer than the backward holds in registers, the training path's forward saves its per-row values
+        and the backward's long kernel loads them instead of computing them again (where the op saves any): its
+        gradients, every argument's, within their error bounds of the exact ones. "backward": rows just past what
+        the backward holds in registers, the forward's in registers; "forward": just past what the forward holds,
+        saved by the forward's long kernel."""
+        module = self._ops_module()
+        launch = getattr(module, f"_{self.op.name}_launch", None)
+        if self.op.backward is None or launch is None or "save" not in inspect.signature(launch).parameters:
+            pytest.skip(f"{self.op.name}'s forward saves no per-row values for its backward")
+        self._needs_a_wider_reference(dtype)
+        length = (module._MAX_BACKWARD_BLOCK if cols == "backward" else module._MAX_BLOCK) + 3
+        args, grad = self.backward_args((3, length), dtype, "cuda", seed=37)
+        leaves = [t.detach().requires_grad_() for t in args]
+        (function,) = [v for v in vars(module).values() if isinstance(v, type) and issubclass(v, torch.autograd.Function)
+                       and v.__module__ == module.__name__]
+        out = self.op.call(*leaves)
+        assert out.grad_fn._forward_cls is function, f"the training path was not taken: {out.grad_fn}"
+        self.assert_gradients_match(torch.autograd.grad(out, leaves, grad), grad, args)
