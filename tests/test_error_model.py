@@ -742,8 +742,11 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
     for args, kernel, block, n in cases:
         out = torch.full(args[0].shape, float("nan"), dtype=dtype)
         hints = mod._long_forward(dtype)[1] if kernel is getattr(mod, "_rw_tl_long_kernel", None) else {}
-        kernel[(triton.cdiv(args[0].numel(), block) if op == "ew_tl" else args[0].shape[0],)](*args, out, n, BLOCK=block, ACC=acc,
-                                                                                            **hints)
+        # a rowwise op whose backward reads the forward's per-row values takes where to save them (out: never written
+        # without SAVE)
+        saving = {"SAVE": False} if "SAVE" in kernel.arg_names else {}
+        kernel[(triton.cdiv(args[0].numel(), block) if op == "ew_tl" else args[0].shape[0],)](
+            *args, out, n, *([out] if saving else []), BLOCK=block, ACC=acc, **saving, **hints)
         try:
             suite.assert_matches(out, args)
         except AssertionError as err:
@@ -779,7 +782,9 @@ for dtype, acc in ((torch.float32, tl.float32),):
                 if not all(torch.allclose(a, b, rtol=0, atol=0, equal_nan=True) for a, b in zip(staged, (dx, stats))):
                     caught.append(f"backward kernel at STAGES=2 cols={cols} {dtype}: not the bits of STAGES=1")
             else:
-                kernel[(3,)](grad, *args, stats, cols, ACC=acc, **hints)
+                # computing the forward's per-row values again, as the registered op's backward does
+                known = {"KNOWN": False} if "KNOWN" in kernel.arg_names else {}
+                kernel[(3,)](grad, *args, stats, cols, *([stats] if known else []), ACC=acc, **known, **hints)
             partials = [torch.full((2, cols), nan, dtype=dtype) for _ in range(2)]  # two splits: rows 0-1 and row 2
             flags = [int(kernel is not mod._rw_tl_backward_kernel), 1, 1]
             mod._rw_tl_weight_grad_kernel[(triton.cdiv(cols, 64), 2)](grad, *args, dx, stats, *partials, *flags, 3, cols, 2,
