@@ -64,10 +64,13 @@ def compile_sm90(triton, tl, kernel, block: int, dtype: str, warps: int, stages:
     attrs = {}
     if "STAGES" in kernel.arg_names:
         constexprs["STAGES"] = stages or 1  # ASTSource takes no default: unstaged, one program a row
+    for flag in ("SAVE", "KNOWN"):  # the forward saving its per-row values, the long backward loading them: as registered
+        if flag in kernel.arg_names:
+            constexprs[flag] = False
     if stages and "STAGES" in kernel.arg_names:
         attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
                  if a.endswith("_ptr") or a in ("rows", "cols")}
-    signature = {a: "constexpr" if a in constexprs else "*fp32" if a == "_stats_ptr" or re.fullmatch(r"_p\d+_ptr", a)
+    signature = {a: "constexpr" if a in constexprs else "*fp32" if a in ("_stats_ptr", "_known_ptr") or re.fullmatch(r"_p\d+_ptr", a)
                  else f"*{dtype}" if a.endswith("_ptr") else "i32" for a in kernel.arg_names}
     return triton.compile(ASTSource(kernel, signature=signature, constexprs=constexprs, attrs=attrs),
                           target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
