@@ -742,11 +742,11 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
     for args, kernel, block, n in cases:
         out = torch.full(args[0].shape, float("nan"), dtype=dtype)
         hints = mod._long_forward(dtype)[1] if kernel is getattr(mod, "_rw_tl_long_kernel", None) else {}
-        # a rowwise op whose backward reads the forward's per-row values takes where to save them (out: never written
-        # without SAVE)
-        saving = {"SAVE": False} if "SAVE" in kernel.arg_names else {}
+        # a rowwise op whose backward reads the forward's per-row values takes where to save them and whether to (out
+        # and 0: not saved)
+        saving = [out, 0] if "_save" in kernel.arg_names else []
         kernel[(triton.cdiv(args[0].numel(), block) if op == "ew_tl" else args[0].shape[0],)](
-            *args, out, n, *([out] if saving else []), BLOCK=block, ACC=acc, **saving, **hints)
+            *args, out, n, *saving, BLOCK=block, ACC=acc, **hints)
         try:
             suite.assert_matches(out, args)
         except AssertionError as err:

@@ -160,8 +160,8 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
         weight = torch.randn(cols, dtype=dtype)
         out = torch.full_like(x, float("nan"))
         hints = gate_tl._long_forward(dtype)[1] if kernel is gate_tl._gate_tl_long_kernel else {}
-        saving = {"SAVE": False} if "SAVE" in kernel.arg_names else {}  # the per-row values its backward reads
-        kernel[(3,)](x, mask, weight, out, cols, *([out] if saving else []), BLOCK=block, ACC=acc, **saving, **hints)
+        saving = [out, 0] if "_save" in kernel.arg_names else []  # where to save the per-row values its backward reads
+        kernel[(3,)](x, mask, weight, out, cols, *saving, BLOCK=block, ACC=acc, **hints)
         if not torch.allclose(out, gate_tl.reference(x, mask, weight)):
             failures.append(f"gate_tl {dtype} cols={cols}")
 print("ok" if not failures else "FAILED " + ", ".join(failures))

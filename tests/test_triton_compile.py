@@ -101,12 +101,10 @@ def _compile_all(kernels) -> list[str]:
             signature, constants = _signature(kernel, dtype, hints)
             # the backward's kernel of one program a row: one row a program (STAGES=1), and pipelined over its rows
             # (STAGES=2), as the launch runs it where one program fills an SM
-            # and the forward's kernels saving the per-row values the backward reads (SAVE) and not, the backward's long
-            # kernel loading them (KNOWN) and not
+            # and the backward's long kernel loading the per-row values the forward saved (KNOWN) and not
             variants = [{"STAGES": 1}, {"STAGES": 2}] if "STAGES" in kernel.arg_names else [{}]
-            for flag in ("SAVE", "KNOWN"):
-                if flag in kernel.arg_names:
-                    variants = [{**v, flag: on} for v in variants for on in (False, True)]
+            if "KNOWN" in kernel.arg_names:
+                variants = [{**v, "KNOWN": on} for v in variants for on in (False, True)]
             for variant in variants:
                 for name, value in variant.items():
                     signature[name], constants[name] = "constexpr", value

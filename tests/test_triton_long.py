@@ -146,9 +146,9 @@ def _leaves(node):
 
 _DRIVER = """
 kernel = getattr(mod, f"_{op}_long_kernel")
-# An op whose backward reads the forward's per-row values: the forward saves them (SAVE) into a buffer as long as
-# any op needs (rows x 64), and the backward's long kernel runs both with them (KNOWN) and without.
-saves = "SAVE" in kernel.arg_names
+# An op whose backward reads the forward's per-row values: the forward saves them (_save 1) into a buffer as long
+# as any op needs (rows x 64), and the backward's long kernel runs both with them (KNOWN) and without.
+saves = "_save" in kernel.arg_names
 failures = []
 for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
     for case in ("plain", "rising", "special"):
@@ -162,7 +162,7 @@ for dtype, acc in ((torch.float32, tl.float32), (torch.float64, tl.float64)):
             args[0][3, 123] = float("inf")
         out = torch.full(args[0].shape, float("nan"), dtype=dtype)
         if saves:
-            kernel[(4,)](*args, out, 20000, torch.empty(4 * 64, dtype=dtype), BLOCK=4096, ACC=acc, SAVE=True,
+            kernel[(4,)](*args, out, 20000, torch.empty(4 * 64, dtype=dtype), 1, BLOCK=4096, ACC=acc,
                          **mod._long_forward(dtype)[1])
         else:
             kernel[(4,)](*args, out, 20000, BLOCK=4096, ACC=acc, **mod._long_forward(dtype)[1])
@@ -198,7 +198,7 @@ for case in [f"{rows} {known}" for rows in ("plain", "rising") for known in (("r
     extra, flag = [], {}
     if saves:  # the forward's per-row values, saved by its long kernel
         known = torch.full((3 * 64,), float("nan"))
-        kernel[(3,)](*args, torch.empty_like(args[0]), 20000, known, BLOCK=4096, ACC=tl.float32, SAVE=True,
+        kernel[(3,)](*args, torch.empty_like(args[0]), 20000, known, 1, BLOCK=4096, ACC=tl.float32,
                      **mod._long_forward(torch.float32)[1])
         extra, flag = [known], {"KNOWN": case.endswith("known")}
     if not n_w:

@@ -7,8 +7,9 @@
 For every op with a generated backward and each of its dtypes it calls <op>_backward with every gradient
 asked for, and with the inputs' only, on shapes that reach each kernel: rows of one warp (several rows
 per block), of several warps, of 1024 threads, rows longer than the register kernel takes, more rows than
-the GPU has row slots, a row length that defeats 16-byte vectors, and misaligned views. An elementwise op
-gets flat sizes around its vector width. It checks nothing itself: the sanitizer reports, and the exit
+the GPU has row slots, a row length that defeats 16-byte vectors, and misaligned views; at rows past a Triton
+op's backward register limit, also its eager training path (the long kernel loading the per-row values the
+forward saved). An elementwise op gets flat sizes around its vector width. It checks nothing itself: the sanitizer reports, and the exit
 status says whether any call raised.
 """
 
@@ -69,6 +70,12 @@ def main(argv: list[str] | None = None) -> None:
                 views = [torch.cat([t.new_zeros(1), t.flatten()])[1:].view(t.shape) for t in xs]
                 backward(views[0], *views[1:], [True] * n_args)
                 calls += 1
+                if kind == "rowwise" and shape[-1] > getattr(module, "_MAX_BACKWARD_BLOCK", 1 << 62):
+                    # the eager training path: a Triton op's forward saves its per-row values, and the long kernel
+                    # loads them (KNOWN)
+                    leaves = [t.detach().requires_grad_() for t in rest]
+                    getattr(package, name)(*leaves).backward(g)
+                    calls += 1
         torch.cuda.synchronize()
         print(f"{name}: backward calls done", flush=True)
     print(f"{calls} backward calls", flush=True)

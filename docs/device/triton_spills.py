@@ -64,9 +64,8 @@ def compile_sm90(triton, tl, kernel, block: int, dtype: str, warps: int, stages:
     attrs = {}
     if "STAGES" in kernel.arg_names:
         constexprs["STAGES"] = stages or 1  # ASTSource takes no default: unstaged, one program a row
-    for flag in ("SAVE", "KNOWN"):  # the forward saving its per-row values, the long backward loading them: as registered
-        if flag in kernel.arg_names:
-            constexprs[flag] = False
+    if "KNOWN" in kernel.arg_names:  # the long backward computing the forward's per-row values, as registered
+        constexprs["KNOWN"] = False
     if stages and "STAGES" in kernel.arg_names:
         attrs = {(i,): [["tt.divisibility", 16]] for i, a in enumerate(kernel.arg_names)
                  if a.endswith("_ptr") or a in ("rows", "cols")}

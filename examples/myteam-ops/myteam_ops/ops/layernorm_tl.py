@@ -136,8 +136,8 @@ if TRITON_AVAILABLE:
     def _min_nan(lhs, rhs):
         return tl.minimum(lhs, rhs, propagate_nan=tl.PropagateNan.ALL)
 
-    @triton.jit
-    def _layernorm_tl_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, _stats_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr, SAVE: tl.constexpr):
+    @triton.jit(do_not_specialize=["_save"])
+    def _layernorm_tl_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, _stats_ptr, _save, BLOCK: tl.constexpr, ACC: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         offsets = tl.arange(0, BLOCK)
         mask = offsets < cols
@@ -146,8 +146,9 @@ if TRITON_AVAILABLE:
         # Each reduction over the row's lanes; masked lanes hold the reduction's identity.
         _r0 = tl.sum(tl.where(mask, x, 0.0), axis=0) / cols  # mean(x)
         _r1 = tl.sum(tl.where(mask, (x - _r0) * (x - _r0), 0.0), axis=0) / cols  # mean((x - mean(x)) ** 2.0)
-        if SAVE:
-            # the per-row values the backward reads, for the eager training path's backward (see the backward)
+        if _save != 0:
+            # The per-row values the backward reads, for the eager training path's backward (see the backward).
+            # _save is a run-time flag, never a compile-time constant: the output's bits are the same either way.
             tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 0, _r0)
             tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 1, _r1)
         # Weights only the output reads are loaded here, after the reductions: loaded with the row, they
@@ -159,9 +160,9 @@ if TRITON_AVAILABLE:
         # ---- end of EDIT HERE ---------------------------------------------------------------------------
         tl.store(out_ptr + base + offsets, result.to(out_ptr.dtype.element_ty), mask=mask)
 
-    @triton.jit
-    def _layernorm_tl_long_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, _stats_ptr, BLOCK: tl.constexpr, ACC: tl.constexpr,
-                    KEEP: tl.constexpr, STREAM: tl.constexpr, SAVE: tl.constexpr):
+    @triton.jit(do_not_specialize=["_save"])
+    def _layernorm_tl_long_kernel(x_ptr, w_ptr, b_ptr, out_ptr, cols, _stats_ptr, _save, BLOCK: tl.constexpr, ACC: tl.constexpr,
+                    KEEP: tl.constexpr, STREAM: tl.constexpr):
         base = tl.program_id(0).to(tl.int64) * cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) -----
         _acc0 = tl.full((BLOCK,), 0.0, ACC)  # mean(x): lane-wise partials, then one reduction
@@ -178,8 +179,9 @@ if TRITON_AVAILABLE:
             x = tl.load(x_ptr + base + offsets, mask=mask, other=0.0, eviction_policy=KEEP).to(ACC)
             _acc1 += tl.where(mask, (x - _r0) * (x - _r0), 0.0)
         _r1 = tl.sum(_acc1, axis=0) / cols
-        if SAVE:
-            # the per-row values the backward reads, for the eager training path's backward (see the backward)
+        if _save != 0:
+            # The per-row values the backward reads, for the eager training path's backward (see the backward).
+            # _save is a run-time flag, never a compile-time constant: the output's bits are the same either way.
             tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 0, _r0)
             tl.store(_stats_ptr + tl.program_id(0).to(tl.int64) * 2 + 1, _r1)
         for start in range(0, cols, BLOCK):
@@ -275,22 +277,22 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
             # little, and the long kernel where both spill more (_rows_warps), read from the kernel
             # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes,
             # where the row length is a symbol, it keeps 16.
-            warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols, out.dtype],
-                                dict(BLOCK=block, ACC=acc, num_warps=warps, SAVE=False), x.device, 32)
+            warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols, out.dtype, 0],
+                                dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
     if cols > _MAX_BLOCK or warps is None:
         kernel, (block, hints) = long_kernel, _long_forward(out.dtype)
         warps = _forward_warps(block, out.dtype)
     # The inputs' GPU must be current: Triton launches on the current device, on its current stream
     # (the caller's stream, so CUDA graphs and side streams work). Switching only when needed saves
     # host time, which is what bounds a launch of a few microseconds of work.
-    # Without save, the kernels' _stats_ptr is out, which SAVE=False never writes.
+    # Without save, the kernels' _stats_ptr is out, which they never write with _save 0.
     if x.device.index == torch.cuda.current_device():
-        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, out if stats is None else stats, BLOCK=block, ACC=acc, num_warps=warps,
-                        SAVE=save, **hints)
+        kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, out if stats is None else stats, int(save), BLOCK=block, ACC=acc,
+                        num_warps=warps, **hints)
     else:
         with torch.cuda.device(x.device):
-            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, out if stats is None else stats, BLOCK=block, ACC=acc, num_warps=warps,
-                            SAVE=save, **hints)
+            kernel[(rows,)](x_contig, w_contig, b_contig, out, cols, out if stats is None else stats, int(save), BLOCK=block, ACC=acc,
+                            num_warps=warps, **hints)
     return out, stats
 
 
