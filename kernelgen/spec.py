@@ -638,6 +638,12 @@ class OpSpec:
 #: Module names at the top of a generated package that an op module or export must not shadow.
 PACKAGE_MEMBERS = frozenset(["ops", "csrc", "reference", "testing", "with_cuda"])
 
+#: What an op registers besides itself, as torch.ops.<namespace>.<op><suffix>: its backward op, a rowwise Triton
+#: op's training forward (the output and the per-row values its backward reads) and a matmul's (the output and
+#: the accumulator). Two ops of a package must not register one name: the later registration would replace or
+#: clash with the earlier one at import.
+REGISTERED_SUFFIXES = ("", "_backward", "_train", "_with_acc")
+
 
 @dataclass(frozen=True)
 class PackageSpec:
@@ -704,6 +710,12 @@ class PackageSpec:
             if other.op_name == op.op_name:
                 same = "" if other.op_name == op.name else f" ({op.name!r} and {other.op_name!r} are the same identifier)"
                 raise SpecError(f"the package {self.package!r} already has an op {op.op_name!r}{same}", "op_name")
+            registered = {op.op_name + a for a in REGISTERED_SUFFIXES} & {other.op_name + b for b in REGISTERED_SUFFIXES}
+            if registered:
+                name = sorted(registered)[0]
+                raise SpecError(f"op {op.op_name!r} and op {other.op_name!r} could both register "
+                                f"torch.ops.{self.namespace}.{name} (an op registers <op>{', <op>'.join(REGISTERED_SUFFIXES[1:])}); "
+                                "choose another name", "op_name")
             clash = other.source_basenames() & op.source_basenames()
             if clash:
                 raise SpecError(

@@ -91,6 +91,8 @@ def test_add_follows_the_package_abi(tmp_path):
     (["gelu", "--inputs", "x", "--expr", "x", "--abi", "full"], "--abi: the package is built on the stable ABI"),
     (["gelu", "--inputs", "x", "--expr", "x", "--abi", "none"], "Invalid value for '--abi'"),
     (["ops", "--inputs", "x", "--expr", "x"], "reserved"),
+    (["muladd_backward", "--inputs", "x", "--expr", "x"], "could both register torch.ops.team.muladd_backward"),
+    (["muladd_train", "--inputs", "x", "--expr", "x"], "could both register torch.ops.team.muladd_train"),
 ])
 def test_failed_add_exits_2_and_leaves_the_package_byte_for_byte(lib, args, message):
     before = tree(lib)
@@ -106,6 +108,20 @@ def test_add_refuses_the_hyphen_twin_of_an_op(lib):
     before = tree(lib)
     result = invoke("add", "foo-bar", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib))
     assert result.exit_code == 2 and "already has an op 'foo_bar'" in result.output
+    assert tree(lib) == before
+
+
+def test_add_refuses_an_op_whose_registered_names_another_op_takes(lib):
+    # An op named like another's backward op, or the other way round: one of them would replace the other's
+    # registration at import (softmax's gradient computed by an op that is not its backward).
+    assert invoke("add", "norm_train", "--inputs", "x", "--expr", "x", "--defaults", "--package", str(lib)).exit_code == 0
+    before = tree(lib)
+    result = invoke("add", "norm", "--kind", "rowwise", "--inputs", "x", "--expr", "x - max(x)", "--defaults",
+                    "--package", str(lib))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.output.strip().splitlines()[-1].endswith(
+        "op 'norm' and op 'norm_train' could both register torch.ops.team.norm_train (an op registers <op>_backward, "
+        "<op>_train, <op>_with_acc); choose another name")
     assert tree(lib) == before
 
 
