@@ -240,7 +240,10 @@ from .nodes import Num, RowRef, Var
 #:     constexpr, which changed float32 LayerNorm's output by an ulp; now a run-time argument), forward+backward from
 #:     CUDA graphs at 2^26 elements: seed 84's r02_tl, r05_tl, r07_tl 1.04-1.36x faster than computing them again at
 #:     rows of 16384 and 65536, LayerNorm 1.17-1.21x at 65536, softmax unchanged.
-TEMPLATE_VERSION = "65"
+#: 66: a Triton rowwise op whose forward saves per-row values registers <op>_train (the output and those values),
+#:     which the public function calls where autograd records the call through the dispatcher (torch.compile, a
+#:     mode), and <op>_backward takes them as Tensor? _known: the saved values serve compiled training too.
+TEMPLATE_VERSION = "66"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -33,6 +33,9 @@ distribution of the ratios to compile per dtype and the ten worst cells.
     --registered             with --graphs, also time ours through the registered op (torch.ops.<ns>.<op>, whose
                              backward computes the forward's per-row values again) replayed from a CUDA graph:
                              against ours (the eager training path, which saves them), the saved values' worth
+    --compiled-ours          with --graphs, also time ours inside torch.compile, replayed from a CUDA graph: the
+                             public function (which records <op>_train, saving the per-row values) and the
+                             registered op (computing them again), the saved values' worth under compile
 """
 
 from __future__ import annotations
@@ -103,6 +106,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--graphs", action="store_true", help="also time fwd+bwd replayed from CUDA graphs")
     parser.add_argument("--prewarm", action="store_true", help="compile the references, time nothing")
     parser.add_argument("--registered", action="store_true", help="with --graphs, also time the registered op's fwd+bwd")
+    parser.add_argument("--compiled-ours", action="store_true",
+                        help="with --graphs, also time ours inside torch.compile (the public function and the registered op)")
     parser.add_argument("--part", default="0/1", help="i/n: every n-th op from the i-th (with --prewarm)")
     args = parser.parse_args(argv)
     against = {"compile", *(name for name in args.against.split(",") if name)}
@@ -152,6 +157,8 @@ def main(argv: list[str] | None = None) -> None:
         kind, n_weights = kinds.get(name, ("elementwise", 0))
         n_inputs = n_args - n_weights
         compiled = torch.compile(module.reference, dynamic=False)
+        ours_compiled = torch.compile(call, dynamic=False) if args.compiled_ours else None
+        registered_compiled = torch.compile(overload, dynamic=False) if args.compiled_ours else None
 
         via_vjp = _vjp_function(torch, overload, module)
         shapes = [(args.size,)] if kind != "rowwise" else [(args.size // c, c) for c in map(int, args.cols.split(","))]
@@ -173,12 +180,16 @@ def main(argv: list[str] | None = None) -> None:
             if args.prewarm:
                 continue  # nothing timed: the next cell's tensors replace these
             best = {key: float("inf") for key in ("ours", "vjp", "eager", "compile", "bwd", "ours_graph", "compile_graph",
-                                                  "registered_graph")}
+                                                  "registered_graph", "ours_compiled_graph", "registered_compiled_graph")}
             replays = {}
             if args.graphs:
                 replays = {"ours_graph": graphed(lambda: fwd_bwd(call)), "compile_graph": graphed(lambda: fwd_bwd(compiled))}
                 if args.registered:
                     replays["registered_graph"] = graphed(lambda: fwd_bwd(overload))
+                if args.compiled_ours:
+                    for key, fn in (("ours_compiled_graph", ours_compiled), ("registered_compiled_graph", registered_compiled)):
+                        fwd_bwd(fn)  # compile forward and backward before the capture
+                        replays[key] = graphed(lambda fn=fn: fwd_bwd(fn))
             for _ in range(args.rounds):
                 best["ours"] = min(best["ours"], bench(lambda: fwd_bwd(call)))
                 if "vjp" in against:
@@ -201,7 +212,11 @@ def main(argv: list[str] | None = None) -> None:
                    "vs_eager": best["eager"] / best["ours"] if "eager" in against else None,
                    "bwd_roofline": copy_ms / best["bwd"],
                    "graph_vs_compile": best["compile_graph"] / best["ours_graph"] if args.graphs else None,
-                   "saved_speedup": best["registered_graph"] / best["ours_graph"] if args.graphs and args.registered else None}
+                   "saved_speedup": best["registered_graph"] / best["ours_graph"] if args.graphs and args.registered else None,
+                   "compiled_saved_speedup": (best["registered_compiled_graph"] / best["ours_compiled_graph"]
+                                              if args.graphs and args.compiled_ours else None),
+                   "compiled_vs_compile": (best["compile_graph"] / best["ours_compiled_graph"]
+                                           if args.graphs and args.compiled_ours else None)}
             for key in ("vjp", "eager"):
                 if key not in against:
                     row[f"{key}_ms"] = None
@@ -210,6 +225,9 @@ def main(argv: list[str] | None = None) -> None:
                       f"{row['graph_vs_compile']:.2f}x compile" if args.graphs else "")
             if row["saved_speedup"] is not None:
                 graphs += f"; registered op {best['registered_graph']:.3f} ms (ours {row['saved_speedup']:.2f}x faster)"
+            if row["compiled_saved_speedup"] is not None:
+                graphs += (f"; in compile: ours {best['ours_compiled_graph']:.3f} ms ({row['compiled_vs_compile']:.2f}x compile), "
+                           f"registered op {best['registered_compiled_graph']:.3f} ms (ours {row['compiled_saved_speedup']:.2f}x faster)")
             others = "".join(f", {key} {best[key]:.3f}" for key in ("vjp", "eager") if key in against)
             versus = f", {row['vs_vjp']:.2f}x vjp" if "vjp" in against else ""
             print(f"{name:12s} {dtype_name:9s} {shape[-1]:>9d} fwd+bwd ours {best['ours']:.3f} ms{others}, compile "

@@ -70,6 +70,10 @@ def softmax_tl(x: torch.Tensor) -> torch.Tensor:
         return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)[0]  # see "the eager fast path" below
     if _eager_autograd_ok(x):
         return _SoftmaxTlAutograd.apply(x)  # the eager training path, below
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x,)):
+        # Autograd records the call through the dispatcher (torch.compile, a mode): the op that also returns the
+        # per-row values its backward reads (softmax_tl_train, below).
+        return torch.ops.myteam.softmax_tl_train.default(x)[0]
     return torch.ops.myteam.softmax_tl.default(x)
 
 
@@ -223,6 +227,19 @@ def _softmax_tl_impl(x: torch.Tensor) -> torch.Tensor:
     return _softmax_tl_launch(x, wrap_triton(_softmax_tl_kernel), wrap_triton(_softmax_tl_long_kernel))[0]
 
 
+# softmax_tl_train: the op as autograd records it where the eager training path does not serve the call (under
+# torch.compile, under a TorchFunctionMode or TorchDispatchMode): the output, and the forward's per-row values the
+# backward reads (2 a row, in op math), which its autograd formula saves and passes to softmax_tl_backward as _known.
+# softmax_tl itself returns the output alone: inference, and callers of torch.ops.myteam.softmax_tl, take it.
+@torch.library.triton_op(_OP + "_train", mutates_args=(), schema="(Tensor x) -> (Tensor, Tensor)")
+def _softmax_tl_train_impl(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    if x.device.type != "cuda":
+        return _softmax_tl_train_cpu(x)
+    if not TRITON_AVAILABLE:
+        raise RuntimeError("softmax_tl: the CUDA implementation needs triton (pip install triton)")
+    return _softmax_tl_launch(x, wrap_triton(_softmax_tl_kernel), wrap_triton(_softmax_tl_long_kernel), save=True)  # type: ignore[return-value]
+
+
 def _softmax_tl_launch(x: torch.Tensor, kernel, long_kernel, save: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The CUDA implementation: the checks, then one launch of ``kernel`` (rows in registers) or
     ``long_kernel`` (longer rows), which are the @triton.jit functions themselves on the eager fast
@@ -281,13 +298,31 @@ def _softmax_tl_cpu(x: torch.Tensor) -> torch.Tensor:
     return out.copy_(reference(x.contiguous().to(opmath)))
 
 
+@torch.library.register_kernel(_OP + "_train", "cpu")
+def _softmax_tl_train_cpu(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    # The output as softmax_tl's CPU implementation computes it; the per-row values are reference()'s reductions
+    # in op math, as the kernels save them (the CPU backward computes them again and does not read them).
+    out = _softmax_tl_cpu(x)
+    opmath = torch.float32 if out.dtype in (torch.float16, torch.bfloat16) else out.dtype
+    cols = x.shape[-1]
+    rows = out.numel() // cols if cols else 0
+    if out.numel() == 0:
+        return out, torch.empty((rows, 2), dtype=opmath, device=out.device)
+    x = x.to(opmath)
+    _r0 = torch.amax(x, dim=-1, keepdim=True)  # max(x)
+    _r1 = torch.sum(torch.exp(x - _r0), dim=-1, keepdim=True)  # sum(exp(x - max(x)))
+    shape = (*x.shape[:-1], 1)
+    return out, torch.cat([torch.broadcast_to(_r0, shape), torch.broadcast_to(_r1, shape)], dim=-1).reshape(rows, 2)
+
+
 # ---- the backward -------------------------------------------------------------------------------
 # softmax_tl_backward: the gradient of every input asked for, from the derivatives kernelgen
-# wrote from the expression (in the kernels and the CPU implementation below). The registered op saves nothing
-# but the arguments: each row's per-row values (the forward's reductions and the backward's own) are computed
+# wrote from the expression (in the kernels and the CPU implementation below). softmax_tl's autograd formula saves
+# nothing but the arguments: each row's per-row values (the forward's reductions and the backward's own) are computed
 # again from the row, which costs arithmetic, not memory traffic, where the row stays on chip.
-# Rows longer than that are read once more for every pass that computes them, so the eager training path's
-# forward saves the forward's values the backward reads (2 a row, _softmax_tl_launch's save), and the long
+# Rows longer than that are read once more for every pass that computes them, so a forward that autograd records
+# saves the forward's values the backward reads (2 a row: _softmax_tl_launch's save, called by the eager
+# training path and by softmax_tl_train), passes them as _known, and the long
 # kernel loads them (KNOWN) and computes only the backward's own reductions, in as many passes as without them.
 def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> None:
     # The forward's checks, then the output's gradient: the inputs' shape, dtype and device.
@@ -297,6 +332,19 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bo
                            f"but the inputs are {x.dtype} of shape {list(x.shape)} on {x.device}")
     if len(_needs) != 1:
         raise RuntimeError(f"softmax_tl_backward: got {len(_needs)} flags in _needs, but softmax_tl has 1 input (one flag each)")
+
+
+def _check_known(known: torch.Tensor | None, _grad: torch.Tensor) -> None:
+    # The forward's per-row values as _softmax_tl_launch saves them: rows x 2, in op math, on the gradient's
+    # device.
+    if known is None:
+        return
+    cols = _grad.shape[-1]
+    shape = [_grad.numel() // cols if cols else 0, 2]
+    opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
+    if known.device != _grad.device or known.dtype != opmath or list(known.shape) != shape:
+        raise RuntimeError(f"softmax_tl_backward: _known is {known.dtype} of shape {list(known.shape)} on {known.device}, but the "
+                           f"forward's per-row values are {opmath} of shape {shape} on {_grad.device}")
 
 
 if TRITON_AVAILABLE:
@@ -361,8 +409,8 @@ if TRITON_AVAILABLE:
         _n = cols
         # ---- EDIT HERE: the kernel body, in passes over the row (keep it equal to the one above) ---------
         if KNOWN:
-            # The forward's per-row values, saved by the eager training path's forward (_known, rows x 2): loaded,
-            # not computed again, so that only the backward's own reductions take a pass over the row.
+            # The forward's per-row values, saved by the training forward (_known, rows x 2): loaded, not
+            # computed again, so that only the backward's own reductions take a pass over the row.
             _r0 = tl.load(_known_ptr + row * 2 + 0).to(ACC)  # max(x)
             _r1 = tl.load(_known_ptr + row * 2 + 1).to(ACC)  # sum(exp(x - max(x)))
             _acc2 = tl.full((BLOCK,), 0.0, ACC)  # sum(_grad * exp(x - max(x))): lane-wise partials, then one reduction
@@ -437,13 +485,14 @@ def _long_backward(dtype: torch.dtype) -> dict:
 # long kernel at _long_backward's chunk and warps.
 
 
-@torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs) -> Tensor[]")
-def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+# _known: the forward's per-row values (softmax_tl_train's second output), or None to compute them again.
+@torch.library.triton_op(_OP + "_backward", mutates_args=(), schema="(Tensor _grad, Tensor x, bool[] _needs, Tensor? _known=None) -> Tensor[]")
+def _softmax_tl_backward_impl(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], _known: torch.Tensor | None = None) -> list[torch.Tensor]:
     if x.device.type != "cuda":
-        return _softmax_tl_backward_cpu(_grad, x, _needs)
+        return _softmax_tl_backward_cpu(_grad, x, _needs, _known)
     if not TRITON_AVAILABLE:
         raise RuntimeError("softmax_tl_backward: the CUDA implementation needs triton (pip install triton)")
-    return _softmax_tl_backward_launch(_grad, x, _needs, wrap_triton)
+    return _softmax_tl_backward_launch(_grad, x, _needs, wrap_triton, known=_known)
 
 
 def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], wrap,
@@ -451,8 +500,11 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
     """The CUDA implementation of the backward: the checks, then the launches of wrap(each kernel): wrap_triton
     inside the registered op (where torch.compile must see the launches), the kernel itself on the eager
     training path (_SoftmaxTlAutograd below). ``known``: the forward's per-row values, saved by
-    that path's forward (_softmax_tl_launch's save), which the long kernel loads instead of computing them again."""
+    the forward that autograd recorded (_softmax_tl_launch's save), which the long kernel loads instead of computing
+    them again; None computes them."""
     _check_backward_inputs(_grad, x, _needs)
+    _check_known(known, _grad)
+    known = None if known is None else known.contiguous()
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
     cols = x.shape[-1]
@@ -489,10 +541,12 @@ def _softmax_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, _needs: li
 
 
 @torch.library.register_kernel(_OP + "_backward", "cpu")
-def _softmax_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+def _softmax_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], _known: torch.Tensor | None = None) -> list[torch.Tensor]:
     # The same derivatives in PyTorch, over (rows, cols) views, in op-math precision, each gradient rounded
-    # once; a weight's gradient is its contributions summed over the rows.
+    # once; a weight's gradient is its contributions summed over the rows. The per-row values are computed
+    # again: _known is checked, not read.
     _check_backward_inputs(_grad, x, _needs)
+    _check_known(_known, _grad)
     dtype, shape = x.dtype, x.shape
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     cols = shape[-1]
@@ -526,7 +580,7 @@ _BACKWARD = "myteam::softmax_tl_backward"
 
 
 @torch.library.register_fake(_BACKWARD)
-def _softmax_tl_backward_fake(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool]) -> list[torch.Tensor]:
+def _softmax_tl_backward_fake(_grad: torch.Tensor, x: torch.Tensor, _needs: list[bool], _known: torch.Tensor | None = None) -> list[torch.Tensor]:
     # The gradient of each argument asked for has that argument's shape: an input's, or a weight's.
     return [torch.empty(t.shape, dtype=t.dtype, device=t.device) for t, need in zip((x,), _needs) if need]
 
@@ -559,6 +613,25 @@ def _backward_vjp(ctx, grad_out: torch.Tensor):
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
 
 
+def _train_setup_context(ctx, inputs, output) -> None:
+    # softmax_tl_train's backward reads the arguments and the forward's per-row values, which have no gradient.
+    _, stats = output
+    ctx.mark_non_differentiable(stats)
+    ctx.save_for_backward(*inputs, stats)
+
+
+def _train_backward(ctx, grad_out: torch.Tensor, _grad_stats: torch.Tensor | None):
+    # The generated backward, as _backward above, with the forward's per-row values passed as _known: the long
+    # kernel loads them instead of computing them again.
+    needs = list(ctx.needs_input_grad)
+    *arguments, stats = ctx.saved_tensors
+    grads = iter(torch.ops.myteam.softmax_tl_backward.default(grad_out, *arguments, needs, stats))
+    return tuple(next(grads) if need else None for need in needs)
+
+
+torch.library.register_autograd(_OP + "_train", _train_backward, setup_context=_train_setup_context)
+
+
 # ---- the eager training path --------------------------------------------------------------------
 class _SoftmaxTlAutograd(torch.autograd.Function):
     """What autograd records for an eager call of softmax_tl() that needs gradients, when nothing else
@@ -567,7 +640,7 @@ class _SoftmaxTlAutograd(torch.autograd.Function):
     and the gradients are the registered op's; the host time per step is a fraction of it. The forward also
     saves the per-row values the backward reads (2 a row, in op math: 8 bytes a row of float16, bfloat16
     or float32, 16 of float64), which spares the backward's long kernel the passes over the row that would
-    compute them again; the registered op, which torch.compile traces, computes them again instead."""
+    compute them again; softmax_tl_train saves the same where autograd records the registered ops (torch.compile)."""
 
     @staticmethod
     def forward(ctx, x):

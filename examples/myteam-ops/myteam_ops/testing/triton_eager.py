@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
 
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from .suite import requires_cuda
+from .suite import requires_cuda, without_compile_caches
 
 __all__ = ["TritonEagerChecks"]
 
@@ -97,6 +98,79 @@ class TritonEagerChecks:
                 assert torch.equal(g, e)
         with torch.device("cuda"):  # a TorchFunctionMode: the registered op
             assert not module._eager_autograd_ok(*leaves)
+
+    def _training_op(self):
+        """The op that autograd records through the dispatcher where the forward saves per-row values for the
+        backward (torch.ops.<ns>.<op>_train: the output and those values), or None."""
+        packet = getattr(torch.ops.myteam, f"{self.op.name}_train", None) if self.op.backward is not None else None
+        if packet is None:
+            pytest.skip(f"{self.op.name} has no training op: its forward saves no per-row values for its backward")
+        return packet.default
+
+    def test_training_op_opcheck(self, device):
+        # The schema, the fake implementation, the autograd registration (the per-row values have no gradient)
+        # and the op under torch.compile's tracing, as test_opcheck checks the op itself.
+        train = self._training_op()
+        args = [t.requires_grad_() for t in self.make_args((5, 9), self.op.dtypes[0], device, seed=11)]
+        torch.library.opcheck(train, args)
+        out, stats = train(*args)
+        assert torch.equal(out, self.op.overload(*args)), "the training op's output must be the op's"
+        opmath = torch.float64 if out.dtype == torch.float64 else torch.float32
+        assert stats.shape[0] == 5 and stats.dtype == opmath and not stats.requires_grad
+
+    def test_backward_op_error_wrong_known(self, device):
+        self._training_op()
+        args, grad = self.backward_args((4, 6), self.op.dtypes[0], device, seed=39)
+        _, stats = self._training_op()(*args)
+        for known in (stats[:3], stats.double() if stats.dtype == torch.float32 else stats.float()):
+            with pytest.raises(RuntimeError, match=re.escape(f"{self.op.name}_backward: _known is ")):
+                self.op.backward(grad, *args, [True] * len(args), known)
+
+    @requires_cuda
+    def test_training_op_serves_autograd_through_the_dispatcher(self, dtype):
+        """Where autograd records a call through the dispatcher (here under a TorchDispatchMode; torch.compile
+        too), the public function calls <op>_train, whose backward loads the forward's per-row values: at rows
+        longer than the backward holds in registers, the same gradients, bit for bit, as the eager training path
+        (the same kernels from the same saved values), within their error bounds of the exact ones."""
+        train = self._training_op()
+        self._needs_a_wider_reference(dtype)
+        module = self._ops_module()
+        args, grad = self.backward_args((3, module._MAX_BACKWARD_BLOCK + 3), dtype, "cuda", seed=38)
+        leaves = [t.detach().requires_grad_() for t in args]
+        with _SeenOps() as seen:
+            out = self.op.call(*leaves)
+        assert train in seen.ops and self.op.overload not in seen.ops, f"autograd did not record the training op: {seen.ops}"
+        got = torch.autograd.grad(out, leaves, grad)
+        eager = self.op.call(*leaves)
+        assert torch.equal(out, eager)
+        for g, e in zip(got, torch.autograd.grad(eager, leaves, grad), strict=True):
+            assert torch.equal(g, e)
+        self.assert_gradients_match(got, grad, args)
+
+    @requires_cuda
+    def test_training_op_under_torch_compile_at_long_rows(self):
+        """torch.compile(fullgraph=True) of a forward+backward traces <op>_train (the graph dynamo captures holds
+        it) and its backward from the saved values: the gradients within their error bounds at rows longer than
+        the backward holds in registers."""
+        train = self._training_op()
+        dtype = next(d for d in self.op.dtypes if d != torch.float64)
+        module = self._ops_module()
+        args, grad = self.backward_args((3, module._MAX_BACKWARD_BLOCK + 3), dtype, "cuda", seed=41)
+        leaves = [t.detach().requires_grad_() for t in args]
+        traced = []
+
+        def record(graph, example_inputs):
+            traced.extend(node.target for node in graph.graph.nodes if node.op == "call_function")
+            return graph.forward
+
+        torch._dynamo.reset()
+        with without_compile_caches():
+            torch.compile(self.op.call, fullgraph=True, backend=record)(*leaves)
+            assert train in traced, f"torch.compile traced {traced}, not the training op"
+            torch._dynamo.reset()
+            out = torch.compile(self.op.call, fullgraph=True)(*leaves)
+            self.assert_gradients_match(torch.autograd.grad(out, leaves, grad), grad, args)
+        torch._dynamo.reset()
 
     @requires_cuda
     @pytest.mark.parametrize("cols", ["backward", "forward"])
