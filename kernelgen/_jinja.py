@@ -243,7 +243,11 @@ from .nodes import Num, RowRef, Var
 #: 66: a Triton rowwise op whose forward saves per-row values registers <op>_train (the output and those values),
 #:     which the public function calls where autograd records the call through the dispatcher (torch.compile, a
 #:     mode), and <op>_backward takes them as Tensor? _known: the saved values serve compiled training too.
-TEMPLATE_VERSION = "66"
+#: 67: the forward's rows kernel at its longest rows (16384) in float32 and float64, which start at 32 warps, gives way
+#:     to the long kernel where that build spills more than its 64 registers hold (WIDE_SPILL_TOLERATED, 256 bytes;
+#:     rows_warps asked for no count there before): seed 84's r07_tl spilled 404 bytes a thread in float32 (its forward
+#:     about 2.8 of its 4.4 ms forward+backward).
+TEMPLATE_VERSION = "67"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

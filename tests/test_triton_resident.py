@@ -62,6 +62,19 @@ def test_the_forward_takes_32_warps_only_where_16_leave_one_program_an_sm_and_32
     assert asked[0] == 16 and (len(asked) == 1) == (at_16[0] > 132 or at_16[0] == 0)
 
 
+@pytest.mark.parametrize("spills, warps", [(0, 32), (104, 32), (256, 32), (260, None)])
+def test_a_float32_row_starting_at_32_warps_takes_the_long_kernel_where_they_spill(tmp_path, monkeypatch, spills, warps):
+    # float32 rows of 16384 start at 32 warps (16 elements a thread): one count, at 32 warps, decides between them and
+    # the long kernel, past WIDE_SPILL_TOLERATED (seed 84's r07_tl spilled 404 bytes a thread there and ran its forward
+    # at about 16% of a copy).
+    shared = _shared(tmp_path)
+    asked = _counts(monkeypatch, shared, (132, 0), spills)
+    monkeypatch.setattr(shared, "_sm_count", lambda device: 132)
+    options = {"BLOCK": 16384, "ACC": None, "num_warps": 32}
+    assert shared.rows_warps(object(), [torch.float32, torch.float32, 16384], options, torch.device("cuda", 0), 32) == warps
+    assert asked == [32]
+
+
 def test_a_triton_that_does_not_report_registers_takes_the_second_pass(tmp_path):
     # _triton_rowwise.resident reads a compiled kernel's registers and spills through a call Triton does not
     # document (CompiledKernel._init_handles). Without it, the backward of an op with weights must still run:

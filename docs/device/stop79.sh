@@ -8,8 +8,9 @@
 # Wrap each call so that $OUT returns what the phase wrote even when it is cut short, in one file:
 #   OUT=$OUT timeout 570 bash docs/device/stop79.sh PHASE 2>&1 | tee $OUT/log.txt; cd $OUT && tar czf /tmp/x.tgz * \
 #     && rm -rf $OUT/* && mv /tmp/x.tgz $OUT/
-#   fwd84     carry .device/f84: each forward path of r07_tl (and r02_tl, r05_tl) at rows of 16384, float32 and
-#             bfloat16, forced and timed (forward_paths.py): where seed 84's r07_tl float32 forward loses 2.8 ms
+#   fwd84     carry .device/f84 (version 67): each forward path of r07_tl, r09_tl, r00_tl and r06_tl at rows of 16384,
+#             float32 and bfloat16, forced and timed (forward_paths.py): version 67 on r07_tl float32 (the long kernel
+#             where 32 warps spilled 404 bytes), and whether 48-104 bytes (r06, r00, r09) should go too
 #   cuda84    carry .device/c84: the CUDA backend's forward+backward against compile, graphed, rows of 1024-16384,
 #             float32 and bfloat16, with its backward and gradcheck suites first
 #   exact84   carry .device/c84 and .device/c84x: the patch's A/B on r02, r03, r04 (the ops whose counts it moves)
@@ -23,7 +24,7 @@ case ${1:-fwd84} in
   fwd84)
     [ -d $W/f84 ] || cp -r .device/f84 $W/f84
     build $W/f84/rsweep-ops
-    timeout ${TB:-420} python3 docs/device/forward_paths.py $W/f84/rsweep-ops --ops ${OPS:-r07_tl,r02_tl,r05_tl} \
+    timeout ${TB:-420} python3 docs/device/forward_paths.py $W/f84/rsweep-ops --ops ${OPS:-r07_tl,r09_tl,r00_tl,r06_tl} \
       --dtypes float32,bfloat16 --cols 16384 --graphs > "$FINAL_OUT/fwd84.txt" 2>&1; echo "paths rc=$?"
     tail -30 "$FINAL_OUT/fwd84.txt" | cut -c1-220 ;;
   cuda84)

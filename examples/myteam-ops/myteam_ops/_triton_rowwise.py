@@ -3,7 +3,8 @@ it, the warps of the forward's rows kernel at the longest rows, or the long kern
 same choice for the backward's register kernels (backward_fit), and whether the kernel of one program a row
 pipelines its rows instead (backward_pipeline); and, for
 the backward of an op with weights, the weights' kernel's tile (weight_tile), the splits of the rows for it (splits)
-and the column sum that adds up the partial sums of the weights' gradients (column_sum).
+and the column sum that adds up the partial sums of the weights' gradients (column_sum); and the autograd formula of
+an op's training forward, <op>_train (register_training_autograd).
 
 A weight's gradient is a sum over the rows of each row's contribution. Where a row and the weights' sums fit in
 registers, the backward's row kernel adds them itself: it runs as many programs as the GPU holds (resident),
@@ -119,12 +120,16 @@ def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: i
     On an H100, at rows of 16384 in float16 and bfloat16, the first rule runs expressions drawn from the grammar
     6% faster than 16 warps everywhere, and up to 1.44x faster in the cells it changes (none slower by more than
     1%), where 32 warps everywhere runs LayerNorm (64 registers, two programs an SM) 25% slower. The second takes
-    a spilling expression from 41% to 61% of a copy. ``args`` and ``options`` are as resident() takes them; where
-    the compiled kernel's counts are unknown (resident's (0, 1)), options' warps."""
+    a spilling expression from 41% to 61% of a copy. Where options' warps are ``wider`` already (float32 and float64
+    rows of 16384 start at 32 warps), the long kernel takes the rows where that build spills more than
+    WIDE_SPILL_TOLERATED. ``args`` and ``options`` are as resident() takes them; where the compiled kernel's counts
+    are unknown (resident's (0, 1)), options' warps."""
     warps = options["num_warps"]
     held, spills = resident(kernel, args, options, device)
     if held == 0 or held > _sm_count(device):
         return warps
+    if wider <= warps:
+        return warps if spills <= WIDE_SPILL_TOLERATED else None
     _, wide_spills = resident(kernel, args, {**options, "num_warps": wider}, device)
     if wide_spills <= FORWARD_SPILL_TOLERATED:
         return wider
@@ -135,6 +140,13 @@ def rows_warps(kernel, args: list, options: dict, device: torch.device, wider: i
 # an H200, in float16 and bfloat16, rows kernels spilling 2-12 bytes at 32 warps mostly run 1.28-1.39x faster than
 # the long kernel (some as fast, some 1.05-1.08x slower); one spilling 20 bytes runs 1.11-1.12x slower.
 FORWARD_SPILL_TOLERATED = 16
+# The same for a rows kernel that starts at 32 warps (float32 and float64 at rows of 16384): past the 256 bytes its
+# 64 registers hold, the long kernel takes the rows. On an H100 a drawn expression of four inputs and three weights
+# spilled 404 bytes a thread there in float32 and ran its forward at about 16% of a copy, its bfloat16 twin on the long
+# kernel at several times that (both estimated: forward+backward less the backward alone); expressions spilling 48-104
+# bytes held 1.13-1.80x of compile forward+backward, so they stay (where the long kernel overtakes them between the two
+# tolerances is not measured).
+WIDE_SPILL_TOLERATED = 256
 
 
 # The bytes a thread of a backward register kernel may spill before the next kernel takes its rows. On an H200,
@@ -373,3 +385,22 @@ def column_sum(partial: torch.Tensor, dtype: torch.dtype, wrap) -> torch.Tensor:
     wrap(_column_sum_kernel)[(cdiv(cols, block_cols),)](partial, out, parts, cols, BLOCK_P=block_parts,
                                                                BLOCK_C=block_cols, num_warps=4)
     return out
+
+
+def register_training_autograd(name: str, backward) -> None:
+    """Registers the autograd formula of the training forward ``name`` (<namespace>::<op>_train: the output and the
+    forward's per-row values its backward reads, rows x k in op math): it saves the arguments and those values, which
+    have no gradient, and its backward calls ``backward`` (torch.ops.<namespace>.<op>_backward.default) with them as
+    _known, for the arguments that need a gradient (ctx.needs_input_grad), so that its long kernel loads them."""
+    def setup_context(ctx, inputs, output) -> None:
+        _, stats = output
+        ctx.mark_non_differentiable(stats)
+        ctx.save_for_backward(*inputs, stats)
+
+    def formula(ctx, grad_out: torch.Tensor, _grad_stats: torch.Tensor | None):
+        needs = list(ctx.needs_input_grad)
+        *arguments, stats = ctx.saved_tensors
+        grads = iter(backward(grad_out, *arguments, needs, stats))
+        return tuple(next(grads) if need else None for need in needs)
+
+    torch.library.register_autograd(name, formula, setup_context=setup_context)

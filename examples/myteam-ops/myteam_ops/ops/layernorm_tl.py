@@ -28,6 +28,8 @@ from .._triton_rowwise import rows_warps as _rows_warps
 # How the backward's register kernels launch (warps, programs, and whether their rows pipeline), or None where
 # they spill past the tolerance and the next kernel takes the rows.
 from .._triton_rowwise import backward_launch as _backward_launch
+# The autograd formula of the training forward (layernorm_tl_train, below), shared by the package's Triton rowwise ops.
+from .._triton_rowwise import register_training_autograd as _register_training_autograd
 
 # The weights' kernel's tile, how it splits the rows, and the column sum, shared by the package's Triton rowwise ops.
 from .._triton_rowwise import column_sum as _column_sum
@@ -289,11 +291,12 @@ def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kern
     if cols <= _MAX_BLOCK:
         block = _next_power_of_2(cols)
         warps = _forward_warps(block, out.dtype)
-        if block == _MAX_BLOCK and warps < 32 and isinstance(cols, int):
+        if block == _MAX_BLOCK and isinstance(cols, int):
             # The longest rows: 32 warps where 16 leave room for only one program an SM and 32 spill
             # little, and the long kernel where both spill more (_rows_warps), read from the kernel
-            # compiled (once, not launched) for these dtypes. Under torch.compile's dynamic shapes,
-            # where the row length is a symbol, it keeps 16.
+            # compiled (once, not launched) for these dtypes. float32 and float64 start at 32 warps: the
+            # long kernel takes their rows where those spill more. Under torch.compile's dynamic shapes,
+            # where the row length is a symbol, the warps stay as they are.
             warps = _rows_warps(_layernorm_tl_kernel, [x.dtype, w.dtype, b.dtype, out.dtype, cols, out.dtype, 0],
                                 dict(BLOCK=block, ACC=acc, num_warps=warps), x.device, 32)
     if cols > _MAX_BLOCK or warps is None:
@@ -823,24 +826,9 @@ def _backward_vjp(ctx, grad_out: torch.Tensor):
 
 torch.library.register_autograd(_OP, _backward, setup_context=_setup_context)
 
-
-def _train_setup_context(ctx, inputs, output) -> None:
-    # layernorm_tl_train's backward reads the arguments and the forward's per-row values, which have no gradient.
-    _, stats = output
-    ctx.mark_non_differentiable(stats)
-    ctx.save_for_backward(*inputs, stats)
-
-
-def _train_backward(ctx, grad_out: torch.Tensor, _grad_stats: torch.Tensor | None):
-    # The generated backward, as _backward above, with the forward's per-row values passed as _known: the long
-    # kernel loads them instead of computing them again.
-    needs = list(ctx.needs_input_grad)
-    *arguments, stats = ctx.saved_tensors
-    grads = iter(torch.ops.myteam.layernorm_tl_backward.default(grad_out, *arguments, needs, stats))
-    return tuple(next(grads) if need else None for need in needs)
-
-
-torch.library.register_autograd(_OP + "_train", _train_backward, setup_context=_train_setup_context)
+# The autograd formula of layernorm_tl_train (../_triton_rowwise.py): the generated backward, as _backward above, from
+# the arguments and the forward's per-row values, which it saves and passes as _known: the long kernel loads them.
+_register_training_autograd(_OP + "_train", torch.ops.myteam.layernorm_tl_backward.default)
 
 
 # ---- the eager training path --------------------------------------------------------------------
