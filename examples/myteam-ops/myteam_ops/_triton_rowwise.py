@@ -4,7 +4,8 @@ same choice for the backward's register kernels (backward_fit), and whether the 
 pipelines its rows instead (backward_pipeline); and, for
 the backward of an op with weights, the weights' kernel's tile (weight_tile), the splits of the rows for it (splits)
 and the column sum that adds up the partial sums of the weights' gradients (column_sum); and the autograd formula of
-an op's training forward, <op>_train (register_training_autograd).
+an op's training forward, <op>_train (register_training_autograd), with the check of the values it saves
+(check_known).
 
 A weight's gradient is a sum over the rows of each row's contribution. Where a row and the weights' sums fit in
 registers, the backward's row kernel adds them itself: it runs as many programs as the GPU holds (resident),
@@ -404,3 +405,16 @@ def register_training_autograd(name: str, backward) -> None:
         return tuple(next(grads) if need else None for need in needs)
 
     torch.library.register_autograd(name, formula, setup_context=setup_context)
+
+
+def check_known(known: torch.Tensor | None, grad: torch.Tensor, count: int, op_name: str) -> None:
+    """The check of <op>_backward's _known: the forward's per-row values as <op>_launch saves them, rows x ``count``,
+    in op math, on the gradient's device (None: the backward computes them)."""
+    if known is None:
+        return
+    cols = grad.shape[-1]
+    shape = [grad.numel() // cols if cols else 0, count]
+    opmath = torch.float64 if grad.dtype == torch.float64 else torch.float32
+    if known.device != grad.device or known.dtype != opmath or list(known.shape) != shape:
+        raise RuntimeError(f"{op_name}_backward: _known is {known.dtype} of shape {list(known.shape)} on {known.device}, but "
+                           f"the forward's per-row values are {opmath} of shape {shape} on {grad.device}")

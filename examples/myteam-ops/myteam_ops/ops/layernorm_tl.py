@@ -28,7 +28,9 @@ from .._triton_rowwise import rows_warps as _rows_warps
 # How the backward's register kernels launch (warps, programs, and whether their rows pipeline), or None where
 # they spill past the tolerance and the next kernel takes the rows.
 from .._triton_rowwise import backward_launch as _backward_launch
-# The autograd formula of the training forward (layernorm_tl_train, below), shared by the package's Triton rowwise ops.
+# The autograd formula of the training forward (layernorm_tl_train, below) and the check of the per-row values it saves,
+# shared by the package's Triton rowwise ops.
+from .._triton_rowwise import check_known as _check_known
 from .._triton_rowwise import register_training_autograd as _register_training_autograd
 
 # The weights' kernel's tile, how it splits the rows, and the column sum, shared by the package's Triton rowwise ops.
@@ -366,19 +368,6 @@ def _check_backward_inputs(_grad: torch.Tensor, x: torch.Tensor, w: torch.Tensor
         raise RuntimeError(f"layernorm_tl_backward: got {len(_needs)} flags in _needs, but layernorm_tl has 3 arguments (one flag each: the inputs, then the weights)")
 
 
-def _check_known(known: torch.Tensor | None, _grad: torch.Tensor) -> None:
-    # The forward's per-row values as _layernorm_tl_launch saves them: rows x 2, in op math, on the gradient's
-    # device.
-    if known is None:
-        return
-    cols = _grad.shape[-1]
-    shape = [_grad.numel() // cols if cols else 0, 2]
-    opmath = torch.float64 if _grad.dtype == torch.float64 else torch.float32
-    if known.device != _grad.device or known.dtype != opmath or list(known.shape) != shape:
-        raise RuntimeError(f"layernorm_tl_backward: _known is {known.dtype} of shape {list(known.shape)} on {known.device}, but the "
-                           f"forward's per-row values are {opmath} of shape {shape} on {_grad.device}")
-
-
 if TRITON_AVAILABLE:
 
     # A row of up to _MAX_BACKWARD_BLOCK elements stays in registers (BLOCK lanes) while the kernel computes the
@@ -680,7 +669,7 @@ def _layernorm_tl_backward_launch(_grad: torch.Tensor, x: torch.Tensor, w: torch
     the forward that autograd recorded (_layernorm_tl_launch's save), which the long kernel loads instead of computing
     them again; None computes them."""
     _check_backward_inputs(_grad, x, w, b, _needs)
-    _check_known(known, _grad)
+    _check_known(known, _grad, 2, "layernorm_tl")
     known = None if known is None else known.contiguous()
     _grad_contig = _grad.contiguous()
     x_contig = x.contiguous()
@@ -750,7 +739,7 @@ def _layernorm_tl_backward_cpu(_grad: torch.Tensor, x: torch.Tensor, w: torch.Te
     # once; a weight's gradient is its contributions summed over the rows. The per-row values are computed
     # again: _known is checked, not read.
     _check_backward_inputs(_grad, x, w, b, _needs)
-    _check_known(_known, _grad)
+    _check_known(_known, _grad, 2, "layernorm_tl")
     dtype, shape = x.dtype, x.shape
     opmath = torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
     cols = shape[-1]
