@@ -21,6 +21,15 @@ W=${W:-/tmp/kg79}
 . "$(dirname "$0")/stop_common.sh"
 
 case ${1:-fwd84} in
+  verify67)
+    # Version 67 and the two moves into _triton_rowwise.py: the backward, gradcheck and training suites of every op,
+    # and r07_tl's whole suite (its float32 forward at rows of 16384 now takes the long kernel), side by side.
+    [ -d $W/f84 ] || cp -r .device/f84 $W/f84
+    build $W/f84/rsweep-ops
+    (cd $W/f84/rsweep-ops && timeout ${T:-300} python3 -m pytest -q -p no:cacheprovider -rfE tests/test_r07_tl.py -m "not large" \
+       > "$FINAL_OUT/r07_whole.log" 2>&1; echo "r07_tl whole suite: $(tail -1 "$FINAL_OUT/r07_whole.log")") &
+    K="(cuda and (backward or gradcheck)) or training" suites v67 f84 ${OPS:-softmax_tl,layernorm_tl,resrms_tl,r00_tl,r01_tl,r02_tl,r03_tl,r04_tl,r05_tl,r06_tl,r07_tl,r08_tl,r09_tl} ${T:-300} 7
+    wait ;;
   fwd84)
     [ -d $W/f84 ] || cp -r .device/f84 $W/f84
     build $W/f84/rsweep-ops
