@@ -247,7 +247,10 @@ from .nodes import Num, RowRef, Var
 #:     to the long kernel where that build spills more than its 64 registers hold (WIDE_SPILL_TOLERATED, 256 bytes;
 #:     rows_warps asked for no count there before): seed 84's r07_tl spilled 404 bytes a thread in float32 (its forward
 #:     about 2.8 of its 4.4 ms forward+backward).
-TEMPLATE_VERSION = "67"
+#: 68: one test a package for "autograd records this call" (_triton_eager.autograd_records), read by eager_launch_ok,
+#:     eager_autograd_ok and the public function's choice of <op>_train; <op>_train's body narrows the launch's values
+#:     with an assert instead of a type: ignore.
+TEMPLATE_VERSION = "68"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

@@ -47,10 +47,14 @@ def _plain_eager(tensors: tuple[torch.Tensor, ...]) -> bool:
     return all(type(t) in _PLAIN_TENSORS and t.is_cuda for t in tensors)
 
 
+def autograd_records(*tensors: torch.Tensor) -> bool:
+    """True when autograd is to record a call on ``tensors``: grad mode is on and one of them requires grad."""
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+
+
 def eager_launch_ok(*tensors: torch.Tensor) -> bool:
     """True when launching directly is exactly what the registered op would do with ``tensors``."""
-    grad = torch.is_grad_enabled()
-    return _plain_eager(tensors) and not (grad and any(t.requires_grad for t in tensors))
+    return _plain_eager(tensors) and not autograd_records(*tensors)
 
 
 def eager_autograd_ok(*tensors: torch.Tensor) -> bool:
@@ -60,7 +64,7 @@ def eager_autograd_ok(*tensors: torch.Tensor) -> bool:
     training, each step would otherwise cross from the dispatcher into Python four times (the autograd
     wrapper and the op's body, forward and backward): on an H100 machine 600 us of host time per
     forward+backward of an elementwise op, longer than its kernels run on 2^26 float32 elements."""
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors) and _plain_eager(tensors)
+    return autograd_records(*tensors) and _plain_eager(tensors)
 
 
 # The launches' grid and block arithmetic on the host, in plain integers. triton.cdiv and triton.next_power_of_2

@@ -18,6 +18,7 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.layernorm_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
+from .._triton_eager import autograd_records as _autograd_records
 # The grid's and the block's arithmetic on the host, in plain integers: triton.cdiv and next_power_of_2,
 # constexpr functions, cost microseconds a call from Python (../_triton_eager.py).
 from .._triton_eager import cdiv as _cdiv
@@ -83,7 +84,7 @@ def layernorm_tl(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Ten
         return _layernorm_tl_launch(x, w, b, _layernorm_tl_kernel, _layernorm_tl_long_kernel)[0]  # see "the eager fast path" below
     if _eager_autograd_ok(x, w, b):
         return _LayernormTlAutograd.apply(x, w, b)  # the eager training path, below
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, w, b)):
+    if _autograd_records(x, w, b):
         # Autograd records the call through the dispatcher (torch.compile, a mode): the op that also returns the
         # per-row values its backward reads (layernorm_tl_train, below).
         return torch.ops.myteam.layernorm_tl_train.default(x, w, b)[0]
@@ -266,7 +267,9 @@ def _layernorm_tl_train_impl(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor) 
         return _layernorm_tl_train_cpu(x, w, b)
     if not TRITON_AVAILABLE:
         raise RuntimeError("layernorm_tl: the CUDA implementation needs triton (pip install triton)")
-    return _layernorm_tl_launch(x, w, b, wrap_triton(_layernorm_tl_kernel), wrap_triton(_layernorm_tl_long_kernel), save=True)  # type: ignore[return-value]
+    out, stats = _layernorm_tl_launch(x, w, b, wrap_triton(_layernorm_tl_kernel), wrap_triton(_layernorm_tl_long_kernel), save=True)
+    assert stats is not None  # save=True always returns the per-row values
+    return out, stats
 
 
 def _layernorm_tl_launch(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, kernel, long_kernel, save: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -18,6 +18,7 @@ from torch.library import wrap_triton
 # else; torch.ops.myteam.softmax_tl always goes through the op.
 from .._triton_eager import eager_launch_ok as _eager_launch_ok
 from .._triton_eager import eager_autograd_ok as _eager_autograd_ok
+from .._triton_eager import autograd_records as _autograd_records
 # The grid's and the block's arithmetic on the host, in plain integers: triton.cdiv and next_power_of_2,
 # constexpr functions, cost microseconds a call from Python (../_triton_eager.py).
 from .._triton_eager import cdiv as _cdiv
@@ -74,7 +75,7 @@ def softmax_tl(x: torch.Tensor) -> torch.Tensor:
         return _softmax_tl_launch(x, _softmax_tl_kernel, _softmax_tl_long_kernel)[0]  # see "the eager fast path" below
     if _eager_autograd_ok(x):
         return _SoftmaxTlAutograd.apply(x)  # the eager training path, below
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (x,)):
+    if _autograd_records(x):
         # Autograd records the call through the dispatcher (torch.compile, a mode): the op that also returns the
         # per-row values its backward reads (softmax_tl_train, below).
         return torch.ops.myteam.softmax_tl_train.default(x)[0]
@@ -241,7 +242,9 @@ def _softmax_tl_train_impl(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
         return _softmax_tl_train_cpu(x)
     if not TRITON_AVAILABLE:
         raise RuntimeError("softmax_tl: the CUDA implementation needs triton (pip install triton)")
-    return _softmax_tl_launch(x, wrap_triton(_softmax_tl_kernel), wrap_triton(_softmax_tl_long_kernel), save=True)  # type: ignore[return-value]
+    out, stats = _softmax_tl_launch(x, wrap_triton(_softmax_tl_kernel), wrap_triton(_softmax_tl_long_kernel), save=True)
+    assert stats is not None  # save=True always returns the per-row values
+    return out, stats
 
 
 def _softmax_tl_launch(x: torch.Tensor, kernel, long_kernel, save: bool = False) -> tuple[torch.Tensor, torch.Tensor | None]:
