@@ -250,7 +250,10 @@ from .nodes import Num, RowRef, Var
 #: 68: one test a package for "autograd records this call" (_triton_eager.autograd_records), read by eager_launch_ok,
 #:     eager_autograd_ok and the public function's choice of <op>_train; <op>_train's body narrows the launch's values
 #:     with an assert instead of a type: ignore.
-TEMPLATE_VERSION = "68"
+#: 69: a CUDA rowwise op's CPU implementation and CPU backward are one copy a package (kernelgen/rowwise_cpu_op.h:
+#:     CpuForward, CpuBackward: the contiguous copies, the outputs, the tasks of rows and the weights' partial sums);
+#:     the op's .cpp keeps its checks, its dtype dispatch and its registration.
+TEMPLATE_VERSION = "69"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).
