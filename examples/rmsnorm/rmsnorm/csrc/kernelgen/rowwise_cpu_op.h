@@ -9,9 +9,9 @@
 //   THO_DISPATCH_V2(x.scalar_type(), "op_cpu", AT_WRAP([&] { forward.run<scalar_t>(); }), <the op's dtypes>);
 //   return forward.out();
 //
-// Everything that can fail (an allocation, a copy) happens in the constructor, before the parallel
-// loop: nothing inside the loop may throw (its body runs behind libtorch's C interface, which would
-// replace a message by a generic failure).
+// Everything that can fail (an allocation, a copy) happens before the parallel loop, most of it in the
+// constructor: nothing inside the loop may throw (its body runs behind libtorch's C interface, which
+// would replace a message by a generic failure).
 
 #include <torch/csrc/stable/ops.h>
 
