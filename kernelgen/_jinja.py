@@ -253,7 +253,10 @@ from .nodes import Num, RowRef, Var
 #: 69: a CUDA rowwise op's CPU implementation and CPU backward are one copy a package (kernelgen/rowwise_cpu_op.h:
 #:     CpuForward, CpuBackward: the contiguous copies, the outputs, the tasks of rows and the weights' partial sums);
 #:     the op's .cpp keeps its checks, its dtype dispatch and its registration.
-TEMPLATE_VERSION = "69"
+#: 70: the same for its CUDA side (kernelgen/rowwise_cuda_op.h: CudaForward, CudaBackward: the device guard, the
+#:     contiguous copies, the outputs, the weights' partial-sum buffer, the stream and the launch call); the op's
+#:     <op>_cuda.cpp keeps its checks, its dtype dispatch of its launch functions and its registration.
+TEMPLATE_VERSION = "70"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The
 #: C++ element types are the ABI's spellings (spec.ABI_SPELLINGS, which the templates see as `spell.c`).

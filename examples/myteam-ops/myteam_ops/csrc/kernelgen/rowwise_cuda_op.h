@@ -1,0 +1,180 @@
+#pragma once
+// kernelgen/rowwise_cuda_op.h: the tensor side of every CUDA rowwise op of this package and of its
+// backward: the device guard, the contiguous copies of the arguments, the new output or gradients, the
+// weights' partial-sum buffer, the caller's stream, and the call of the op's launch function (declared in
+// csrc/<op>/cuda/<op>_kernel.h, compiled by nvcc). An op's own file (csrc/<op>/cuda/<op>_cuda.cpp) checks
+// its arguments, builds one of these, and passes its launch function for each of its own dtypes:
+//
+//   kg::rowwise::CudaForward<2> forward({&x, &w});
+//   THO_DISPATCH_V2(x.scalar_type(), "op_cuda", AT_WRAP([&] { forward.run(launch_op<scalar_t>); }), <the op's dtypes>);
+//   return forward.out();
+//
+// Everything happens on the arguments' GPU (the guard makes it current for the object's lifetime) and on
+// the caller's current stream, never the default stream: CUDA graphs, side streams and torch.compile's
+// reduce-overhead mode depend on it (current_cuda_stream in ../stable_cuda.h).
+
+#include <cuda_runtime_api.h>
+#include <torch/csrc/stable/ops.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../stable_cuda.h"
+#include "../stable_utils.h"
+
+namespace kg {
+namespace rowwise {
+namespace {
+
+using kernelgen::Tensor;
+
+// Row-major (contiguous) copies of `columns`, where they are not already; the copies stay alive with
+// the vector, that is until the launch below has been queued (the caching allocator orders their reuse
+// after it on the stream).
+template <std::size_t N>
+std::vector<Tensor> contiguous_columns(const std::array<const Tensor*, N>& columns) {
+  std::vector<Tensor> contig;
+  contig.reserve(N);
+  for (const Tensor* t : columns) {
+    contig.push_back(torch::stable::contiguous(*t));
+  }
+  return contig;
+}
+
+// The forward over N columns, the inputs and then the weights: out() is a new contiguous tensor shaped
+// like the first input, which run(launch) fills with one call of the op's launch function
+// launch(column 0, ..., column N-1, out, rows, cols, stream).
+template <std::size_t N>
+class CudaForward {
+ public:
+  explicit CudaForward(const std::array<const Tensor*, N>& columns)
+      : device_index_(columns[0]->get_device_index()),
+        guard_(device_index_),
+        contig_(contiguous_columns(columns)),
+        out_(torch::stable::empty(columns[0]->sizes(), columns[0]->scalar_type(), std::nullopt,
+                                  columns[0]->device())),
+        cols_(columns[0]->size(columns[0]->dim() - 1)),
+        rows_(out_.numel() == 0 ? 0 : out_.numel() / cols_) {}
+
+  template <typename scalar_t, typename... Params>
+  void run(void (*launch)(Params...)) {
+    static_assert(sizeof...(Params) == N + 4, "launch_<op>(columns..., out, rows, cols, stream)");
+    launch_with<scalar_t>(launch, std::make_index_sequence<N>{});
+  }
+
+  Tensor out() const { return out_; }
+
+ private:
+  template <typename scalar_t, typename Launch, std::size_t... I>
+  void launch_with(Launch launch, std::index_sequence<I...>) {
+    if (rows_ == 0) {
+      return;  // no rows, or empty rows: a launch with zero blocks is an error, and there is nothing to do
+    }
+    launch(contig_[I].template const_data_ptr<scalar_t>()..., out_.template mutable_data_ptr<scalar_t>(), rows_, cols_,
+           kernelgen::current_cuda_stream(device_index_));
+  }
+
+  int32_t device_index_;
+  kernelgen::DeviceGuard guard_;
+  std::vector<Tensor> contig_;
+  Tensor out_;
+  int64_t cols_;
+  int64_t rows_;
+};
+
+// The backward over kInputs inputs and kWeights weights: the gradients of the arguments flagged in
+// `needs`, in order, from the output's gradient `grad`. run(slots, launch) makes one call of the op's
+// backward launch function launch(grad, argument 0, ..., grads, partial, rows, cols, stream), where
+// grads[j] is argument j's gradient or null (the kernel then writes none) and `partial` holds
+// slots(rows, cols) x cols values of the math type for each weight whose gradient is asked for: each
+// slot's partial sums over its rows, which the launch's second, small kernel adds up in a fixed order
+// (rowwise.cuh). No atomics: a weight's gradient is bitwise reproducible.
+template <std::size_t kInputs, std::size_t kWeights>
+class CudaBackward {
+ public:
+  static constexpr std::size_t kArgs = kInputs + kWeights;
+
+  CudaBackward(const Tensor& grad, const std::vector<bool>& needs, const std::array<const Tensor*, kArgs>& args)
+      : device_index_(args[0]->get_device_index()),
+        guard_(device_index_),
+        contig_(contiguous_columns(with_grad(grad, args))),
+        cols_(args[0]->size(args[0]->dim() - 1)),
+        rows_(cols_ == 0 ? 0 : args[0]->numel() / cols_) {
+    for (std::size_t j = 0; j < kArgs; ++j) {
+      needs_[j] = needs[j];
+      if (needs[j]) {
+        grads_.push_back(torch::stable::empty(args[j]->sizes(), args[0]->scalar_type(), std::nullopt, args[0]->device()));
+        if (rows_ == 0 && j >= kInputs) {
+          torch::stable::zero_(grads_.back());  // a weight's gradient: a sum over no rows
+        }
+      }
+    }
+  }
+
+  // `slots` and `launch` are the op's <op>_backward_slots<scalar_t> and launch_<op>_backward<scalar_t>;
+  // acc_t, the type of the partial sums, is read from the launch's parameter.
+  template <typename scalar_t, typename... Params>
+  void run(int64_t (*slots)(int64_t, int64_t), void (*launch)(Params...)) {
+    static_assert(sizeof...(Params) == kArgs + 6,
+                  "launch_<op>_backward(grad, arguments..., grads, partial, rows, cols, stream)");
+    using acc_t = std::remove_pointer_t<std::tuple_element_t<kArgs + 2, std::tuple<Params...>>>;
+    launch_with<scalar_t, acc_t>(slots, launch, std::make_index_sequence<kArgs + 1>{});
+  }
+
+  std::vector<Tensor> grads() const { return grads_; }
+
+ private:
+  static std::array<const Tensor*, kArgs + 1> with_grad(const Tensor& grad, const std::array<const Tensor*, kArgs>& args) {
+    std::array<const Tensor*, kArgs + 1> columns = {&grad};
+    for (std::size_t j = 0; j < kArgs; ++j) {
+      columns[j + 1] = args[j];
+    }
+    return columns;
+  }
+
+  template <typename scalar_t, typename acc_t, typename Launch, std::size_t... I>
+  void launch_with(int64_t (*slots)(int64_t, int64_t), Launch launch, std::index_sequence<I...>) {
+    if (rows_ == 0 || grads_.empty()) {
+      return;  // nothing to launch: a launch with zero blocks is an error
+    }
+    std::array<scalar_t*, kArgs> grads{};
+    int64_t sums = 0;  // weights whose gradient is asked for
+    for (std::size_t j = 0, k = 0; j < kArgs; ++j) {
+      if (needs_[j]) {
+        grads[j] = grads_[k++].template mutable_data_ptr<scalar_t>();
+        sums += j >= kInputs ? 1 : 0;
+      }
+    }
+    // The weights' partial sums, one row per slot of the launch: a small buffer (the slots fill the GPU
+    // once), freed when this function returns; the caching allocator keeps it for the stream's later work.
+    Tensor partial_buffer;
+    acc_t* partial = nullptr;
+    if (sums > 0) {
+      const std::vector<int64_t> shape = {sums * slots(rows_, cols_) * cols_};
+      partial_buffer = torch::stable::empty(shape, std::is_same_v<acc_t, double> ? torch::headeronly::ScalarType::Double
+                                                                                 : torch::headeronly::ScalarType::Float,
+                                            std::nullopt, contig_[0].device());
+      partial = partial_buffer.template mutable_data_ptr<acc_t>();
+    }
+    launch(contig_[I].template const_data_ptr<scalar_t>()..., grads.data(), partial, rows_, cols_,
+           kernelgen::current_cuda_stream(device_index_));
+  }
+
+  int32_t device_index_;
+  kernelgen::DeviceGuard guard_;
+  std::vector<Tensor> contig_;  // the output's gradient, then the arguments
+  std::vector<Tensor> grads_;   // the gradients asked for, in order
+  std::array<bool, kArgs> needs_{};
+  int64_t cols_;
+  int64_t rows_;
+};
+
+}  // namespace
+}  // namespace rowwise
+}  // namespace kg
