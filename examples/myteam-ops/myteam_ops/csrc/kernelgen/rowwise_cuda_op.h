@@ -1,17 +1,13 @@
 #pragma once
 // kernelgen/rowwise_cuda_op.h: the tensor side of every CUDA rowwise op of this package and of its
-// backward: the device guard, the contiguous copies of the arguments, the new output or gradients, the
-// weights' partial-sum buffer, the caller's stream, and the call of the op's launch function (declared in
-// csrc/<op>/cuda/<op>_kernel.h, compiled by nvcc). An op's own file (csrc/<op>/cuda/<op>_cuda.cpp) checks
+// backward, around its launch functions (csrc/<op>/cuda/<op>_kernel.h): the new output or gradients,
+// the weights' partial-sum buffer, and the launch's call over the arguments of cuda_op.h (their GPU,
+// their row-major copies, the caller's stream). An op's own file (csrc/<op>/cuda/<op>_cuda.cpp) checks
 // its arguments, builds one of these, and passes its launch function for each of its own dtypes:
 //
 //   kg::rowwise::CudaForward<2> forward({&x, &w});
-//   THO_DISPATCH_V2(x.scalar_type(), "op_cuda", AT_WRAP([&] { forward.run(launch_op<scalar_t>); }), <the op's dtypes>);
+//   THO_DISPATCH_V2(x.scalar_type(), "op_cuda", AT_WRAP([&] { forward.run<scalar_t>(launch_op<scalar_t>); }), <the op's dtypes>);
 //   return forward.out();
-//
-// Everything happens on the arguments' GPU (the guard makes it current for the object's lifetime) and on
-// the caller's current stream, never the default stream: CUDA graphs, side streams and torch.compile's
-// reduce-overhead mode depend on it (current_cuda_stream in ../stable_cuda.h).
 
 #include <cuda_runtime_api.h>
 #include <torch/csrc/stable/ops.h>
@@ -25,27 +21,14 @@
 #include <utility>
 #include <vector>
 
-#include "../stable_cuda.h"
 #include "../stable_utils.h"
+#include "cuda_op.h"
 
 namespace kg {
 namespace rowwise {
 namespace {
 
 using kernelgen::Tensor;
-
-// Row-major (contiguous) copies of `columns`, where they are not already; the copies stay alive with
-// the vector, that is until the launch below has been queued (the caching allocator orders their reuse
-// after it on the stream).
-template <std::size_t N>
-std::vector<Tensor> contiguous_columns(const std::array<const Tensor*, N>& columns) {
-  std::vector<Tensor> contig;
-  contig.reserve(N);
-  for (const Tensor* t : columns) {
-    contig.push_back(torch::stable::contiguous(*t));
-  }
-  return contig;
-}
 
 // The forward over N columns, the inputs and then the weights: out() is a new contiguous tensor shaped
 // like the first input, which run(launch) fills with one call of the op's launch function
@@ -54,11 +37,8 @@ template <std::size_t N>
 class CudaForward {
  public:
   explicit CudaForward(const std::array<const Tensor*, N>& columns)
-      : device_index_(columns[0]->get_device_index()),
-        guard_(device_index_),
-        contig_(contiguous_columns(columns)),
-        out_(torch::stable::empty(columns[0]->sizes(), columns[0]->scalar_type(), std::nullopt,
-                                  columns[0]->device())),
+      : args_(columns),
+        out_(args_.empty_like(0)),
         cols_(columns[0]->size(columns[0]->dim() - 1)),
         rows_(out_.numel() == 0 ? 0 : out_.numel() / cols_) {}
 
@@ -76,13 +56,10 @@ class CudaForward {
     if (rows_ == 0) {
       return;  // no rows, or empty rows: a launch with zero blocks is an error, and there is nothing to do
     }
-    launch(contig_[I].template const_data_ptr<scalar_t>()..., out_.template mutable_data_ptr<scalar_t>(), rows_, cols_,
-           kernelgen::current_cuda_stream(device_index_));
+    launch(args_.template data<scalar_t>(I)..., out_.template mutable_data_ptr<scalar_t>(), rows_, cols_, args_.stream());
   }
 
-  int32_t device_index_;
-  kernelgen::DeviceGuard guard_;
-  std::vector<Tensor> contig_;
+  CudaArgs<N> args_;
   Tensor out_;
   int64_t cols_;
   int64_t rows_;
@@ -101,15 +78,13 @@ class CudaBackward {
   static constexpr std::size_t kArgs = kInputs + kWeights;
 
   CudaBackward(const Tensor& grad, const std::vector<bool>& needs, const std::array<const Tensor*, kArgs>& args)
-      : device_index_(args[0]->get_device_index()),
-        guard_(device_index_),
-        contig_(contiguous_columns(with_grad(grad, args))),
+      : args_(with_grad(grad, args)),
         cols_(args[0]->size(args[0]->dim() - 1)),
         rows_(cols_ == 0 ? 0 : args[0]->numel() / cols_) {
     for (std::size_t j = 0; j < kArgs; ++j) {
       needs_[j] = needs[j];
       if (needs[j]) {
-        grads_.push_back(torch::stable::empty(args[j]->sizes(), args[0]->scalar_type(), std::nullopt, args[0]->device()));
+        grads_.push_back(args_.empty_like(j + 1));
         if (rows_ == 0 && j >= kInputs) {
           torch::stable::zero_(grads_.back());  // a weight's gradient: a sum over no rows
         }
@@ -131,11 +106,11 @@ class CudaBackward {
 
  private:
   static std::array<const Tensor*, kArgs + 1> with_grad(const Tensor& grad, const std::array<const Tensor*, kArgs>& args) {
-    std::array<const Tensor*, kArgs + 1> columns = {&grad};
+    std::array<const Tensor*, kArgs + 1> tensors = {&grad};
     for (std::size_t j = 0; j < kArgs; ++j) {
-      columns[j + 1] = args[j];
+      tensors[j + 1] = args[j];
     }
-    return columns;
+    return tensors;
   }
 
   template <typename scalar_t, typename acc_t, typename Launch, std::size_t... I>
@@ -159,17 +134,14 @@ class CudaBackward {
       const std::vector<int64_t> shape = {sums * slots(rows_, cols_) * cols_};
       partial_buffer = torch::stable::empty(shape, std::is_same_v<acc_t, double> ? torch::headeronly::ScalarType::Double
                                                                                  : torch::headeronly::ScalarType::Float,
-                                            std::nullopt, contig_[0].device());
+                                            std::nullopt, args_[0].device());
       partial = partial_buffer.template mutable_data_ptr<acc_t>();
     }
-    launch(contig_[I].template const_data_ptr<scalar_t>()..., grads.data(), partial, rows_, cols_,
-           kernelgen::current_cuda_stream(device_index_));
+    launch(args_.template data<scalar_t>(I)..., grads.data(), partial, rows_, cols_, args_.stream());
   }
 
-  int32_t device_index_;
-  kernelgen::DeviceGuard guard_;
-  std::vector<Tensor> contig_;  // the output's gradient, then the arguments
-  std::vector<Tensor> grads_;   // the gradients asked for, in order
+  CudaArgs<kArgs + 1> args_;    // the output's gradient, then the arguments
+  std::vector<Tensor> grads_;  // the gradients asked for, in order
   std::array<bool, kArgs> needs_{};
   int64_t cols_;
   int64_t rows_;

@@ -1,15 +1,14 @@
-// muladd_cuda.cpp: the CUDA implementation of muladd::muladd, tensor side: checks,
-// device guard, allocation, stream and dtype dispatch. The kernel is in muladd_kernel.cu.
-// Stable ABI only (see ../../stable_utils.h and ../../stable_cuda.h).
+// muladd_cuda.cpp: the CUDA implementation of muladd::muladd, tensor side: the checks,
+// then the package's CUDA elementwise op (../../kernelgen/elementwise_cuda_op.h: device guard, contiguous
+// copies, allocation, stream) around this op's launch functions, under the dispatch of its dtypes. The
+// kernels are in muladd_kernel.cu. Stable ABI only (see ../../stable_utils.h and ../../stable_cuda.h).
 
 #include <torch/csrc/stable/library.h>
-#include <torch/csrc/stable/ops.h>
 #include <torch/headeronly/core/Dispatch_v2.h>
 
-#include <optional>
 #include <vector>
 
-#include "../../stable_cuda.h"
+#include "../../kernelgen/elementwise_cuda_op.h"
 #include "../../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK
 #include "../muladd_checks.h"
 #include "muladd_kernel.h"
@@ -22,65 +21,24 @@ using torch::headeronly::ScalarType;
 
 Tensor muladd_cuda(const Tensor& a, const Tensor& b, const Tensor& c) {
   check_inputs(a, b, c);
-  // Make the inputs' GPU current for the allocation and the launch below. Without the guard, a
-  // call with tensors on cuda:1 would allocate on and launch on the current device (cuda:0).
-  const int32_t device_index = a.get_device_index();
-  const kernelgen::DeviceGuard device_guard(device_index);
-  // Row-major data for flat indexing; the *_contig locals keep any copies alive (see the CPU code).
-  const Tensor a_contig = torch::stable::contiguous(a);
-  const Tensor b_contig = torch::stable::contiguous(b);
-  const Tensor c_contig = torch::stable::contiguous(c);
-  Tensor out = torch::stable::empty(a.sizes(), a.scalar_type(), std::nullopt, a.device());
-  const int64_t n = out.numel();
-  if (n == 0) {
-    return out;  // a launch with zero blocks is an error, and there is nothing to do
-  }
-  // The caller's current stream, never the default stream: work on stream 0 is not ordered with
-  // the caller's stream, which gives silently wrong results under CUDA graphs, torch.compile's
-  // reduce-overhead mode, and any code that uses side streams. (Why a C-shim call and not
-  // getCurrentStream().id(): see current_cuda_stream in ../../stable_cuda.h.)
-  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  // On the GPU of a: the output, then one launch of launch_muladd (muladd_kernel.h) over
+  // row-major copies of the inputs (flat indexing), on the caller's current stream.
+  kg::elementwise::CudaForward<3> forward({&a, &b, &c});
   THO_DISPATCH_V2(a.scalar_type(), "muladd_cuda", AT_WRAP([&] {
-    const scalar_t* a_ptr = a_contig.const_data_ptr<scalar_t>();
-    const scalar_t* b_ptr = b_contig.const_data_ptr<scalar_t>();
-    const scalar_t* c_ptr = c_contig.const_data_ptr<scalar_t>();
-    scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
-    launch_muladd<scalar_t>(a_ptr, b_ptr, c_ptr, out_ptr, n, stream);
+    forward.run<scalar_t>(launch_muladd<scalar_t>);
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
-  return out;
+  return forward.out();
 }
 
-// The backward (see muladd_backward_cpu): one kernel launch computes every gradient asked for.
+// The backward (see muladd_backward_cpu): the gradients of the inputs flagged in `_needs`, in order,
+// all from one kernel launch.
 std::vector<Tensor> muladd_backward_cuda(const Tensor& _grad, const Tensor& a, const Tensor& b, const Tensor& c, std::vector<bool> _needs) {
   check_backward_inputs(_grad, a, b, c, _needs);
-  const int32_t device_index = a.get_device_index();
-  const kernelgen::DeviceGuard device_guard(device_index);
-  const Tensor _grad_contig = torch::stable::contiguous(_grad);
-  const Tensor a_contig = torch::stable::contiguous(a);
-  const Tensor b_contig = torch::stable::contiguous(b);
-  const Tensor c_contig = torch::stable::contiguous(c);
-  std::vector<Tensor> _grads;
-  for (int _j = 0; _j < 3; ++_j) {
-    if (_needs[_j]) {
-      _grads.push_back(torch::stable::empty(a.sizes(), a.scalar_type(), std::nullopt, a.device()));
-    }
-  }
-  const int64_t _n = _grad.numel();
-  if (_n == 0 || _grads.empty()) {
-    return _grads;
-  }
-  const cudaStream_t stream = kernelgen::current_cuda_stream(device_index);
+  kg::elementwise::CudaBackward<3> backward(_grad, _needs, {&a, &b, &c});
   THO_DISPATCH_V2(a.scalar_type(), "muladd_backward_cuda", AT_WRAP([&] {
-    // Input j's gradient, or null where it is not asked for (the kernel then writes none).
-    scalar_t* _out_ptr[3] = {};
-    for (int _j = 0, _k = 0; _j < 3; ++_j) {
-      if (_needs[_j]) {
-        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
-      }
-    }
-    launch_muladd_backward<scalar_t>(_grad_contig.const_data_ptr<scalar_t>(), a_contig.const_data_ptr<scalar_t>(), b_contig.const_data_ptr<scalar_t>(), c_contig.const_data_ptr<scalar_t>(), _out_ptr[0], _out_ptr[1], _out_ptr[2], _n, stream);
+    backward.run<scalar_t>(launch_muladd_backward<scalar_t>);
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
-  return _grads;
+  return backward.grads();
 }
 
 }  // namespace
