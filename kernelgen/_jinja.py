@@ -253,10 +253,11 @@ from .nodes import Num, RowRef, Var
 #: 69: a CUDA rowwise op's CPU implementation and CPU backward are one copy a package (kernelgen/rowwise_cpu_op.h:
 #:     CpuForward, CpuBackward: the contiguous copies, the outputs, the tasks of rows and the weights' partial sums);
 #:     the op's .cpp keeps its checks, its dtype dispatch and its registration.
-#: 70: the same for the CUDA side of the stable-ABI elementwise and rowwise ops: kernelgen/cuda_op.h (CudaArgs: the
-#:     device guard, the contiguous copies, the stream), elementwise_cuda_op.h and rowwise_cuda_op.h (CudaForward,
-#:     CudaBackward: the outputs, the weights' partial-sum buffer, the launch's call); the op's <op>_cuda.cpp keeps its
-#:     checks, the dispatch of its launch functions over its dtypes and its registration.
+#: 70: the same for the rest of the tensor code of the stable-ABI elementwise and rowwise ops: kernelgen/tensors.h
+#:     (contiguous_all, with_grad) and cuda_op.h (CudaArgs: the device guard, the contiguous copies, the stream) under
+#:     elementwise_cpu_op.h, elementwise_cuda_op.h and rowwise_cuda_op.h (CpuForward / CudaForward, CpuBackward /
+#:     CudaBackward: the outputs, the loops, the weights' partial-sum buffer, the launch's call); the op's .cpp and
+#:     <op>_cuda.cpp keep their checks, their dispatch over the op's dtypes and their registration.
 TEMPLATE_VERSION = "70"
 
 #: Per dtype: the ATen enumerator (full ABI), the stable ScalarType enumerator and the torch name. The

@@ -20,6 +20,7 @@
 
 #include "../stable_utils.h"
 #include "cuda_op.h"
+#include "tensors.h"
 
 namespace kg {
 namespace elementwise {
@@ -82,14 +83,6 @@ class CudaBackward {
   std::vector<Tensor> grads() const { return grads_; }
 
  private:
-  static std::array<const Tensor*, N + 1> with_grad(const Tensor& grad, const std::array<const Tensor*, N>& inputs) {
-    std::array<const Tensor*, N + 1> tensors = {&grad};
-    for (std::size_t j = 0; j < N; ++j) {
-      tensors[j + 1] = inputs[j];
-    }
-    return tensors;
-  }
-
   template <typename scalar_t, typename Launch, std::size_t... I, std::size_t... J>
   void launch_with(Launch launch, std::index_sequence<I...>, std::index_sequence<J...>) {
     const int64_t n = args_[0].numel();

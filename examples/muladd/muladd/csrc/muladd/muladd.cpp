@@ -18,11 +18,11 @@
 #include <torch/csrc/stable/ops.h>
 #include <torch/headeronly/core/Dispatch_v2.h>
 
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "../kernelgen/elementwise_cpu_op.h"
 #include "../stable_utils.h"  // kernelgen::Tensor (torch::stable::Tensor), KG_CHECK, message helpers
 #include "muladd.h"
 #include "muladd_checks.h"
@@ -70,92 +70,30 @@ void check_backward_inputs(const Tensor& _grad, const Tensor& a, const Tensor& b
 
 namespace {
 
-// Elements per task of torch::stable::parallel_for: big enough that a small tensor stays on one
-// thread (spawning work costs microseconds), small enough to spread a large one over all cores.
-constexpr int64_t kGrainSize = 32768;
-
 Tensor muladd_cpu(const Tensor& a, const Tensor& b, const Tensor& c) {
-  // Every check happens here, before the parallel loop, and nothing inside the loop may throw: the
-  // loop body runs behind libtorch's C interface (torch_parallel_for), which catches an exception,
-  // prints it to stderr and reports a generic failure instead of the message.
+  // Every check happens here, before the parallel loop: nothing inside the loop may throw (the loop
+  // body runs behind libtorch's C interface, which would replace the message by a generic failure).
   check_inputs(a, b, c);
-  // The loop walks flat memory, so it needs row-major (contiguous) data. contiguous() returns the
-  // tensor itself when it already is, and a copy otherwise (a transposed or sliced view); the
-  // *_contig locals keep those copies alive while their data pointers are in use.
-  const Tensor a_contig = torch::stable::contiguous(a);
-  const Tensor b_contig = torch::stable::contiguous(b);
-  const Tensor c_contig = torch::stable::contiguous(c);
-  // empty rather than empty_like: empty_like keeps the input's strides, so a transposed input
-  // would give a transposed output, and the loop below writes row-major. (std::nullopt: the
-  // default layout; the output has the input's dtype and device.)
-  Tensor out = torch::stable::empty(a.sizes(), a.scalar_type(), std::nullopt, a.device());
-  const int64_t n = out.numel();
-  if (n == 0) {
-    return out;
-  }
+  // The package's CPU implementation (../kernelgen/elementwise_cpu_op.h): the output, then
+  // muladd_expr (muladd.h) at every element in the math type of the dtype of a.
   // THO_DISPATCH_V2: AT_DISPATCH_V2's header-only twin. scalar_t is the element type of each dtype
   // listed at the end (torch::headeronly::Half and BFloat16 are c10's half types, compiled in).
+  kg::elementwise::CpuForward<3> forward({&a, &b, &c});
   THO_DISPATCH_V2(a.scalar_type(), "muladd_cpu", AT_WRAP([&] {
-    using acc_t = opmath::opmath_type<scalar_t>;  // float for float16/bfloat16, else scalar_t
-    const scalar_t* a_ptr = a_contig.const_data_ptr<scalar_t>();
-    const scalar_t* b_ptr = b_contig.const_data_ptr<scalar_t>();
-    const scalar_t* c_ptr = c_contig.const_data_ptr<scalar_t>();
-    scalar_t* out_ptr = out.mutable_data_ptr<scalar_t>();
-    // ATen's intra-op thread pool (it honours torch.set_num_threads), reached through the stable ABI.
-    torch::stable::parallel_for(0, n, kGrainSize, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        out_ptr[i] = static_cast<scalar_t>(muladd_expr<acc_t>(
-            static_cast<acc_t>(a_ptr[i]), static_cast<acc_t>(b_ptr[i]), static_cast<acc_t>(c_ptr[i])));
-      }
-    });
+    forward.run<scalar_t>([](auto&&... v) { return muladd_expr(v...); });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
-  return out;
+  return forward.out();
 }
 
 // The backward: the gradients of the inputs flagged in `_needs`, in order, from the output's gradient
 // `_grad`, in one pass over memory (muladd_grad in muladd.h computes all of them per element).
 std::vector<Tensor> muladd_backward_cpu(const Tensor& _grad, const Tensor& a, const Tensor& b, const Tensor& c, std::vector<bool> _needs) {
   check_backward_inputs(_grad, a, b, c, _needs);
-  const Tensor _grad_contig = torch::stable::contiguous(_grad);
-  const Tensor a_contig = torch::stable::contiguous(a);
-  const Tensor b_contig = torch::stable::contiguous(b);
-  const Tensor c_contig = torch::stable::contiguous(c);
-  std::vector<Tensor> _grads;
-  for (int _j = 0; _j < 3; ++_j) {
-    if (_needs[_j]) {
-      _grads.push_back(torch::stable::empty(a.sizes(), a.scalar_type(), std::nullopt, a.device()));
-    }
-  }
-  const int64_t _n = _grad.numel();
-  if (_n == 0 || _grads.empty()) {
-    return _grads;
-  }
+  kg::elementwise::CpuBackward<3> backward(_grad, _needs, {&a, &b, &c});
   THO_DISPATCH_V2(a.scalar_type(), "muladd_backward_cpu", AT_WRAP([&] {
-    using acc_t = opmath::opmath_type<scalar_t>;  // float for float16/bfloat16, else scalar_t
-    const scalar_t* _grad_ptr = _grad_contig.const_data_ptr<scalar_t>();
-    const scalar_t* a_ptr = a_contig.const_data_ptr<scalar_t>();
-    const scalar_t* b_ptr = b_contig.const_data_ptr<scalar_t>();
-    const scalar_t* c_ptr = c_contig.const_data_ptr<scalar_t>();
-    // Input j's gradient, or null where it is not asked for.
-    scalar_t* _out_ptr[3] = {};
-    for (int _j = 0, _k = 0; _j < 3; ++_j) {
-      if (_needs[_j]) {
-        _out_ptr[_j] = _grads[_k++].mutable_data_ptr<scalar_t>();
-      }
-    }
-    torch::stable::parallel_for(0, _n, kGrainSize, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        acc_t _d[3];
-        muladd_grad<acc_t>(static_cast<acc_t>(_grad_ptr[i]), static_cast<acc_t>(a_ptr[i]), static_cast<acc_t>(b_ptr[i]), static_cast<acc_t>(c_ptr[i]), _d);
-        for (int _j = 0; _j < 3; ++_j) {
-          if (_out_ptr[_j] != nullptr) {
-            _out_ptr[_j][i] = static_cast<scalar_t>(_d[_j]);
-          }
-        }
-      }
-    });
+    backward.run<scalar_t>([](auto&&... v) { muladd_grad(v...); });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
-  return _grads;
+  return backward.grads();
 }
 
 }  // namespace

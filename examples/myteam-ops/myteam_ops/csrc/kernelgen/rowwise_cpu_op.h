@@ -25,6 +25,7 @@
 
 #include "../stable_utils.h"
 #include "rowwise_cpu.h"
+#include "tensors.h"
 
 namespace kg {
 namespace rowwise {
@@ -35,18 +36,6 @@ using kernelgen::Tensor;
 // Rows per task of torch::stable::parallel_for, chosen so that a task holds about this many elements:
 // a small tensor stays on one thread (spawning work costs microseconds), a large one spreads over all cores.
 constexpr int64_t kGrainElements = 32768;
-
-// Row-major (contiguous) copies of `columns`, where they are not already; the copies stay alive with
-// the vector while their pointers are in use.
-template <std::size_t N>
-std::vector<Tensor> contiguous_all(const std::array<const Tensor*, N>& columns) {
-  std::vector<Tensor> contig;
-  contig.reserve(N);
-  for (const Tensor* t : columns) {
-    contig.push_back(torch::stable::contiguous(*t));
-  }
-  return contig;
-}
 
 // The forward of Op (csrc/<op>/<op>.h) over its columns, the inputs and then the weights: out() is a
 // new contiguous tensor shaped like the first input, which run<scalar_t>() fills row by row.
@@ -124,12 +113,6 @@ class CpuBackward {
   std::vector<Tensor> grads() const { return grads_; }
 
  private:
-  static std::array<const Tensor*, kArgs + 1> with_grad(const Tensor& grad, const std::array<const Tensor*, kArgs>& args) {
-    std::array<const Tensor*, kArgs + 1> columns = {&grad};
-    std::copy(args.begin(), args.end(), columns.begin() + 1);
-    return columns;
-  }
-
   template <typename scalar_t, std::size_t... I>
   void run(std::index_sequence<I...>) {
     if (rows_ == 0 || grads_.empty()) {

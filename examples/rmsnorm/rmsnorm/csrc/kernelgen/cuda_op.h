@@ -15,6 +15,7 @@
 
 #include "../stable_cuda.h"
 #include "../stable_utils.h"
+#include "tensors.h"
 
 namespace kg {
 namespace {
@@ -30,12 +31,7 @@ template <std::size_t N>
 class CudaArgs {
  public:
   explicit CudaArgs(const std::array<const Tensor*, N>& tensors)
-      : device_index_(tensors[0]->get_device_index()), guard_(device_index_) {
-    contig_.reserve(N);
-    for (const Tensor* t : tensors) {
-      contig_.push_back(torch::stable::contiguous(*t));
-    }
-  }
+      : device_index_(tensors[0]->get_device_index()), guard_(device_index_), contig_(contiguous_all(tensors)) {}
 
   const Tensor& operator[](std::size_t i) const { return contig_[i]; }
 

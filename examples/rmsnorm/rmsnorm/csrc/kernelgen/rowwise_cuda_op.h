@@ -23,6 +23,7 @@
 
 #include "../stable_utils.h"
 #include "cuda_op.h"
+#include "tensors.h"
 
 namespace kg {
 namespace rowwise {
@@ -105,14 +106,6 @@ class CudaBackward {
   std::vector<Tensor> grads() const { return grads_; }
 
  private:
-  static std::array<const Tensor*, kArgs + 1> with_grad(const Tensor& grad, const std::array<const Tensor*, kArgs>& args) {
-    std::array<const Tensor*, kArgs + 1> tensors = {&grad};
-    for (std::size_t j = 0; j < kArgs; ++j) {
-      tensors[j + 1] = args[j];
-    }
-    return tensors;
-  }
-
   template <typename scalar_t, typename acc_t, typename Launch, std::size_t... I>
   void launch_with(int64_t (*slots)(int64_t, int64_t), Launch launch, std::index_sequence<I...>) {
     if (rows_ == 0 || grads_.empty()) {
