@@ -13,6 +13,8 @@
 #   check     carry .whl and .device/c85: the three examples built and their whole suites (versions 69 and 70), beside
 #             the fresh draw's CUDA ops built and their GPU suites
 # Do not name a shell variable T, TB, TK, K, ORDER or TS for anything but what stop_common.sh reads them as.
+# Stop 80 ran check, then (warm, T=1: the suites had passed in check) cuda85, then fresh85 (T=150 TB=200) and
+# the three suites that fresh85's 150 s cut short.
 W=${W:-/tmp/kg80}
 . "$(dirname "$0")/stop_common.sh"
 ALL=r00,r01,r02,r03,r04,r05,r06,r07,r08,r09
