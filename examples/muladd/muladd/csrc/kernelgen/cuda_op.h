@@ -40,11 +40,6 @@ class CudaArgs {
     return contig_[i].template const_data_ptr<scalar_t>();
   }
 
-  // A new (uninitialised) tensor shaped like tensor i, of tensor 0's dtype, on their GPU.
-  Tensor empty_like(std::size_t i) const {
-    return torch::stable::empty(contig_[i].sizes(), contig_[0].scalar_type(), std::nullopt, contig_[0].device());
-  }
-
   // The caller's current stream on their GPU, never the default stream: work on stream 0 is not
   // ordered with the caller's stream, which gives silently wrong results under CUDA graphs,
   // torch.compile's reduce-overhead mode and any code that uses side streams. (Why a C-shim call and

@@ -39,13 +39,6 @@ using kernelgen::Tensor;
 // thread (spawning work costs microseconds), small enough to spread a large one over all cores.
 constexpr int64_t kGrainSize = 32768;
 
-// A new row-major tensor shaped like `like`, of its dtype and on its device. empty rather than
-// empty_like: empty_like keeps the input's strides, so a transposed input would give a transposed
-// output, and the loops below write row-major. (std::nullopt: the default layout.)
-inline Tensor empty_row_major(const Tensor& like) {
-  return torch::stable::empty(like.sizes(), like.scalar_type(), std::nullopt, like.device());
-}
-
 // The forward over N inputs of one shape: out() is a new tensor of that shape, which
 // run<scalar_t>(expr) fills with out[i] = expr(input 0[i], ..., input N-1[i]), each element widened to
 // the math type acc_t (opmath_type: float for float16/bfloat16, else scalar_t) and rounded once when
@@ -97,7 +90,7 @@ class CpuBackward {
     for (std::size_t j = 0; j < N; ++j) {
       needs_[j] = needs[j];
       if (needs[j]) {
-        grads_.push_back(empty_row_major(*inputs[0]));
+        grads_.push_back(empty_row_major(*inputs[j]));
       }
     }
   }

@@ -34,7 +34,7 @@ using kernelgen::Tensor;
 template <std::size_t N>
 class CudaForward {
  public:
-  explicit CudaForward(const std::array<const Tensor*, N>& inputs) : args_(inputs), out_(args_.empty_like(0)) {}
+  explicit CudaForward(const std::array<const Tensor*, N>& inputs) : args_(inputs), out_(empty_row_major(args_[0])) {}
 
   template <typename scalar_t, typename... Params>
   void run(void (*launch)(Params...)) {
@@ -69,7 +69,7 @@ class CudaBackward {
     for (std::size_t j = 0; j < N; ++j) {
       needs_[j] = needs[j];
       if (needs[j]) {
-        grads_.push_back(args_.empty_like(j + 1));
+        grads_.push_back(empty_row_major(args_[j + 1]));
       }
     }
   }

@@ -46,8 +46,7 @@ class CpuForward {
 
   explicit CpuForward(const std::array<const Tensor*, kColumns>& columns)
       : contig_(contiguous_all(columns)),
-        out_(torch::stable::empty(columns[0]->sizes(), columns[0]->scalar_type(), std::nullopt,
-                                  columns[0]->device())),
+        out_(empty_row_major(*columns[0])),
         cols_(columns[0]->size(columns[0]->dim() - 1)),
         rows_(cols_ == 0 ? 0 : out_.numel() / cols_) {}
 
@@ -96,7 +95,7 @@ class CpuBackward {
         rows_(cols_ == 0 ? 0 : args[0]->numel() / cols_) {
     for (std::size_t j = 0; j < kArgs; ++j) {
       if (needs[j]) {
-        grads_.push_back(torch::stable::empty(args[j]->sizes(), args[0]->scalar_type(), std::nullopt, args[0]->device()));
+        grads_.push_back(empty_row_major(*args[j]));
         if (rows_ == 0 && j >= kInputs) {
           torch::stable::zero_(grads_.back());  // a weight's gradient: a sum over no rows
         }

@@ -39,7 +39,7 @@ class CudaForward {
  public:
   explicit CudaForward(const std::array<const Tensor*, N>& columns)
       : args_(columns),
-        out_(args_.empty_like(0)),
+        out_(empty_row_major(args_[0])),
         cols_(columns[0]->size(columns[0]->dim() - 1)),
         rows_(out_.numel() == 0 ? 0 : out_.numel() / cols_) {}
 
@@ -85,7 +85,7 @@ class CudaBackward {
     for (std::size_t j = 0; j < kArgs; ++j) {
       needs_[j] = needs[j];
       if (needs[j]) {
-        grads_.push_back(args_.empty_like(j + 1));
+        grads_.push_back(empty_row_major(args_[j + 1]));
         if (rows_ == 0 && j >= kInputs) {
           torch::stable::zero_(grads_.back());  // a weight's gradient: a sum over no rows
         }

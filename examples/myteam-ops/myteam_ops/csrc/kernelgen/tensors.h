@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "../stable_utils.h"
@@ -26,6 +27,13 @@ std::vector<Tensor> contiguous_all(const std::array<const Tensor*, N>& tensors) 
     contig.push_back(torch::stable::contiguous(*t));
   }
   return contig;
+}
+
+// A new (uninitialised) row-major tensor shaped like `like`, of its dtype and on its device. empty
+// rather than empty_like: empty_like keeps the input's strides, so a transposed input would give a
+// transposed output, and the loops and kernels write row-major. (std::nullopt: the default layout.)
+inline Tensor empty_row_major(const Tensor& like) {
+  return torch::stable::empty(like.sizes(), like.scalar_type(), std::nullopt, like.device());
 }
 
 // A backward's tensors: the output's gradient `grad`, then the op's arguments.
