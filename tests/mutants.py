@@ -64,7 +64,8 @@ def _e(path: str, old: str, new: str, count: int = 1) -> Edit:
 
 
 EW_H = "{pkg}/csrc/ew/ew.h"
-EW_CPP = "{pkg}/csrc/ew/ew.cpp"
+#: The package's elementwise CPU loops, which every elementwise C++ op runs with its formula.
+EW_CPU = "{pkg}/csrc/kernelgen/elementwise_cpu_op.h"
 #: The package's elementwise kernel and launch, which every elementwise CUDA op instantiates.
 EW_CUH = "{pkg}/csrc/kernelgen/elementwise.cuh"
 RW_H = "{pkg}/csrc/rw/rw.h"
@@ -91,8 +92,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("ew-constant", "ew", "formula", "a constant off by 1% (0.01 becomes 0.0101)",
            (_e(EW_H, " + acc_t(0.01) * c;", " + acc_t(0.0101) * c;"),)),
     Mutant("ew-last-element", "ew", "cpu", "the last element skipped (CPU loop)",
-           (_e(EW_CPP, "for (int64_t i = begin; i < end; ++i) {\n        out_ptr[i] =",
-               "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {\n        out_ptr[i] ="),)),
+           (_e(EW_CPU, "for (int64_t i = begin; i < end; ++i) {\n        out[i] =",
+               "for (int64_t i = begin; i < (end == n ? n - 1 : end); ++i) {\n        out[i] ="),)),
     Mutant("ew-tail", "ew", "cuda", "the tail skipped (the last element after the whole packs)",
            (_e(EW_CUH, "if (blockIdx.x == 0 && i < n) {\n    out[i] =", "if (blockIdx.x == 0 && i < n - 1) {\n    out[i] ="),)),
     Mutant("ew-last-pack", "ew", "cuda", "the last pack skipped",

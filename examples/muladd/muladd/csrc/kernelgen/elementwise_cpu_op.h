@@ -3,11 +3,13 @@
 // its backward: the contiguous copies of the inputs, the new output or gradients, and the loop over the
 // elements that torch::stable::parallel_for shares among the threads. An op's own file
 // (csrc/<op>/<op>.cpp) checks its inputs, builds one of these, and calls its run<scalar_t>(formula) under
-// the dtype dispatch of the op's own dtypes, the formula being the op's scalar function of <op>.h:
+// the dtype dispatch of the op's own dtypes, the formula being the op's scalar function of <op>.h at the
+// math type acc_t, which the header reads from the formula's first parameter:
 //
 //   kg::elementwise::CpuForward<2> forward({&a, &b});
 //   THO_DISPATCH_V2(a.scalar_type(), "op_cpu", AT_WRAP([&] {
-//     forward.run<scalar_t>([](auto&&... v) { return op_expr(v...); });
+//     using acc_t = opmath::opmath_type<scalar_t>;
+//     forward.run<scalar_t>([](acc_t a, acc_t b) { return op_expr<acc_t>(a, b); });
 //   }), <the op's dtypes>);
 //   return forward.out();
 //
@@ -25,7 +27,6 @@
 #include <utility>
 #include <vector>
 
-#include "../opmath.h"
 #include "../stable_utils.h"
 #include "tensors.h"
 
@@ -39,10 +40,17 @@ using kernelgen::Tensor;
 // thread (spawning work costs microseconds), small enough to spread a large one over all cores.
 constexpr int64_t kGrainSize = 32768;
 
+// The type of the first parameter of a lambda (its math type, acc_t).
+template <typename F>
+struct FirstParam : FirstParam<decltype(&F::operator())> {};
+template <typename C, typename R, typename A, typename... Rest>
+struct FirstParam<R (C::*)(A, Rest...) const> {
+  using type = A;
+};
+
 // The forward over N inputs of one shape: out() is a new tensor of that shape, which
 // run<scalar_t>(expr) fills with out[i] = expr(input 0[i], ..., input N-1[i]), each element widened to
-// the math type acc_t (opmath_type: float for float16/bfloat16, else scalar_t) and rounded once when
-// stored.
+// the math type acc_t (expr's parameter type) and the result rounded once when stored.
 template <std::size_t N>
 class CpuForward {
  public:
@@ -51,15 +59,14 @@ class CpuForward {
 
   template <typename scalar_t, typename Expr>
   void run(Expr expr) {
-    loop<scalar_t>(expr, std::make_index_sequence<N>{});
+    loop<scalar_t, typename FirstParam<Expr>::type>(expr, std::make_index_sequence<N>{});
   }
 
   Tensor out() const { return out_; }
 
  private:
-  template <typename scalar_t, typename Expr, std::size_t... I>
+  template <typename scalar_t, typename acc_t, typename Expr, std::size_t... I>
   void loop(Expr expr, std::index_sequence<I...>) {
-    using acc_t = opmath::opmath_type<scalar_t>;
     const int64_t n = out_.numel();
     if (n == 0) {
       return;
@@ -97,15 +104,14 @@ class CpuBackward {
 
   template <typename scalar_t, typename GradFn>
   void run(GradFn grad_fn) {
-    loop<scalar_t>(grad_fn, std::make_index_sequence<N + 1>{});
+    loop<scalar_t, typename FirstParam<GradFn>::type>(grad_fn, std::make_index_sequence<N + 1>{});
   }
 
   std::vector<Tensor> grads() const { return grads_; }
 
  private:
-  template <typename scalar_t, typename GradFn, std::size_t... I>
+  template <typename scalar_t, typename acc_t, typename GradFn, std::size_t... I>
   void loop(GradFn grad_fn, std::index_sequence<I...>) {
-    using acc_t = opmath::opmath_type<scalar_t>;
     const int64_t n = contig_[0].numel();
     if (n == 0 || grads_.empty()) {
       return;

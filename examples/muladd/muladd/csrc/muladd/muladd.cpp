@@ -80,7 +80,8 @@ Tensor muladd_cpu(const Tensor& a, const Tensor& b, const Tensor& c) {
   // listed at the end (torch::headeronly::Half and BFloat16 are c10's half types, compiled in).
   kg::elementwise::CpuForward<3> forward({&a, &b, &c});
   THO_DISPATCH_V2(a.scalar_type(), "muladd_cpu", AT_WRAP([&] {
-    forward.run<scalar_t>([](auto&&... v) { return muladd_expr(v...); });
+    using acc_t = opmath::opmath_type<scalar_t>;  // the math type: float for float16/bfloat16, else scalar_t
+    forward.run<scalar_t>([](acc_t a, acc_t b, acc_t c) { return muladd_expr<acc_t>(a, b, c); });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return forward.out();
 }
@@ -91,7 +92,10 @@ std::vector<Tensor> muladd_backward_cpu(const Tensor& _grad, const Tensor& a, co
   check_backward_inputs(_grad, a, b, c, _needs);
   kg::elementwise::CpuBackward<3> backward(_grad, _needs, {&a, &b, &c});
   THO_DISPATCH_V2(a.scalar_type(), "muladd_backward_cpu", AT_WRAP([&] {
-    backward.run<scalar_t>([](auto&&... v) { muladd_grad(v...); });
+    using acc_t = opmath::opmath_type<scalar_t>;  // the math type: float for float16/bfloat16, else scalar_t
+    backward.run<scalar_t>([](acc_t _grad, acc_t a, acc_t b, acc_t c, acc_t (&_d)[3]) {
+      muladd_grad<acc_t>(_grad, a, b, c, _d);
+    });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return backward.grads();
 }

@@ -68,7 +68,8 @@ Tensor gelu_cpu(const Tensor& x) {
   // listed at the end (torch::headeronly::Half and BFloat16 are c10's half types, compiled in).
   kg::elementwise::CpuForward<1> forward({&x});
   THO_DISPATCH_V2(x.scalar_type(), "gelu_cpu", AT_WRAP([&] {
-    forward.run<scalar_t>([](auto&&... v) { return gelu_expr(v...); });
+    using acc_t = opmath::opmath_type<scalar_t>;  // the math type: float for float16/bfloat16, else scalar_t
+    forward.run<scalar_t>([](acc_t x) { return gelu_expr<acc_t>(x); });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return forward.out();
 }
@@ -79,7 +80,10 @@ std::vector<Tensor> gelu_backward_cpu(const Tensor& _grad, const Tensor& x, std:
   check_backward_inputs(_grad, x, _needs);
   kg::elementwise::CpuBackward<1> backward(_grad, _needs, {&x});
   THO_DISPATCH_V2(x.scalar_type(), "gelu_backward_cpu", AT_WRAP([&] {
-    backward.run<scalar_t>([](auto&&... v) { gelu_grad(v...); });
+    using acc_t = opmath::opmath_type<scalar_t>;  // the math type: float for float16/bfloat16, else scalar_t
+    backward.run<scalar_t>([](acc_t _grad, acc_t x, acc_t (&_d)[1]) {
+      gelu_grad<acc_t>(_grad, x, _d);
+    });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return backward.grads();
 }

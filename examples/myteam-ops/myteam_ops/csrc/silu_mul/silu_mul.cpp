@@ -80,7 +80,8 @@ Tensor silu_mul_cpu(const Tensor& x, const Tensor& y) {
   // listed at the end (torch::headeronly::Half and BFloat16 are c10's half types, compiled in).
   kg::elementwise::CpuForward<2> forward({&x, &y});
   THO_DISPATCH_V2(x.scalar_type(), "silu_mul_cpu", AT_WRAP([&] {
-    forward.run<scalar_t>([](auto&&... v) { return silu_mul_expr(v...); });
+    using acc_t = opmath::opmath_type<scalar_t>;  // the math type: float for float16/bfloat16, else scalar_t
+    forward.run<scalar_t>([](acc_t x, acc_t y) { return silu_mul_expr<acc_t>(x, y); });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return forward.out();
 }
@@ -91,7 +92,10 @@ std::vector<Tensor> silu_mul_backward_cpu(const Tensor& _grad, const Tensor& x, 
   check_backward_inputs(_grad, x, y, _needs);
   kg::elementwise::CpuBackward<2> backward(_grad, _needs, {&x, &y});
   THO_DISPATCH_V2(x.scalar_type(), "silu_mul_backward_cpu", AT_WRAP([&] {
-    backward.run<scalar_t>([](auto&&... v) { silu_mul_grad(v...); });
+    using acc_t = opmath::opmath_type<scalar_t>;  // the math type: float for float16/bfloat16, else scalar_t
+    backward.run<scalar_t>([](acc_t _grad, acc_t x, acc_t y, acc_t (&_d)[2]) {
+      silu_mul_grad<acc_t>(_grad, x, y, _d);
+    });
   }), ScalarType::Float, ScalarType::Double, ScalarType::Half, ScalarType::BFloat16);
   return backward.grads();
 }
