@@ -23,7 +23,10 @@ def test_new_writes_the_documented_tree(tmp_path, abi):
     result = invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "--abi", abi, "-o", str(tmp_path))
     assert result.exit_code == 0, result.output
     files = {f for f in tree(tmp_path / "muladd") if not f.startswith(".kernelgen/")}
-    stable_only = {"muladd/csrc/stable_utils.h", "muladd/csrc/stable_cuda.h"} if abi == "stable" else set()
+    # The stable ABI's helpers, and the package's op headers that hold the tensor code every op shares.
+    stable_only = {"muladd/csrc/stable_utils.h", "muladd/csrc/stable_cuda.h", "muladd/csrc/kernelgen/tensors.h",
+                   "muladd/csrc/kernelgen/cuda_op.h", "muladd/csrc/kernelgen/elementwise_cpu_op.h",
+                   "muladd/csrc/kernelgen/elementwise_cuda_op.h"} if abi == "stable" else set()
     assert {
         "setup.py", "pyproject.toml", "README.md", ".copier-answers.yml", ".gitignore",
         "muladd/__init__.py", "muladd/_build.py", "muladd/_loader.py", "muladd/ops/__init__.py", "muladd/ops/muladd.py",
@@ -47,10 +50,11 @@ def test_new_writes_the_documented_tree(tmp_path, abi):
     assert all(record[f] == (tmp_path / "muladd" / f).read_bytes() for f in files)
 
 
-def _common_rules(root, cu, cuda_cpp, cpp):
+def _common_rules(root, cu, cuda_cpp, cpp, empty_case="if (n == 0)"):
+    """``cuda_cpp``: the op's CUDA tensor code, with the package's op headers it runs on (stable ABI)."""
     for needle in ["int64_t n", "Pack<scalar_t, kVec>", "is_aligned("]:
         assert needle in cu, needle
-    for needle in ["contiguous(", "if (n == 0)"]:
+    for needle in ["contiguous(", empty_case]:
         assert needle in cuda_cpp, needle
     assert "<<<" in cu and ", 0, stream>>>" in cu  # launched on the current stream
     # nvcc never sees the tensor headers: they are most of a build's time
@@ -87,25 +91,35 @@ def test_generated_code_follows_the_rules(tmp_path):
     invoke("new", "muladd", "--inputs", "a,b,c", "--expr", "a*b+c", "--defaults", "-o", str(tmp_path))
     root = tmp_path / "muladd"
     cu, cuda_cpp, cpp = _sources(root)
-    _common_rules(root, cu, cuda_cpp, cpp)
+    # The op's files call the package's op headers (csrc/kernelgen/), which hold the guard, the copies, the
+    # allocations, the stream and the CPU loop once for every op.
+    headers = {name: (root / "muladd/csrc/kernelgen" / name).read_text()
+               for name in ("tensors.h", "cuda_op.h", "elementwise_cpu_op.h", "elementwise_cuda_op.h")}
+    assert "kg::elementwise::CudaForward<3> forward({&a, &b, &c});" in cuda_cpp
+    assert "forward.run<scalar_t>(launch_muladd<scalar_t>);" in cuda_cpp
+    cuda_side = cuda_cpp + headers["tensors.h"] + headers["cuda_op.h"] + headers["elementwise_cuda_op.h"]
+    _common_rules(root, cu, cuda_side, cpp, empty_case="if (out_.numel() == 0)")
     assert "STD_CUDA_KERNEL_LAUNCH_CHECK();" in cu
     for needle in ["kernelgen::DeviceGuard", "kernelgen::current_cuda_stream(", "THO_DISPATCH_V2", "torch::stable::empty(",
                    "ScalarType::BFloat16", "ScalarType::Half", "STABLE_TORCH_LIBRARY_IMPL(muladd, CUDA, m)", "TORCH_BOX("]:
-        assert needle in cuda_cpp, needle
+        assert needle in cuda_side, needle
     # Stable ABI: no ATen or c10 header anywhere in the package's C++, only torch/csrc/stable and torch/headeronly.
     for path in (root / "muladd/csrc").rglob("*"):
         if path.suffix in (".cpp", ".cu", ".h", ".cuh"):
             includes = re.findall(r"^#include <([\w.]+)", path.read_text(), re.MULTILINE)
             assert {inc for inc in includes if inc in ("ATen", "c10") or "." not in inc} <= {"torch", "cstdint", "cstddef", "cmath",
-                    "algorithm", "atomic", "optional", "string", "utility", "vector", "sstream", "stdexcept", "type_traits"}, includes
+                    "algorithm", "array", "atomic", "optional", "string", "tuple", "utility", "vector", "sstream", "stdexcept",
+                    "type_traits"}, includes
             torch_includes = re.findall(r"^#include <(torch/[\w/.]+)", path.read_text(), re.MULTILINE)
             assert all(inc.startswith(("torch/csrc/stable/", "torch/headeronly/", "torch/csrc/inductor/aoti_torch/c/"))
                        for inc in torch_includes), (path.name, torch_includes)
     # FRAGMENT: several ops and packages share a namespace; a second library defining it would abort Python.
     assert "STABLE_TORCH_LIBRARY_FRAGMENT(muladd, m)" in cpp and "STABLE_TORCH_LIBRARY_IMPL(muladd, CPU, m)" in cpp
     assert "TORCH_LIBRARY(" not in cpp.replace("// ", "").split("namespace muladd {")[1]
-    # The checks come before the parallel loop: nothing may throw across torch_parallel_for.
-    assert cpp.index("check_inputs(a, b, c);\n") < cpp.index("torch::stable::parallel_for(")
+    # The checks come before the parallel loop (the package's CPU loop, which the op's file builds after them):
+    # nothing may throw across torch_parallel_for.
+    assert cpp.index("check_inputs(a, b, c);\n") < cpp.index("kg::elementwise::CpuForward<3> forward(")
+    assert "torch::stable::parallel_for(" in headers["elementwise_cpu_op.h"]
     build = (root / "muladd/_build.py").read_text()
     assert "TORCH_TARGET_VERSION = (2, 10)" in build and "py_limited_api=True" in build
     assert '"py_limited_api": "cp310"' in (root / "setup.py").read_text()
